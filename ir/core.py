@@ -1,0 +1,170 @@
+"""The graph IR: SSA values, nodes, graphs, and a builder that emits nodes.
+
+A `Graph` is immutable by convention: passes read one graph and build another
+with a `GraphBuilder`. Every node has exactly one result `Value`.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterable, Mapping
+
+from .types import TensorType
+
+_ids = itertools.count()
+
+
+class Value:
+    """An SSA value: produced once (by a node, or as a graph input), typed statically."""
+
+    __slots__ = ("type", "node", "id")
+
+    def __init__(self, type: TensorType, node: "Node | None" = None):
+        self.type = type
+        self.node = node
+        self.id = next(_ids)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.type.shape)
+
+    def __repr__(self) -> str:
+        return f"Value#{self.id}:{self.type}"
+
+
+def freeze_attr(v: Any) -> Any:
+    """Attributes are hashable: lists become tuples, recursively."""
+    if isinstance(v, (list, tuple)):
+        return tuple(freeze_attr(x) for x in v)
+    return v
+
+
+class Node:
+    """One primitive application: `out = prim(*inputs, **attrs)`."""
+
+    __slots__ = ("prim", "inputs", "attrs", "out")
+
+    def __init__(self, prim, inputs: tuple[Value, ...], attrs: Mapping[str, Any], out_type: TensorType):
+        self.prim = prim
+        self.inputs = tuple(inputs)
+        self.attrs = dict(attrs)
+        self.out = Value(out_type, self)
+
+    def __repr__(self) -> str:
+        return f"Node({self.prim.name}, {self.inputs}, {self.attrs}) -> {self.out}"
+
+
+class Graph:
+    """A function in SSA form: typed inputs, nodes in topological order, outputs."""
+
+    def __init__(self, inputs: Iterable[Value], nodes: Iterable[Node], outputs: Iterable[Value], name: str = "f"):
+        self.inputs = list(inputs)
+        self.nodes = list(nodes)
+        self.outputs = list(outputs)
+        self.name = name
+
+    @property
+    def in_types(self) -> list[TensorType]:
+        return [v.type for v in self.inputs]
+
+    @property
+    def out_types(self) -> list[TensorType]:
+        return [v.type for v in self.outputs]
+
+    def __str__(self) -> str:
+        from .text import print_graph
+
+        return print_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph @{self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes, {len(self.outputs)} outputs>"
+
+    def structural_key(self) -> tuple:
+        """A hashable key equal for graphs that differ only in value identities and name."""
+        index = {v: i for i, v in enumerate(self.inputs)}
+        body = []
+        for n in self.nodes:
+            index[n.out] = len(index)
+            body.append((n.prim.name, tuple(index[v] for v in n.inputs),
+                         tuple(sorted((k, _attr_key(a)) for k, a in n.attrs.items())), n.out.type))
+        return (tuple(self.in_types), tuple(body), tuple(index[v] for v in self.outputs))
+
+    def structural_hash(self) -> int:
+        return hash(self.structural_key())
+
+
+def _attr_key(a: Any) -> Any:
+    if isinstance(a, float):
+        return ("float", a.hex() if a == a else "nan")
+    return a
+
+
+class GraphBuilder:
+    """Emits nodes into a new graph, running each primitive's type rule.
+
+    Primitives are available as methods: `b.sin(x)`, `b.reshape(x, shape=(2, 3))`.
+    """
+
+    def __init__(self, name: str = "f"):
+        self.name = name
+        self.inputs: list[Value] = []
+        self.nodes: list[Node] = []
+
+    def add_input(self, type: TensorType) -> Value:
+        v = Value(type)
+        self.inputs.append(v)
+        return v
+
+    def emit(self, prim, *inputs: Value, **attrs) -> Value:
+        """Append `prim(*inputs, **attrs)` and return its result value."""
+        from .primitive import get_primitive
+
+        if isinstance(prim, str):
+            prim = get_primitive(prim)
+        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+        for v in inputs:
+            if not isinstance(v, Value):
+                raise TypeError(f"{prim.name}: operands must be IR values, got {type(v).__name__}")
+        out_type = prim.abstract_eval(*(v.type for v in inputs), **attrs)
+        node = Node(prim, inputs, attrs, out_type)
+        self.nodes.append(node)
+        return node.out
+
+    def __getattr__(self, name: str):
+        from .primitive import REGISTRY
+
+        if name.startswith("_") or name not in REGISTRY:
+            raise AttributeError(name)
+        prim = REGISTRY[name]
+        return lambda *inputs, **attrs: self.emit(prim, *inputs, **attrs)
+
+    # --- small conveniences used by rules -------------------------------------------------
+    def const(self, value, shape: tuple[int, ...] = (), dtype=None) -> Value:
+        """A constant filled with the Python scalar `value` (dtype defaults to float32)."""
+        from . import dtypes
+
+        return self.emit("full", shape=tuple(shape), dtype=dtype or dtypes.float32, value=value)
+
+    def const_like(self, x: Value, value) -> Value:
+        return self.const(value, x.shape, x.dtype)
+
+    def zeros_like(self, x: Value) -> Value:
+        return self.const_like(x, False if x.dtype.is_bool else 0)
+
+    def build(self, outputs: Iterable[Value]) -> Graph:
+        return Graph(self.inputs, self.nodes, list(outputs), self.name)
+
+
+def inline(builder: GraphBuilder, graph: Graph, args: Iterable[Value]) -> list[Value]:
+    """Re-emit `graph`'s nodes into `builder` with its inputs bound to `args`; return its outputs."""
+    env: dict[Value, Value] = dict(zip(graph.inputs, args, strict=True))
+    for n in graph.nodes:
+        env[n.out] = builder.emit(n.prim, *(env[v] for v in n.inputs), **n.attrs)
+    return [env[v] for v in graph.outputs]
