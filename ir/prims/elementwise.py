@@ -23,7 +23,7 @@ _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    return _erf_scalar(x).astype(x.dtype) if x.size else x.copy()
+    return np.asarray(_erf_scalar(x)).astype(x.dtype) if x.size else x.copy()
 
 
 def _unary_type(name, allowed):
@@ -90,7 +90,14 @@ logical_not = unary("logical_not", np.invert, LOGICAL, differentiable=False)
 add = binary("add", np.add)
 sub = binary("sub", np.subtract)
 mul = binary("mul", np.multiply)
-div = binary("div", np.divide, dt.FLOATS)
+def _div(x, y):
+    if x.dtype.kind == "f":
+        return np.divide(x, y)
+    q = np.floor_divide(x, np.where(y == 0, 1, y))  # integers: C division, truncating toward zero
+    return np.where(y == 0, 0, q + ((q * y != x) & ((x < 0) != (y < 0))))
+
+
+div = binary("div", _div)
 pow = binary("pow", np.power, dt.FLOATS)
 max = binary("max", np.maximum, ALL)
 min = binary("min", np.minimum, ALL)
@@ -130,7 +137,7 @@ def _convert_type(x: TensorType, *, dtype) -> TensorType:
 
 def _convert_impl(x, *, dtype):
     if dtype.is_bool:
-        return x != 0
+        return np.asarray(x != 0)
     with np.errstate(invalid="ignore"):
         return x.astype(dtype.np)
 
@@ -139,3 +146,9 @@ convert_element_type = register(Primitive("convert_element_type", _convert_type,
 
 stop_gradient = register(Primitive("stop_gradient", lambda x: x, lambda x: x, num_operands=1,
                                    differentiable=False))
+
+
+# === batching rules =============================================================================
+
+
+# === differentiation rules ======================================================================

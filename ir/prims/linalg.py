@@ -53,3 +53,9 @@ def _dot_impl(lhs, rhs, *, contract, batch):
 
 
 dot_general = register(Primitive("dot_general", _dot_type, _dot_impl, num_operands=2))
+
+
+# === batching rules =============================================================================
+
+
+# === differentiation rules ======================================================================

@@ -86,3 +86,9 @@ def random_primitive(name: str, from_bits) -> Primitive:
 
 random_uniform = random_primitive("random_uniform", uniform_from_bits)
 random_normal = random_primitive("random_normal", normal_from_bits)
+
+
+# === batching rules =============================================================================
+
+
+# === differentiation rules ======================================================================

@@ -49,9 +49,15 @@ def _arg_type(name):
 def arg_reducer(name: str, np_fn) -> Primitive:
     """Declare an index-of-extremum reduction over one axis (first occurrence wins)."""
     def impl(x, *, axis, index_dtype):
-        return np_fn(x, axis=axis).astype(index_dtype.np)
+        return np.asarray(np_fn(x, axis=axis)).astype(index_dtype.np)
     return register(Primitive(name, _arg_type(name), impl, num_operands=1, differentiable=False))
 
 
 argmax = arg_reducer("argmax", np.argmax)
 argmin = arg_reducer("argmin", np.argmin)
+
+
+# === batching rules =============================================================================
+
+
+# === differentiation rules ======================================================================

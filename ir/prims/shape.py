@@ -83,7 +83,7 @@ def _slice_type(x: TensorType, *, start_indices, limit_indices, strides) -> Tens
 
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):
-    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+    return np.asarray(x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))])
 
 
 slice_ = register(Primitive("slice", _slice_type, _slice_impl, num_operands=1))
@@ -142,7 +142,7 @@ def _rev_type(x: TensorType, *, axes) -> TensorType:
     return x
 
 
-rev = register(Primitive("rev", _rev_type, lambda x, *, axes: np.flip(x, axes), num_operands=1))
+rev = register(Primitive("rev", _rev_type, lambda x, *, axes: np.asarray(np.flip(x, axes)), num_operands=1))
 
 
 # --- take / index_add --------------------------------------------------------------------------
@@ -190,6 +190,8 @@ index_add = register(Primitive("index_add", _index_add_type, _index_add_impl, nu
 def _iota_type(*, shape, dtype, dimension) -> TensorType:
     _ints("iota", "shape", shape)
     check_axes("iota", (dimension,), len(shape))
+    if not isinstance(dtype, dt.DType) or dtype.is_bool:
+        fail("iota", f"dtype must be a numeric DType, got {dtype!r}", TypeError)
     return TensorType(tuple(shape), dtype)
 
 
@@ -217,3 +219,9 @@ def _full_impl(*, shape, dtype, value):
 
 
 full = register(Primitive("full", _full_type, _full_impl, num_operands=0, differentiable=False))
+
+
+# === batching rules =============================================================================
+
+
+# === differentiation rules ======================================================================

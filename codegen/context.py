@@ -1,0 +1,126 @@
+"""What a lowering sees while one kernel is emitted: the builder, the kernel's
+buffers, and `value(v, idx)` — the element of SSA value `v` at index `idx`,
+loaded from a buffer when `v` is materialised, otherwise computed by lowering
+its (fused) node at that index.
+
+An `Index` names one element of a tensor of static shape, either by its
+coordinates (`dims`) or by its row-major position (`linear`), or both; the
+missing form is derived on demand. Layout lowerings map an output index to an
+operand index, so a chain of reshape/transpose/broadcast/slice is plain index
+arithmetic inside one loop nest. Reshape and size-preserving broadcast keep the
+linear position, so fused elementwise chains over them stay contiguous loads
+that LLVM vectorises.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ir.core import Node, Value
+from . import irutil as u
+
+if TYPE_CHECKING:
+    from .schedule import Kernel
+
+
+def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of `shape`."""
+    out = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        out[k] = out[k + 1] * shape[k + 1]
+    return tuple(out)
+
+
+class Index:
+    """One element of a tensor of static `shape`: coordinates and/or linear position (i64 values)."""
+
+    __slots__ = ("shape", "_dims", "_linear")
+
+    def __init__(self, shape: tuple[int, ...], dims: list[ir.Value] | None = None,
+                 linear: ir.Value | None = None):
+        assert dims is not None or linear is not None or not shape or prod(shape) <= 1
+        self.shape = shape
+        self._dims = dims
+        self._linear = linear
+
+    def dims(self, b: ir.IRBuilder) -> list[ir.Value]:
+        if self._dims is None:
+            if self._linear is None:  # 0-d or single-element tensor
+                self._dims = [u.i64(0)] * len(self.shape)
+            else:
+                st = strides(self.shape)
+                self._dims = [u.imod(b, u.idiv(b, self._linear, s), n) if n > 1 else u.i64(0)
+                              for s, n in zip(st, self.shape)]
+        return self._dims
+
+    def linear(self, b: ir.IRBuilder) -> ir.Value:
+        if self._linear is None:
+            if self._dims is None:
+                self._linear = u.i64(0)
+            else:
+                acc = u.i64(0)
+                for d, s, n in zip(self._dims, strides(self.shape), self.shape):
+                    if n > 1:
+                        acc = u.iadd(b, acc, u.imul(b, d, s))
+                self._linear = acc
+        return self._linear
+
+
+class KernelContext:
+    """Emission state for one kernel function: builder, buffers and the memo of computed elements."""
+
+    def __init__(self, builder: ir.IRBuilder, kernel: "Kernel", buffers: dict[Value, ir.Value]):
+        self.b = builder
+        self.kernel = kernel
+        self.buffers = buffers
+        self.fused = kernel.fused_values()
+        self._memo: dict[tuple[Value, Index], ir.Value] = {}
+
+    # --- element access -----------------------------------------------------------------------
+    def value(self, v: Value, idx: Index) -> ir.Value:
+        """The element of `v` at `idx`, as a register value (bool as i1)."""
+        key = (v, idx)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        if v in self.fused:
+            from .lower import LOWERINGS
+
+            node = v.node
+            out = LOWERINGS[node.prim.name].emit(self, node, idx)
+        else:
+            out = self.load(v, idx)
+        self._memo[key] = out
+        return out
+
+    def operands(self, node: Node, idx: Index) -> list[ir.Value]:
+        """All operands of an elementwise node at the same index."""
+        return [self.value(v, idx) for v in node.inputs]
+
+    def pointer(self, v: Value, idx: Index) -> ir.Value:
+        """Address of element `idx` of the materialised value `v`."""
+        base = self.buffers[v]
+        off = idx.linear(self.b)
+        if isinstance(off, ir.Constant) and off.constant == 0:
+            return base
+        return self.b.gep(base, [off], inbounds=True, source_etype=u.mem_type(v.dtype))
+
+    def load(self, v: Value, idx: Index) -> ir.Value:
+        t = u.mem_type(v.dtype)
+        x = self.b.load(self.pointer(v, idx), typ=t, align=_ALIGN[t])
+        return self.b.trunc(x, u.I1) if v.dtype.is_bool else x
+
+    def store(self, v: Value, idx: Index, x: ir.Value) -> None:
+        t = u.mem_type(v.dtype)
+        if v.dtype.is_bool:
+            x = self.b.zext(x, u.I8)
+        self.b.store(x, self.pointer(v, idx), align=_ALIGN[t])
+
+    def forget(self) -> None:
+        """Drop memoised elements (call when leaving the loop body they were computed in)."""
+        self._memo.clear()
+
+
+_ALIGN = {u.I8: 1, u.I32: 4, u.I64: 8, u.F32: 4, u.F64: 8}

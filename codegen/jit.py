@@ -1,0 +1,118 @@
+"""The llvmlite binding layer: one MCJIT engine for the process, a target
+machine for the host CPU (its name and features), and the O3 pipeline of the
+new pass manager with loop and SLP vectorisation.
+
+Every compiled graph is one LLVM module added to the shared engine; its symbols
+are made unique by the caller (`module_prefix`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+
+_lock = threading.Lock()
+_engine: "_Engine | None" = None
+
+
+class _Engine:
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_triple(llvm.get_process_triple())
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                               codemodel="jitdefault")
+        backing = llvm.parse_assembly("")
+        backing.triple = self.tm.triple
+        self.ee = llvm.create_mcjit_compiler(backing, self.tm)
+        self.count = 0
+
+    def pipeline(self):
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pto.loop_interleaving = True
+        return pto
+
+
+def engine() -> _Engine:
+    """The process-wide JIT engine (created on first use)."""
+    global _engine
+    if _engine is None:
+        with _lock:
+            if _engine is None:
+                _engine = _Engine()
+    return _engine
+
+
+def host_triple_and_layout() -> tuple[str, str]:
+    """Target triple and data layout to stamp on modules built for this host."""
+    e = engine()
+    return e.tm.triple, str(e.tm.target_data)
+
+
+@dataclass
+class JitModule:
+    """A module living in the engine: function addresses and its optimised IR."""
+
+    addresses: dict[str, int]
+    llvm_ir: str
+    timings: dict[str, float] = field(default_factory=dict)
+    _module: object = None
+
+    def asm(self) -> str:
+        """Host assembly of the optimised module (re-emitted on demand)."""
+        mod = llvm.parse_assembly(self.llvm_ir)
+        return engine().tm.emit_assembly(mod)
+
+    def release(self) -> None:
+        """Remove the module from the engine; its function addresses become invalid."""
+        if self._module is not None:
+            with _lock:
+                engine().ee.remove_module(self._module)
+            self._module = None
+
+
+def compile_ir(text: str, symbols: list[str]) -> JitModule:
+    """Parse, verify, optimise (O3 + vectorisers) and JIT `text`; return the addresses of `symbols`."""
+    e = engine()
+    timings = {}
+    t0 = time.perf_counter()
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    t1 = time.perf_counter()
+    timings["parse"] = t1 - t0
+    pb = llvm.create_pass_builder(e.tm, e.pipeline())
+    mpm = pb.getModulePassManager()
+    mpm.run(mod, pb)
+    t2 = time.perf_counter()
+    timings["llvm_opt"] = t2 - t1
+    with _lock:
+        e.ee.add_module(mod)
+        e.ee.finalize_object()
+        addresses = {s: e.ee.get_function_address(s) for s in symbols}
+    timings["codegen"] = time.perf_counter() - t2
+    return JitModule(addresses, str(mod), timings, mod)
+
+
+def load_library(path: str) -> None:
+    """Make the symbols of the shared library at `path` resolvable from JIT-compiled code."""
+    llvm.load_library_permanently(path)
+
+
+def symbol_address(name: str) -> int:
+    """Address of a process symbol known to the JIT linker (0 if absent)."""
+    engine()
+    return llvm.address_of_symbol(name) or 0
+
+
+def next_module_id() -> int:
+    e = engine()
+    with _lock:
+        e.count += 1
+        return e.count

@@ -1,0 +1,150 @@
+"""Group the nodes of a graph into kernels.
+
+A kernel is one loop nest. Nodes whose lowering is an *expression* (elementwise
+math, select, convert, and the layout ops broadcast/reshape/transpose/slice/
+rev/pad/concatenate/take/iota/full/random) are fused into the kernel of their
+consumers and computed by index arithmetic, never materialised. A kernel is
+rooted at
+
+- a `loop` root: an expression node that must be materialised (a graph output,
+  or a value read by several kernels); the loop runs over its shape and may
+  store further outputs of the same shape computed on the way;
+- a *kernel* root (reductions, argmax/argmin, dot_general, index_add): its
+  lowering emits its own loops. Reductions and arg-reductions fuse their
+  producers; dot_general and index_add read materialised operands.
+
+Nodes are visited in reverse topological order; a node joins the kernel of its
+consumers when they all belong to one kernel that accepts producers. Because a
+layout op evaluates its operand at a remapped index, a fused node may be
+evaluated several times per loop iteration (e.g. `slice(y) + rev(y)`), and a
+node under an expanding broadcast is evaluated once per *output* element. Both
+are accepted only for cheap nodes (a few instructions); an expensive one
+(transcendental, division, random bits, ...) is materialised instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ir.core import Graph, Node, Value
+from .lower import LOWERINGS, Lowering
+
+MAX_PATHS = 4  # a cheap node may be recomputed at most this many times per element
+
+
+@dataclass
+class Kernel:
+    """One loop nest: `nodes` (topological order) computed, `outputs` stored, `inputs` read."""
+
+    name: str
+    kind: str  # "loop", or the primitive name of a kernel-kind root
+    root: Node
+    domain: tuple[int, ...]
+    nodes: list[Node] = field(default_factory=list)
+    outputs: list[Value] = field(default_factory=list)
+    inputs: list[Value] = field(default_factory=list)
+    flat: bool = False  # loop kernel iterated as one 1-D loop over the linear index
+
+    def fused_values(self) -> set[Value]:
+        """Values computed by expression inside this kernel (everything but a kernel-kind root)."""
+        return {n.out for n in self.nodes if LOWERINGS[n.prim.name].kind == "expr"}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "domain": self.domain,
+                "nodes": [n.prim.name for n in self.nodes], "flat": self.flat}
+
+
+def _lowering(node: Node) -> Lowering:
+    try:
+        return LOWERINGS[node.prim.name]
+    except KeyError:
+        raise NotImplementedError(f"codegen: primitive {node.prim.name!r} has no lowering") from None
+
+
+def schedule(graph: Graph) -> list[Kernel]:
+    """Partition `graph.nodes` into kernels, returned in an order that respects their dependencies."""
+    consumers: dict[Value, list[Node]] = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            lst = consumers.setdefault(v, [])
+            if not lst or lst[-1] is not n:
+                lst.append(n)
+    outputs = set(graph.outputs)
+    kernel_of: dict[Node, Kernel] = {}
+    # paths[n]: the distinct chains of index remappings from the kernel domain to n;
+    # a path element is (layout node, operand position, expands).
+    paths: dict[Node, set[tuple]] = {}
+    kernels: list[Kernel] = []
+
+    def new_kernel(node: Node, kind: str, domain: tuple[int, ...]) -> Kernel:
+        k = Kernel(f"k{len(kernels)}_{node.prim.name}", kind, node, domain, [node])
+        if kind == "loop" or LOWERINGS[node.prim.name].kind == "expr":
+            k.outputs.append(node.out)
+        else:
+            k.outputs.append(node.out)
+        kernels.append(k)
+        kernel_of[node] = k
+        paths[node] = {()}
+        return k
+
+    for node in reversed(graph.nodes):
+        low = _lowering(node)
+        if low.kind == "kernel":
+            operand = node.inputs[0] if node.inputs else None
+            domain = operand.shape if (low.fuses_producers and operand is not None) else node.out.shape
+            new_kernel(node, node.prim.name, domain)
+            continue
+        users = consumers.get(node.out, [])
+        targets = {id(kernel_of[c]): kernel_of[c] for c in users}
+        target = next(iter(targets.values())) if len(targets) == 1 else None
+        if target is not None and _accepts(target):
+            p = set()
+            for c in users:
+                p |= _edge_paths(c, node, paths[c], target)
+            is_out = node.out in outputs
+            expands = any(step[2] for path in p for step in path)
+            ok = len(p) == 1 or (low.cheap and len(p) <= MAX_PATHS)
+            ok = ok and (low.cheap or not expands)
+            if is_out:
+                ok = ok and target.kind == "loop" and p == {()} and node.out.shape == target.domain
+            if ok:
+                target.nodes.append(node)
+                kernel_of[node] = target
+                paths[node] = p
+                if is_out:
+                    target.outputs.append(node.out)
+                continue
+        new_kernel(node, "loop", node.out.shape)
+
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    kernels.sort(key=lambda k: order[k.root])
+    for i, k in enumerate(kernels):
+        k.name = f"k{i}_{k.root.prim.name}"
+        k.nodes.sort(key=order.__getitem__)
+        k.outputs.sort(key=lambda v: order[v.node])
+        mine = set(k.nodes)
+        seen: set[Value] = set()
+        for n in k.nodes:
+            for v in n.inputs:
+                if (v.node is None or v.node not in mine) and v not in seen:
+                    seen.add(v)
+                    k.inputs.append(v)
+        if k.kind == "loop":
+            k.flat = all(LOWERINGS[n.prim.name].linear(n) for n in k.nodes)
+    return kernels
+
+
+def _accepts(k: Kernel) -> bool:
+    return k.kind == "loop" or LOWERINGS[k.kind].fuses_producers
+
+
+def _edge_paths(consumer: Node, producer: Node, consumer_paths: set[tuple], k: Kernel) -> set[tuple]:
+    """Index paths of `producer` contributed by its use in `consumer` (inside kernel `k`)."""
+    low = LOWERINGS[consumer.prim.name]
+    if low.kind == "kernel" or low.elementwise:
+        return set(consumer_paths)
+    out = set()
+    for i, v in enumerate(consumer.inputs):
+        if v is producer.out:
+            step = (id(consumer), i, low.expands(consumer))
+            out |= {p + (step,) for p in consumer_paths}
+    return out

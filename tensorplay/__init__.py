@@ -1,0 +1,93 @@
+"""tensorplay: a PyTorch-style tensor library with composable function transforms.
+
+Eager operations run on numpy; `tensorplay.func` transforms (vmap, grad, jvp,
+jacrev, ...) trace functions into an SSA graph IR, rewrite the graph, and run
+it through an llvmlite-compiled backend; `tp.compile` caches that per input
+signature.
+
+>>> import tensorplay as tp
+>>> x = tp.tensor([1.0, 2.0, 3.0])
+>>> (x * 2).sum()
+tensor(12.)
+"""
+from ir.dtypes import DType as dtype, bool_ as bool, float32, float64, int32, int64  # noqa: A001
+
+from ._tensor import Size, Tensor
+from . import _methods  # noqa: F401  (attaches Tensor methods)
+from ._trace import ClosedGraph, TracingError, trace_function
+from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator
+from .ops._common import get_default_dtype, set_default_dtype, result_type, broadcast_shapes
+from .ops.creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, zeros_like, ones_like,
+                           empty_like, full_like, arange, linspace, logspace, eye, rand, randn, rand_like,
+                           randn_like, randint, randperm, normal, bernoulli)
+from .ops.elementwise import (sin, cos, tan, exp, log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, neg,
+                              negative, abs, sign, floor, ceil, round, relu, add, sub, subtract, mul, multiply,
+                              div, divide, true_divide, pow, maximum, minimum, atan2, fmod, remainder,
+                              floor_divide, eq, ne, lt, le, gt, ge, less, less_equal, greater, greater_equal,
+                              not_equal, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, logical_not,
+                              logical_and, logical_or, where, clamp, clip, square, reciprocal, isnan, isfinite,
+                              lerp, addcmul, addcdiv)
+from .ops.reduction import (sum, prod, mean, max, min, amax, amin, argmax, argmin, logsumexp, var, std, all,
+                            any, norm, cumsum)
+from .ops.linalg import matmul, mm, bmm, mv, dot, inner, outer, ger, tensordot, einsum
+from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, movedim,
+                        moveaxis, squeeze, unsqueeze, expand, broadcast_to, broadcast_tensors, cat, concat,
+                        concatenate, stack, hstack, vstack, narrow, select, split, chunk, tensor_split, unbind,
+                        flip, roll, repeat_interleave, tile, diagonal)
+from .ops.indexing import index_select, take, gather, scatter_add, index_add, one_hot
+from .ops.activation import softmax, log_softmax
+from .compile import compile
+
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+
+
+def detach(input):
+    """A tensor with the same value that blocks differentiation."""
+    return input.detach()
+
+
+def clone(input):
+    """A copy of `input` that does not share storage."""
+    return input.clone()
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def make_graph(fn, *example_args, **example_kwargs) -> ClosedGraph:
+    """Trace `fn` on the example arguments and return its graph; ``str()`` of it is the IR text.
+
+    >>> import tensorplay as tp
+    >>> g = tp.make_graph(lambda x: tp.sin(x).sum(), tp.ones(3))
+    >>> print(g)  # doctest: +NORMALIZE_WHITESPACE
+    func @f(%0: tensor<3xf32>) -> tensor<f32> {
+      %1 = tp.sin %0 : tensor<3xf32>
+      %2 = tp.reduce_sum %1 {axes = [0]} : tensor<f32>
+      return %2
+    }
+    """
+    return trace_function(fn, example_args, example_kwargs, transform="make_graph")
+
+
+class no_grad:
+    """Accepted for PyTorch compatibility: tensorplay has no tape, so this changes nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        return fn
+
+
+__version__ = "0.1.0"

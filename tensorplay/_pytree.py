@@ -1,0 +1,138 @@
+"""Pytrees: nested tuples, lists, dicts and namedtuples, flattened to leaves and back."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class TreeDef:
+    """The structure of a pytree: a node kind, its metadata, and child structures."""
+
+    kind: str            # 'leaf', 'none', 'tuple', 'list', 'dict', 'namedtuple'
+    meta: Any = None     # dict keys (tuple) or namedtuple class
+    children: tuple = ()
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == "leaf":
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def __repr__(self) -> str:
+        if self.kind == "leaf":
+            return "*"
+        if self.kind == "none":
+            return "None"
+        inner = ", ".join(map(repr, self.children))
+        if self.kind == "dict":
+            inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta, self.children))
+            return "{" + inner + "}"
+        if self.kind == "list":
+            return f"[{inner}]"
+        return f"({inner})"
+
+
+LEAF = TreeDef("leaf")
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
+    """Flatten `tree` into (leaves, treedef); dict children are ordered by sorted key."""
+    leaves: list = []
+
+    def go(x) -> TreeDef:
+        if is_leaf is not None and is_leaf(x):
+            leaves.append(x)
+            return LEAF
+        if x is None:
+            return TreeDef("none")
+        if _is_namedtuple(x):
+            return TreeDef("namedtuple", type(x), tuple(go(c) for c in x))
+        if isinstance(x, tuple):
+            return TreeDef("tuple", None, tuple(go(c) for c in x))
+        if isinstance(x, list):
+            return TreeDef("list", None, tuple(go(c) for c in x))
+        if isinstance(x, dict):
+            keys = tuple(sorted(x, key=_key_order))
+            return TreeDef("dict", keys, tuple(go(x[k]) for k in keys))
+        leaves.append(x)
+        return LEAF
+
+    return leaves, go(tree)
+
+
+def _key_order(k):
+    return (type(k).__name__, k) if not isinstance(k, str) else ("", k)
+
+
+def tree_unflatten(treedef: TreeDef, leaves) -> Any:
+    """Rebuild a pytree of structure `treedef` from `leaves` (in flatten order)."""
+    it = iter(leaves)
+
+    def go(td: TreeDef):
+        if td.kind == "leaf":
+            return next(it)
+        if td.kind == "none":
+            return None
+        kids = [go(c) for c in td.children]
+        if td.kind == "tuple":
+            return tuple(kids)
+        if td.kind == "list":
+            return kids
+        if td.kind == "dict":
+            return dict(zip(td.meta, kids))
+        return td.meta(*kids)
+
+    out = go(treedef)
+    rest = list(it)
+    if rest:
+        raise ValueError(f"tree_unflatten: {len(rest)} leaves left over for structure {treedef}")
+    return out
+
+
+def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
+    """Apply `fn` leafwise over `tree` (and trees of the same structure in `rest`)."""
+    leaves, td = tree_flatten(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf) for r in rest]
+    for ls, otd in others:
+        if otd != td:
+            raise ValueError(f"tree_map: structures differ: {td} vs {otd}")
+    return tree_unflatten(td, [fn(*xs) for xs in zip(leaves, *(o[0] for o in others))])
+
+
+def broadcast_prefix(prefix: Any, tree: Any, what: str = "in_dims") -> list:
+    """Expand `prefix` (a pytree that is a prefix of `tree`'s structure) to one entry per leaf of `tree`.
+
+    A leaf of `prefix` (including None) applies to the whole subtree under it.
+    """
+    out: list = []
+
+    def go(p, t, path):
+        if p is None or not isinstance(p, (tuple, list, dict)):
+            out.extend([p] * tree_flatten(t)[1].num_leaves)
+            return
+        if isinstance(p, dict):
+            if not isinstance(t, dict) or set(p) != set(t):
+                raise ValueError(f"{what}{path}: structure {_describe(p)} does not match the argument {_describe(t)}")
+            for k in sorted(t, key=_key_order):
+                go(p[k], t[k], f"{path}[{k!r}]")
+            return
+        if not isinstance(t, (tuple, list)) or len(p) != len(t):
+            raise ValueError(f"{what}{path}: structure {_describe(p)} does not match the argument {_describe(t)}")
+        for i, (pp, tt) in enumerate(zip(p, t)):
+            go(pp, tt, f"{path}[{i}]")
+
+    go(prefix, tree, "")
+    return out
+
+
+def _describe(x) -> str:
+    if isinstance(x, dict):
+        return f"dict with keys {sorted(x, key=_key_order)}"
+    if isinstance(x, (tuple, list)):
+        return f"{type(x).__name__} of length {len(x)}"
+    return type(x).__name__

@@ -1,0 +1,208 @@
+"""`Tensor` and `Size`: the user-facing array type.
+
+A Tensor is either concrete (backed by a numpy array, possibly a view sharing
+storage with another tensor, as in PyTorch) or symbolic (a value of an active
+trace). Operations live in `tensorplay.ops`; the methods are attached in
+`tensorplay._methods`.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ir import TensorType, dtypes
+from ir.dtypes import DType
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, printed as ``tensorplay.Size(2, 3)``."""
+
+    def __new__(cls, dims=()):
+        return super().__new__(cls, (int(d) for d in dims))
+
+    def __repr__(self) -> str:
+        return f"tensorplay.Size({', '.join(str(d) for d in self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        return prod(self)
+
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        return Size(out) if isinstance(key, slice) else out
+
+
+class Tensor:
+    """A multi-dimensional array with PyTorch's semantics (see the package docstring).
+
+    >>> import tensorplay as tp
+    >>> tp.zeros(3)
+    tensor([0., 0., 0.])
+    """
+
+    __slots__ = ("_data", "_trace", "_value", "__weakref__", "__dict__")
+    __array_priority__ = 1000  # numpy defers to our operators
+
+    def __init__(self, data=None, *, dtype=None):
+        from .ops.creation import _to_array
+
+        arr = _to_array(data if data is not None else [], dtype)
+        self._data, self._trace, self._value = arr, None, None
+
+    # --- construction ---------------------------------------------------------------------------
+    @classmethod
+    def _wrap(cls, array: np.ndarray) -> "Tensor":
+        t = object.__new__(Tensor)
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        if array.dtype not in _SUPPORTED_NP:
+            array = array.astype(dtypes.from_numpy(array.dtype).np)
+        t._data, t._trace, t._value = array, None, None
+        return t
+
+    @classmethod
+    def _symbolic(cls, trace, value) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._data, t._trace, t._value = None, trace, value
+        return t
+
+    def _type(self) -> TensorType:
+        if self._trace is not None:
+            return self._value.type
+        return TensorType(tuple(self._data.shape), dtypes.from_numpy(self._data.dtype))
+
+    @property
+    def is_traced(self) -> bool:
+        """True for a symbolic tensor inside a transform or `tp.compile`."""
+        return self._trace is not None
+
+    # --- metadata -------------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._value.type.shape if self._trace is not None else self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the length of dimension `dim`."""
+        if dim is None:
+            return self.shape
+        from .ops._common import normalize_dim
+
+        return self.shape[normalize_dim(dim, self.ndim, "size")]
+
+    @property
+    def dtype(self) -> DType:
+        return self._value.type.dtype if self._trace is not None else dtypes.from_numpy(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    # --- conversion to Python / numpy -----------------------------------------------------------
+    def _concrete(self, what: str) -> np.ndarray:
+        if self._trace is not None:
+            from ._trace import TracingError
+
+            raise TracingError(
+                f"{what} needs a concrete value, but this tensor of shape {tuple(self.shape)} is traced under "
+                f"{self._trace.transform}: Python control flow cannot depend on traced values. "
+                f"Use tp.where(cond, a, b) for data-dependent choices.")
+        return self._data
+
+    def numpy(self) -> np.ndarray:
+        """The underlying numpy array (shares memory, as torch's .numpy() does)."""
+        return self._concrete(".numpy()")
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._concrete("np.asarray(tensor)")
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        arr = self._concrete(".item()")
+        if arr.size != 1:
+            raise ValueError(f"item(): only one-element tensors can be converted to Python scalars, "
+                             f"got shape {tuple(arr.shape)}")
+        return arr.reshape(()).item()
+
+    def tolist(self):
+        return self._concrete(".tolist()").tolist()
+
+    def __bool__(self) -> bool:
+        arr = self._concrete("bool(tensor)")
+        if arr.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous "
+                               f"(shape {tuple(arr.shape)})")
+        return bool(arr.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self._item_for("float(tensor)"))
+
+    def __int__(self) -> int:
+        return int(self._item_for("int(tensor)"))
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._item_for("operator.index(tensor)"))
+
+    def _item_for(self, what: str):
+        arr = self._concrete(what)
+        if arr.size != 1:
+            raise ValueError(f"{what}: only one-element tensors can be converted to Python scalars")
+        return arr.reshape(()).item()
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from ._repr import tensor_repr
+
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and self._trace is None:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce__(self):
+        return (_rebuild, (self._concrete("pickle"),))
+
+
+def _rebuild(arr):
+    return Tensor._wrap(arr)
+
+
+_SUPPORTED_NP = {d.np for d in dtypes.ALL}

@@ -1,0 +1,1 @@
+"""Tensor operations, each a thin layer over primitives (see `ir/prims`)."""

@@ -1,0 +1,242 @@
+"""Factories: tensor, as_tensor, from_numpy, zeros/ones/full/empty (and *_like),
+arange, linspace, eye, and random draws."""
+from __future__ import annotations
+
+from math import ceil, prod
+
+import numpy as np
+
+from ir import dtypes
+from ir.dtypes import DType
+
+from .._tensor import Tensor
+from .._trace import RandomKey, bind
+from ._common import get_default_dtype, scalar_dtype
+
+
+def _infer_dtype(data) -> DType:
+    """The dtype PyTorch would pick for nested Python data."""
+    kinds = set()
+
+    def walk(x):
+        if isinstance(x, Tensor):
+            kinds.add(x.dtype)
+        elif isinstance(x, np.ndarray):
+            kinds.add(dtypes.from_numpy(x.dtype))
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        else:
+            kinds.add(scalar_dtype(x))
+
+    walk(data)
+    if not kinds:
+        return get_default_dtype()
+    out = None
+    for k in kinds:
+        out = k if out is None else dtypes.promote(out, k)
+    return out
+
+
+def _to_array(data, dtype: DType | None, copy: bool = True) -> np.ndarray:
+    if isinstance(data, Tensor):
+        arr = data._concrete("tensor(data)")
+        target = dtype or data.dtype
+        return np.array(arr, dtype=target.np, copy=True) if copy else arr.astype(target.np, copy=False)
+    if isinstance(data, np.ndarray):
+        target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
+        return np.array(data, dtype=target.np, copy=True) if copy else data.astype(target.np, copy=False)
+    if isinstance(data, np.generic):
+        data = data.item()
+    target = dtype or _infer_dtype(data)
+
+    def unwrap(x):
+        if isinstance(x, Tensor):
+            return x._concrete("tensor(data)")
+        if isinstance(x, (list, tuple)):
+            return [unwrap(y) for y in x]
+        return x
+
+    try:
+        return np.array(unwrap(data), dtype=target.np)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"tensor: cannot build a tensor from {type(data).__name__}: {e}") from None
+
+
+def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays or tensors).
+
+    >>> import tensorplay as tp
+    >>> tp.tensor([1.0, 2.0])
+    tensor([1., 2.])
+    """
+    return Tensor._wrap(_to_array(data, dtype))
+
+
+def as_tensor(data, dtype: DType | None = None, device=None) -> Tensor:
+    """`data` as a tensor, sharing memory with numpy arrays and tensors when the dtype allows."""
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
+        return data
+    return Tensor._wrap(_to_array(data, dtype, copy=False))
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with `array`."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
+    dtypes.from_numpy(array.dtype)
+    return Tensor._wrap(array)
+
+
+def _size(size) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = tuple(int(s) for s in size)
+    if any(s < 0 for s in out):
+        raise ValueError(f"negative dimension in size {list(out)}")
+    return out
+
+
+def full(size, fill_value, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of shape `size` filled with `fill_value` (dtype inferred from the value)."""
+    dtype = dtype or scalar_dtype(fill_value)
+    return Tensor._wrap(np.full(_size((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
+                                dtype=dtype.np))
+
+
+def zeros(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros; dtype defaults to float32."""
+    return Tensor._wrap(np.zeros(_size(size), dtype=(dtype or get_default_dtype()).np))
+
+
+def ones(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones; dtype defaults to float32."""
+    return Tensor._wrap(np.ones(_size(size), dtype=(dtype or get_default_dtype()).np))
+
+
+def empty(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor (zero-filled here, so results stay deterministic)."""
+    return zeros(*size, dtype=dtype)
+
+
+def zeros_like(input, *, dtype: DType | None = None, device=None) -> Tensor:
+    """Zeros of `input`'s shape and dtype."""
+    return zeros(tuple(input.shape), dtype=dtype or input.dtype)
+
+
+def ones_like(input, *, dtype: DType | None = None, device=None) -> Tensor:
+    """Ones of `input`'s shape and dtype."""
+    return ones(tuple(input.shape), dtype=dtype or input.dtype)
+
+
+def empty_like(input, *, dtype: DType | None = None, device=None) -> Tensor:
+    return zeros_like(input, dtype=dtype)
+
+
+def full_like(input, fill_value, *, dtype: DType | None = None, device=None) -> Tensor:
+    """`fill_value` in `input`'s shape and dtype."""
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype)
+
+
+def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None) -> Tensor:
+    """Values start, start+step, ... below end; int64 for integer arguments, else float32."""
+    if end is None:
+        start, end = 0, start
+    vals = [start, end, step]
+    if any(isinstance(v, Tensor) for v in vals):
+        vals = [v.item() if isinstance(v, Tensor) else v for v in vals]
+        start, end, step = vals
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if dtype is None:
+        dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) \
+            else get_default_dtype()
+    n = max(0, ceil((end - start) / step))
+    return Tensor._wrap((start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)
+                        if dtype.is_floating_point else np.arange(start, start + n * step, step, dtype=dtype.np)[:n])
+
+
+def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None) -> Tensor:
+    """`steps` evenly spaced values from start to end inclusive."""
+    if steps < 0:
+        raise ValueError("linspace: number of steps must be non-negative")
+    return Tensor._wrap(np.linspace(start, end, steps, dtype=np.float64).astype((dtype or get_default_dtype()).np))
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype: DType | None = None) -> Tensor:
+    return Tensor._wrap((base ** np.linspace(start, end, steps)).astype((dtype or get_default_dtype()).np))
+
+
+def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device=None) -> Tensor:
+    """The n x m identity matrix."""
+    return Tensor._wrap(np.eye(n, m, dtype=(dtype or get_default_dtype()).np))
+
+
+# --- random -------------------------------------------------------------------------------------
+def _draw(prim: str, shape: tuple[int, ...], dtype: DType | None) -> Tensor:
+    dtype = dtype or get_default_dtype()
+    if not dtype.is_floating_point:
+        raise TypeError(f"{prim}: dtype must be floating point, got {dtype.name}")
+    key = RandomKey(prod(shape)).materialize()
+    return bind(prim, key, shape=shape, dtype=dtype)
+
+
+def rand(*size, dtype: DType | None = None, generator=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) from the global counter-based generator."""
+    return _draw("random_uniform", _size(size), dtype)
+
+
+def randn(*size, dtype: DType | None = None, generator=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from the global counter-based generator.
+
+    >>> import tensorplay as tp
+    >>> tp.randn(2, 3).shape
+    tensorplay.Size(2, 3)
+    """
+    return _draw("random_normal", _size(size), dtype)
+
+
+def rand_like(input, *, dtype: DType | None = None) -> Tensor:
+    return rand(tuple(input.shape), dtype=dtype or input.dtype)
+
+
+def randn_like(input, *, dtype: DType | None = None) -> Tensor:
+    return randn(tuple(input.shape), dtype=dtype or input.dtype)
+
+
+def randint(low, high=None, size=None, *, dtype: DType | None = None, generator=None, device=None) -> Tensor:
+    """Integers uniform in [low, high); int64 by default."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint: expected randint(high, size) or randint(low, high, size)")
+    if high <= low:
+        raise ValueError(f"randint: low ({low}) must be below high ({high})")
+    from .elementwise import add, floor, mul
+    from ._common import convert
+
+    u = _draw("random_uniform", _size((size,) if isinstance(size, int) else (tuple(size),)), dtypes.float64)
+    return convert(add(floor(mul(u, float(high - low))), float(low)), dtype or dtypes.int64)
+
+
+def randperm(n: int, *, dtype: DType | None = None) -> Tensor:
+    """A random permutation of 0..n-1 (argsort of uniform draws)."""
+    u = _draw("random_uniform", (n,), dtypes.float64)
+    return Tensor._wrap(np.argsort(u._concrete("randperm"), kind="stable").astype((dtype or dtypes.int64).np))
+
+
+def normal(mean=0.0, std=1.0, size=None, *, dtype: DType | None = None) -> Tensor:
+    """Normal samples with the given mean and std."""
+    from .elementwise import add, mul
+
+    shape = tuple(size) if size is not None else tuple(getattr(mean, "shape", ())) or tuple(getattr(std, "shape", ()))
+    return add(mul(randn(shape, dtype=dtype), std), mean)
+
+
+def bernoulli(input, p=None) -> Tensor:
+    """1 with probability `p` (or the values of `input`), else 0."""
+    from .elementwise import lt
+    from ._common import convert
+
+    probs = input if p is None else full(tuple(input.shape), p, dtype=input.dtype)
+    return convert(lt(rand(tuple(input.shape), dtype=input.dtype), probs), input.dtype)

@@ -1,0 +1,135 @@
+"""Every primitive's numpy `impl` against an independent expectation and its own shape rule."""
+import numpy as np
+import pytest
+
+import ir
+from ir import dtypes as dt
+from ir.types import TensorType
+from tests.prim_samples import ALL_SAMPLES, Sample, philox4x32, sample_id, samples
+
+RTOL = {np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13}
+ATOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-14}
+
+
+def run_impl(s: Sample) -> np.ndarray:
+    return ir.get_primitive(s.prim).impl(*s.args, **s.attrs)
+
+
+def abstract(s: Sample) -> TensorType:
+    return ir.get_primitive(s.prim).abstract_eval(*(TensorType(a.shape, dt.from_numpy(a.dtype)) for a in s.args),
+                                                  **s.attrs)
+
+
+def test_every_primitive_has_samples():
+    missing = [p.name for p in ir.all_primitives() if not samples(p.name)]
+    assert not missing, f"primitives without samples in tests/prim_samples.py: {missing}"
+
+
+def test_all_samples_covers_registry():
+    assert {s.prim for s in ALL_SAMPLES} == set(ir.REGISTRY)
+
+
+def test_unknown_primitive_raises():
+    with pytest.raises(KeyError):
+        samples("no_such_primitive")
+
+
+RANK_AT_LEAST_1 = {"concatenate", "iota"}  # their shape rules need an axis
+
+
+def _probe(s: Sample, d: dt.DType) -> bool:
+    """Does the shape rule accept `s` with its data operands (or its `dtype` attribute) switched to `d`?"""
+    prim = ir.get_primitive(s.prim)
+    attrs = dict(s.attrs)
+    types = [TensorType(a.shape, dt.from_numpy(a.dtype)) for a in s.args]
+    if not types:
+        attrs["dtype"] = d
+    else:
+        data = types[1 if s.prim == "select" else 0].dtype
+        types = [TensorType(t.shape, d) if t.dtype is data and (i > 0 or s.prim != "select") else t
+                 for i, t in enumerate(types)]
+        if s.prim in ("take", "index_add"):  # the index operand keeps its dtype
+            types[1] = TensorType(s.args[1].shape, dt.from_numpy(s.args[1].dtype))
+    try:
+        prim.abstract_eval(*types, **attrs)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _data_dtype(s: Sample) -> dt.DType:
+    if not s.args:
+        return s.attrs["dtype"]
+    return dt.from_numpy(s.args[1 if s.prim == "select" else 0].dtype)
+
+
+@pytest.mark.parametrize("name", sorted(ir.REGISTRY))
+def test_samples_cover_shapes_and_dtypes(name):
+    """Samples see 0-d, size-1 and empty operands and results, and every dtype the shape rule accepts."""
+    ss = samples(name)
+    assert ss, f"{name} has no samples"
+    prim = ir.get_primitive(name)
+    shapes = [a.shape for s in ss for a in s.args] + [abstract(s).shape for s in ss]
+    if name not in RANK_AT_LEAST_1:
+        assert any(sh == () for sh in shapes), f"{name}: no 0-d operand or result"
+    assert any(int(np.prod(sh)) == 1 for sh in shapes), f"{name}: no size-1 operand or result"
+    assert any(int(np.prod(sh)) == 0 for sh in shapes), f"{name}: no empty operand or result"
+    if prim.random:
+        return
+    seen = {_data_dtype(s) for s in ss}
+    for d in dt.ALL:
+        if _probe(ss[0], d):
+            assert d in seen, f"{name} accepts {d.name} but has no {d.name} sample"
+
+
+def test_samples_are_read_only():
+    for s in ALL_SAMPLES:
+        for a in s.args:
+            assert isinstance(a, np.ndarray) and not a.flags.writeable, sample_id(s)
+
+
+@pytest.mark.parametrize("s", ALL_SAMPLES, ids=sample_id)
+def test_impl_matches_expected_and_shape_rule(s: Sample):
+    out = run_impl(s)
+    want_type = abstract(s)
+    assert isinstance(out, np.ndarray), f"{s.prim} impl returned {type(out).__name__}, not an ndarray"
+    assert out.shape == want_type.shape, f"impl shape {out.shape} != abstract_eval {want_type}"
+    assert out.dtype == want_type.dtype.np, f"impl dtype {out.dtype} != abstract_eval {want_type}"
+    if s.expected is None:
+        return
+    want = np.asarray(s.expected(*s.args, **s.attrs))
+    assert want.shape == out.shape, f"expected shape {want.shape} != impl shape {out.shape}"
+    if out.dtype.kind == "f":
+        np.testing.assert_allclose(out, want.astype(out.dtype), rtol=RTOL[out.dtype], atol=ATOL[out.dtype])
+    else:
+        np.testing.assert_array_equal(out, want.astype(out.dtype), strict=True)
+
+
+def test_impls_do_not_write_to_inputs():
+    """Arguments are read-only: an impl writing into its operand would have raised above; check copies too."""
+    for s in ALL_SAMPLES:
+        before = [a.copy() for a in s.args]
+        run_impl(s)
+        for a, b in zip(s.args, before):
+            np.testing.assert_array_equal(a, b)
+
+
+# --- Philox known-answer vectors (Random123, kat_vectors: philox4x32_10) -------------------------
+@pytest.mark.parametrize("ctr,key,want", [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+])
+def test_philox_reference_matches_published_vectors(ctr, key, want):
+    assert philox4x32(ctr, key) == want
+
+
+def test_random_draws_are_deterministic_and_key_dependent():
+    prim = ir.get_primitive("random_uniform")
+    a = prim.impl(np.array([1, 0], np.int64), shape=(8,), dtype=dt.float32)
+    b = prim.impl(np.array([1, 0], np.int64), shape=(8,), dtype=dt.float32)
+    c = prim.impl(np.array([2, 0], np.int64), shape=(8,), dtype=dt.float32)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert np.all((a >= 0) & (a < 1))
