@@ -1,0 +1,16 @@
+"""tensorplay's llvmlite backend: compile an IR graph to vectorised native code.
+
+    exe = codegen.compile_graph(graph)      # cached by graph structure
+    outs = exe(*arrays)                     # numpy in, numpy out
+
+Pipeline: `schedule` (fuse nodes into kernels) -> `lower`/`kernels`/`dot`
+(one lowering per primitive, `vecmath` for transcendentals) -> `module` (one
+LLVM module, one entry function) -> `jit` (O3 + vectorisers, MCJIT) ->
+`executable`. Set TENSORPLAY_DEBUG=1 to print each compilation's kernels and
+timings, =2 to also print the optimised LLVM IR.
+"""
+from .cache import clear_cache, compile_count, compile_graph
+from .executable import Executable
+from .lower import LOWERINGS
+
+__all__ = ["compile_graph", "compile_count", "clear_cache", "Executable", "LOWERINGS"]

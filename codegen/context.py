@@ -51,8 +51,9 @@ class Index:
                 self._dims = [u.i64(0)] * len(self.shape)
             else:
                 st = strides(self.shape)
-                self._dims = [u.imod(b, u.idiv(b, self._linear, s), n) if n > 1 else u.i64(0)
-                              for s, n in zip(st, self.shape)]
+                # The linear position is below the size, so the first dimension needs no modulo.
+                self._dims = [(u.idiv(b, self._linear, s) if k == 0 else u.imod(b, u.idiv(b, self._linear, s), n))
+                              if n > 1 else u.i64(0) for k, (s, n) in enumerate(zip(st, self.shape))]
         return self._dims
 
     def linear(self, b: ir.IRBuilder) -> ir.Value:

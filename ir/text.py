@@ -37,7 +37,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 import numpy as np
@@ -48,7 +48,7 @@ from .primitive import REGISTRY
 from .types import TensorType
 
 __all__ = ["ParseError", "print_graph", "parse_graph", "print_node", "value_names", "format_attr",
-           "format_type", "parse_type", "parse_errors", "graph_lines"]
+           "format_type", "parse_type", "parse_attr", "parse_errors", "graph_lines"]
 
 OP_PREFIX = "tp."
 _BARE_NAME = re.compile(r"[A-Za-z_][\w.$-]*\Z")
@@ -119,7 +119,12 @@ def value_names(graph: Graph) -> dict[Value, str]:
 
 
 class _Names(dict):
-    """Value names that never fail: a value not in the graph prints as ``%undefN``."""
+    """Value names that never fail: a value not in the graph prints as ``%undefN``, a non-value as ``<type>``."""
+
+    def __getitem__(self, v: Any) -> str:
+        if not isinstance(v, Value):
+            return f"<{type(v).__name__}>"
+        return super().__getitem__(v)
 
     def __missing__(self, v: Value) -> str:
         name = f"%undef{sum(1 for n in self.values() if n.startswith('%undef'))}"
@@ -141,17 +146,21 @@ def _func_name(name: str) -> str:
     return "@" + (name if _BARE_NAME.match(name) else json.dumps(name))
 
 
+def _type_text(v: Any) -> str:
+    return format_type(v.type) if isinstance(v, Value) else "?"
+
+
 def graph_lines(graph: Graph) -> list[str]:
     """The printed lines of `graph`: the header is line 0 and node I is line I + 1.
 
     Never fails, even on a malformed graph (the verifier prints those).
     """
     names = _Names(value_names(graph))
-    args = ", ".join(f"{names[v]}: {format_type(v.type)}" for v in graph.inputs)
-    outs = [format_type(v.type) for v in graph.outputs]
+    args = ", ".join(f"{names[v]}: {_type_text(v)}" for v in graph.inputs)
+    outs = [_type_text(v) for v in graph.outputs]
     result = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
     lines = [f"func {_func_name(graph.name)}({args}) -> {result} {{"]
-    lines += ["  " + print_node(n, names) for n in graph.nodes]
+    lines += ["  " + (print_node(n, names) if isinstance(n, Node) else f"<{type(n).__name__}>") for n in graph.nodes]
     lines.append("  return" + ("" if not graph.outputs else " " + ", ".join(names[v] for v in graph.outputs)))
     lines.append("}")
     return lines
@@ -209,13 +218,26 @@ def _tokenize(text: str, lines: list[str]) -> Iterator[_Token]:
 # ---------------------------------------------------------------------------------------------
 # Parser
 # ---------------------------------------------------------------------------------------------
+class _TypeTextError(ValueError):
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset  # where in the type text the problem is
+
+
+def _parse_type(text: str) -> TensorType:
+    m = re.fullmatch(r"tensor<((?:\d+x)*)([A-Za-z]\w*)>", text)
+    if m is None:
+        raise _TypeTextError(f"malformed tensor type {text!r} (expected e.g. tensor<2x3xf32> or tensor<f32>)", 0)
+    shape = tuple(int(d) for d in m.group(1).split("x")[:-1])
+    try:
+        return TensorType(shape, dt.from_short(m.group(2)))
+    except ValueError as e:
+        raise _TypeTextError(str(e), m.start(2)) from None
+
+
 def parse_type(text: str) -> TensorType:
     """``tensor<2x3xf32>`` -> TensorType((2, 3), float32); raises ValueError on bad text."""
-    m = re.fullmatch(r"tensor<((?:\d+x)*)([A-Za-z]\w*)>", text.strip())
-    if m is None:
-        raise ValueError(f"malformed tensor type {text!r} (expected e.g. tensor<2x3xf32> or tensor<f32>)")
-    shape = tuple(int(d) for d in m.group(1).split("x")[:-1])
-    return TensorType(shape, dt.from_short(m.group(2)))
+    return _parse_type(text.strip())
 
 
 def _attr_mismatch(prim, attrs: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -287,9 +309,9 @@ class _Parser:
     def type(self) -> TensorType:
         tok = self.expect("type", what="a tensor type like tensor<2x3xf32>")
         try:
-            return parse_type(tok.text)
-        except ValueError as e:
-            raise self.error(str(e), tok) from None
+            return _parse_type(tok.text)
+        except _TypeTextError as e:
+            raise self.error(str(e), replace(tok, column=tok.column + e.offset)) from None
 
     def func_name(self) -> str:
         tok = self.expect("func", what="a function name like @f")
@@ -464,6 +486,14 @@ def parse_graph(text: str) -> Graph:
     shape rule, or result type that differs from the derived one.
     """
     return _Parser(text).parse()
+
+
+def parse_attr(text: str) -> Any:
+    """Parse one attribute value as `format_attr` prints it (``[1, 2]`` -> ``(1, 2)``, ``f32`` -> float32)."""
+    parser = _Parser(text)
+    value = parser.attr_value()
+    parser.expect("eof", what="end of the attribute value")
+    return value
 
 
 def parse_errors(text: str) -> tuple[Graph | None, list[ParseError]]:

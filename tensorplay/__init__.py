@@ -26,7 +26,7 @@ from .ops.elementwise import (sin, cos, tan, exp, log, log1p, expm1, sqrt, rsqrt
                               floor_divide, eq, ne, lt, le, gt, ge, less, less_equal, greater, greater_equal,
                               not_equal, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, logical_not,
                               logical_and, logical_or, where, clamp, clip, square, reciprocal, isnan, isfinite,
-                              lerp, addcmul, addcdiv)
+                              lerp, addcmul, addcdiv, isclose, allclose, equal)
 from .ops.reduction import (sum, prod, mean, max, min, amax, amin, argmax, argmin, logsumexp, var, std, all,
                             any, norm, cumsum)
 from .ops.linalg import matmul, mm, bmm, mv, dot, inner, outer, ger, tensordot, einsum

@@ -26,11 +26,12 @@ def check_same(op: str, *types: TensorType) -> None:
             fail(op, f"operand dtypes {', '.join(x.dtype.name for x in types)} must be equal", TypeError)
 
 
-def check_axes(op: str, axes, ndim: int, unique: bool = True) -> tuple[int, ...]:
+def check_axes(op: str, axes, ndim: int, unique: bool = True, shape=None) -> tuple[int, ...]:
     axes = tuple(axes)
     for a in axes:
         if not isinstance(a, int) or not 0 <= a < ndim:
-            fail(op, f"axis {a} out of range for rank {ndim}")
+            where = f" (operand shape {tuple(shape)})" if shape is not None else ""
+            fail(op, f"axis {a} out of range for rank {ndim}{where}")
     if unique and len(set(axes)) != len(axes):
         fail(op, f"repeated axis in {list(axes)}")
     return axes

@@ -15,7 +15,7 @@ NUMERIC = (dt.int32, dt.int64, dt.float32, dt.float64)
 def _reduce_type(name, allowed, needs_elements):
     def rule(x: TensorType, *, axes) -> TensorType:
         check_dtypes(name, x, allowed)
-        axes = check_axes(name, axes, x.ndim)
+        axes = check_axes(name, axes, x.ndim, shape=x.shape)
         if needs_elements and any(x.shape[a] == 0 for a in axes):
             fail(name, f"cannot reduce over an empty axis of {x.shape} (axes {list(axes)}): it has no identity")
         return TensorType(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
@@ -37,7 +37,7 @@ reduce_min = reducer("reduce_min", np.min, dt.ALL, needs_elements=True)
 
 def _arg_type(name):
     def rule(x: TensorType, *, axis, index_dtype) -> TensorType:
-        check_axes(name, (axis,), x.ndim)
+        check_axes(name, (axis,), x.ndim, shape=x.shape)
         if x.shape[axis] == 0:
             fail(name, f"cannot take {name} over the empty axis {axis} of {x.shape}")
         if index_dtype not in dt.INTS:

@@ -287,3 +287,31 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2."""
     return add(input, mul(div(tensor1, tensor2), value))
+
+
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """|input - other| <= atol + rtol * |other| elementwise."""
+    a, b = prepare((input, other), "isclose")
+    if not a.dtype.is_floating_point:
+        return eq(a, b)
+    close = le(abs(sub(a, b)), add(mul(abs(b), rtol), atol))
+    close = bitwise_or(close, eq(a, b))  # equal infinities
+    if equal_nan:
+        close = bitwise_or(close, bitwise_and(isnan(a), isnan(b)))
+    return close
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element of input is close to other (see `isclose`)."""
+    from .reduction import all as _all
+
+    return bool(_all(isclose(input, other, rtol, atol, equal_nan)))
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and elements."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    from .reduction import all as _all
+
+    return bool(_all(eq(input, other)))

@@ -133,3 +133,37 @@ def test_random_draws_are_deterministic_and_key_dependent():
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
     assert np.all((a >= 0) & (a < 1))
+
+
+# --- semantics the FD-friendly corpus stays away from ------------------------------------------
+def _impl(name, *args, **attrs):
+    return ir.get_primitive(name).impl(*(np.asarray(a) for a in args), **attrs)
+
+
+def test_round_half_to_even():
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], np.float32)
+    np.testing.assert_array_equal(_impl("round", x), np.array([-2, -2, -0, 0, 2, 2], np.float32))
+
+
+def test_floor_ceil_at_integers():
+    x = np.array([-2.0, -0.0, 3.0], np.float64)
+    np.testing.assert_array_equal(_impl("floor", x), x)
+    np.testing.assert_array_equal(_impl("ceil", x), x)
+
+
+def test_rem_takes_the_sign_of_the_dividend():
+    x = np.array([7, -7, 7, -7], np.int32)
+    y = np.array([3, 3, -3, -3], np.int32)
+    np.testing.assert_array_equal(_impl("rem", x, y), np.array([1, -1, 1, -1], np.int32))
+    np.testing.assert_array_equal(_impl("rem", x.astype(np.float64), y.astype(np.float64)), [1.0, -1.0, 1.0, -1.0])
+
+
+def test_arg_reductions_pick_the_first_of_ties():
+    x = np.array([[1, 3, 3], [2, 2, 0]], np.int32)
+    np.testing.assert_array_equal(_impl("argmax", x, axis=1, index_dtype=dt.int64), [1, 0])
+    np.testing.assert_array_equal(_impl("argmin", x, axis=0, index_dtype=dt.int64), [0, 1, 1])
+
+
+def test_convert_truncates_toward_zero():
+    x = np.array([-1.7, -0.2, 0.2, 1.7], np.float32)
+    np.testing.assert_array_equal(_impl("convert_element_type", x, dtype=dt.int32), [-1, 0, 0, 1])

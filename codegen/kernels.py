@@ -1,0 +1,194 @@
+"""Kernel-kind lowerings: primitives that emit their own loop nest.
+
+- reductions (sum, prod, max, min): one driver, parameterised by a `Monoid`;
+  producers are fused (the operand is an expression evaluated in the loop);
+- argmax / argmin: a (value, index) scan over one axis, producers fused;
+- index_add: copy then scatter-accumulate, over materialised operands;
+- dot_general: in `dot.py`.
+
+The reduction driver walks the operand in memory order, so every load is
+contiguous whichever axes are reduced. Reduced axes that form a suffix of the
+shape are accumulated in a register (float32 sums accumulate in float64, with
+`reassoc` so LLVM vectorises the sum); reduced axes further out accumulate
+into the output buffer, which is first filled with the identity.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from llvmlite import ir
+
+from ir import dtypes as dt
+from ir.core import Node
+from . import irutil as u
+from .context import Index, KernelContext
+from .lower import Lowering, _register, convert
+
+_FAST = ("reassoc", "contract")
+
+
+@dataclass(frozen=True)
+class Monoid:
+    """An associative combine with its identity; `acc` is the accumulator dtype for an input dtype."""
+
+    identity: Callable[[dt.DType], object]
+    combine: Callable[[ir.IRBuilder, ir.Value, ir.Value, dt.DType], ir.Value]
+    acc: Callable[[dt.DType], dt.DType] = lambda d: d
+
+
+def _extreme(dtype: dt.DType, largest: bool):
+    if dtype.is_floating_point:
+        return float("inf") if largest else float("-inf")
+    if dtype.is_bool:
+        return largest
+    bits = dtype.itemsize * 8
+    return (1 << (bits - 1)) - 1 if largest else -(1 << (bits - 1))
+
+
+def _sum(b, acc, x, dtype):
+    return b.fadd(acc, x, flags=_FAST) if dtype.is_floating_point else b.add(acc, x)
+
+
+def _prod(b, acc, x, dtype):
+    return b.fmul(acc, x, flags=_FAST) if dtype.is_floating_point else b.mul(acc, x)
+
+
+def _max(b, acc, x, dtype):
+    if dtype.is_floating_point:
+        return u.intrinsic(b, "llvm.maximum", [acc, x])
+    return b.or_(acc, x) if dtype.is_bool else u.intrinsic(b, "llvm.smax", [acc, x])
+
+
+def _min(b, acc, x, dtype):
+    if dtype.is_floating_point:
+        return u.intrinsic(b, "llvm.minimum", [acc, x])
+    return b.and_(acc, x) if dtype.is_bool else u.intrinsic(b, "llvm.smin", [acc, x])
+
+
+MONOIDS = {
+    "reduce_sum": Monoid(lambda d: 0, _sum, lambda d: dt.float64 if d is dt.float32 else d),
+    "reduce_prod": Monoid(lambda d: 1, _prod),
+    "reduce_max": Monoid(lambda d: _extreme(d, False), _max),
+    "reduce_min": Monoid(lambda d: _extreme(d, True), _min),
+}
+
+
+def emit_reduction(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
+    """Store `node.out` = the reduction of `node.inputs[0]` over ``node.attrs['axes']``."""
+    b = ctx.b
+    x, out = node.inputs[0], node.out
+    axes = set(node.attrs["axes"])
+    shape = x.shape
+    dtype, acc_dtype = x.dtype, monoid.acc(x.dtype)
+    acc_t = u.reg_type(acc_dtype)
+    k = len(shape)
+    while k > 0 and (k - 1) in axes:
+        k -= 1
+    prefix, suffix = shape[:k], shape[k:]
+    outer_reduced = any(a < k for a in axes)
+    if outer_reduced:  # fill the output with the identity, then accumulate into it
+        with u.loop_nest(b, out.shape, "init") as ivs:
+            ctx.store(out, Index(out.shape, dims=ivs), u.const(u.reg_type(dtype), monoid.identity(dtype)))
+
+    with u.loop_nest(b, prefix, "o") as pre:
+        out_idx = Index(out.shape, dims=[d for a, d in enumerate(pre) if a not in axes])
+        if suffix:
+            slot = u.alloca_at_entry(b, acc_t, "acc")
+            b.store(u.const(acc_t, monoid.identity(acc_dtype)), slot)
+            with u.loop_nest(b, suffix, "r") as post:
+                v = convert(b, ctx.value(x, Index(shape, dims=pre + post)), dtype, acc_dtype)
+                b.store(monoid.combine(b, b.load(slot, typ=acc_t), v, acc_dtype), slot)
+                ctx.forget()
+            v = convert(b, b.load(slot, typ=acc_t), acc_dtype, dtype)
+        else:
+            v = ctx.value(x, Index(shape, dims=pre))
+        if outer_reduced:
+            v = monoid.combine(b, ctx.load(out, out_idx), v, dtype)
+        ctx.store(out, out_idx, v)
+        ctx.forget()
+
+
+def reduction(name: str) -> None:
+    monoid = MONOIDS[name]
+    _register(name, Lowering("kernel", lambda ctx, node: emit_reduction(ctx, node, monoid), fuses_producers=True))
+
+
+for _name in MONOIDS:
+    reduction(_name)
+
+
+# --- argmax / argmin ---------------------------------------------------------------------------
+def emit_arg_reduction(ctx: KernelContext, node: Node, largest: bool) -> None:
+    """Index of the first extremum along ``axis``; a NaN counts as the extremum (numpy's rule)."""
+    b = ctx.b
+    x, out = node.inputs[0], node.out
+    axis = node.attrs["axis"]
+    n = x.shape[axis]
+    dtype = x.dtype
+    t = u.reg_type(dtype)
+    with u.loop_nest(b, out.shape, "o") as ivs:
+        def at(j):
+            return ctx.value(x, Index(x.shape, dims=ivs[:axis] + [j] + ivs[axis:]))
+        best_slot = u.alloca_at_entry(b, t, "best")
+        pos_slot = u.alloca_at_entry(b, u.I64, "pos")
+        b.store(at(u.i64(0)), best_slot)
+        b.store(u.i64(0), pos_slot)
+        with u.for_range(b, u.i64(n), "r") as j:
+            v = at(j)
+            best = b.load(best_slot, typ=t)
+            if dtype.is_floating_point:
+                # update when v beats best or v is NaN, unless best is already NaN
+                better = b.fcmp_unordered(">" if largest else "<", v, best)
+                better = b.and_(better, b.fcmp_ordered("ord", best, best))
+            elif dtype.is_bool:
+                better = b.icmp_unsigned(">" if largest else "<", v, best)
+            else:
+                better = b.icmp_signed(">" if largest else "<", v, best)
+            b.store(b.select(better, v, best), best_slot)
+            b.store(b.select(better, j, b.load(pos_slot, typ=u.I64)), pos_slot)
+            ctx.forget()
+        pos = b.load(pos_slot, typ=u.I64)
+        ctx.store(out, Index(out.shape, dims=ivs), convert(b, pos, dt.int64, out.dtype))
+        ctx.forget()
+
+
+_register("argmax", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, node, True),
+                             fuses_producers=True))
+_register("argmin", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, node, False),
+                             fuses_producers=True))
+
+
+# --- index_add ---------------------------------------------------------------------------------
+def emit_index_add(ctx: KernelContext, node: Node) -> None:
+    """out = x; out[..., clamp(idx[i]), ...] += upd[..., i, ...] in index order (like np.add.at)."""
+    b = ctx.b
+    x, ind, upd = node.inputs
+    out = node.out
+    axis = node.attrs["axis"]
+    with u.for_range(b, u.i64(x.type.size), "copy") as i:
+        ctx.store(out, Index(out.shape, linear=i), ctx.load(x, Index(x.shape, linear=i)))
+    if x.shape[axis] == 0 or upd.type.size == 0:
+        return
+    k = ind.ndim
+    with u.loop_nest(b, upd.shape, "s") as ivs:
+        j = ctx.load(ind, Index(ind.shape, dims=ivs[axis:axis + k]))
+        if j.type != u.I64:
+            j = b.sext(j, u.I64)
+        j = u.iclamp(b, j, 0, x.shape[axis] - 1)
+        dst = Index(out.shape, dims=ivs[:axis] + [j] + ivs[axis + k:])
+        cur = ctx.load(out, dst)
+        v = ctx.load(upd, Index(upd.shape, dims=ivs))
+        if out.dtype.is_floating_point:
+            s = b.fadd(cur, v)
+        elif out.dtype.is_bool:
+            s = b.or_(cur, v)
+        else:
+            s = b.add(cur, v)
+        ctx.store(out, dst, s)
+        ctx.forget()
+
+
+_register("index_add", Lowering("kernel", emit_index_add))
+
+from . import dot  # noqa: E402,F401  (registers dot_general)

@@ -1,0 +1,162 @@
+"""Assemble one LLVM module for a scheduled graph: a function per kernel and
+one entry point ``void entry(ptr *args)``.
+
+``args`` holds the graph inputs, then the graph outputs that kernels store,
+then one arena for every intermediate buffer. Arena offsets are planned here
+with liveness: a buffer is reused once no later kernel reads it (a kernel never
+writes a buffer it also reads, so `noalias` on kernel arguments is sound).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from ir.core import Graph, Value
+from . import irutil as u
+from .context import KernelContext
+from .lower import LOWERINGS
+from .schedule import Kernel
+
+ALIGN = 64
+
+
+@dataclass
+class BufferPlan:
+    """Where each materialised value lives: ('in', i), ('out', j) or ('arena', byte offset)."""
+
+    slots: dict[Value, tuple[str, int]] = field(default_factory=dict)
+    out_values: list[Value] = field(default_factory=list)  # values stored to output slot j
+    arena_bytes: int = 0
+
+
+def _nbytes(v: Value) -> int:
+    return max(v.type.size * v.dtype.itemsize, 1)
+
+
+def plan_buffers(graph: Graph, kernels: list[Kernel]) -> BufferPlan:
+    """Assign a slot to every graph input and kernel output."""
+    plan = BufferPlan()
+    for i, v in enumerate(graph.inputs):
+        plan.slots[v] = ("in", i)
+    graph_outs = set(graph.outputs)
+    last_use: dict[Value, int] = {}
+    for k_i, k in enumerate(kernels):
+        for v in k.inputs:
+            last_use[v] = k_i
+    free: list[tuple[int, int]] = []  # (offset, size) blocks available for reuse
+    live: list[tuple[int, Value]] = []  # (last use, value) of arena buffers
+    top = 0
+    for k_i, k in enumerate(kernels):
+        still = []
+        for end, v in live:
+            if end < k_i:
+                free.append((plan.slots[v][1], _aligned(_nbytes(v))))
+            else:
+                still.append((end, v))
+        live = still
+        free = _coalesce(free)
+        for v in k.outputs:
+            if v in graph_outs:
+                plan.slots[v] = ("out", len(plan.out_values))
+                plan.out_values.append(v)
+                continue
+            size = _aligned(_nbytes(v))
+            for j, (off, sz) in enumerate(free):
+                if sz >= size:
+                    plan.slots[v] = ("arena", off)
+                    free[j] = (off + size, sz - size)
+                    break
+            else:
+                plan.slots[v] = ("arena", top)
+                top += size
+            live.append((last_use.get(v, k_i), v))
+    plan.arena_bytes = top
+    return plan
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _coalesce(blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for off, sz in sorted(b for b in blocks if b[1] > 0):
+        if out and out[-1][0] + out[-1][1] == off:
+            out[-1] = (out[-1][0], out[-1][1] + sz)
+        else:
+            out.append((off, sz))
+    return out
+
+
+def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: str,
+                 triple: str, layout: str) -> tuple[str, str]:
+    """Emit the module's IR text; returns (ir text, entry symbol name)."""
+    module = ir.Module(name=prefix)
+    module.triple = triple
+    module.data_layout = layout
+    fns = [_emit_kernel(module, k, f"{prefix}_{k.name}") for k in kernels]
+
+    entry_name = f"{prefix}_entry"
+    entry = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), entry_name)
+    entry.attributes.add("nounwind")
+    b = ir.IRBuilder(entry.append_basic_block("entry"))
+    args = entry.args[0]
+    n_in = len(graph.inputs)
+
+    def slot_ptr(i: int) -> ir.Value:
+        p = b.gep(args, [u.i64(i)], inbounds=True, source_etype=u.PTR)
+        return b.load(p, typ=u.PTR)
+
+    arena = slot_ptr(n_in + len(plan.out_values))
+    ptrs: dict[Value, ir.Value] = {}
+
+    def buffer(v: Value) -> ir.Value:
+        if v not in ptrs:
+            kind, i = plan.slots[v]
+            if kind == "in":
+                ptrs[v] = slot_ptr(i)
+            elif kind == "out":
+                ptrs[v] = slot_ptr(n_in + i)
+            else:
+                ptrs[v] = b.gep(arena, [u.i64(i)], inbounds=True, source_etype=u.I8)
+        return ptrs[v]
+
+    for k, fn in zip(kernels, fns):
+        b.call(fn, [buffer(v) for v in k.inputs + k.outputs])
+    b.ret_void()
+    return str(module), entry_name
+
+
+def _emit_kernel(module: ir.Module, k: Kernel, name: str) -> ir.Function:
+    params = k.inputs + k.outputs
+    fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * len(params)), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    for a in fn.args:
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx = KernelContext(b, k, dict(zip(params, fn.args)))
+    if k.kind == "loop":
+        _emit_loop(ctx, k)
+    else:
+        LOWERINGS[k.kind].emit(ctx, k.root)
+    b.ret_void()
+    return fn
+
+
+def _emit_loop(ctx: KernelContext, k: Kernel) -> None:
+    """The loop nest of a fused elementwise/layout kernel: compute and store each output element."""
+    from .context import Index
+
+    b = ctx.b
+    if k.flat:
+        with u.for_range(b, u.i64(k.root.out.type.size), "i") as i:
+            idx = Index(k.domain, linear=i)
+            for v in k.outputs:
+                ctx.store(v, idx, ctx.value(v, idx))
+        return
+    with u.loop_nest(b, k.domain, "d") as ivs:
+        idx = Index(k.domain, dims=ivs)
+        for v in k.outputs:
+            ctx.store(v, idx, ctx.value(v, idx))

@@ -1,0 +1,1 @@
+"""Graph-to-graph passes: batching (vmap), differentiation (jvp, transpose), functionalization, simplify."""
