@@ -119,7 +119,16 @@ elementwise("stop_gradient", lambda b, a, dtype: a[0])
 elementwise("add", by_kind(f=lambda b, x, y: b.fadd(x, y), i=lambda b, x, y: b.add(x, y)))
 elementwise("sub", by_kind(f=lambda b, x, y: b.fsub(x, y), i=lambda b, x, y: b.sub(x, y)))
 elementwise("mul", by_kind(f=lambda b, x, y: b.fmul(x, y), i=lambda b, x, y: b.mul(x, y)))
-elementwise("div", lambda b, a, dtype: b.fdiv(*a), cheap=False)
+def _div_int(b, x, y):
+    # C division truncating toward zero, as the impl: x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps).
+    zero, one = _zero(x), u.const(x.type, 1)
+    by_zero = b.icmp_signed("==", y, zero)
+    by_minus_one = b.icmp_signed("==", y, u.const(x.type, -1))
+    q = b.sdiv(x, b.select(b.or_(by_zero, by_minus_one), one, y))
+    return b.select(by_zero, zero, b.select(by_minus_one, b.sub(zero, x), q))
+
+
+elementwise("div", by_kind(f=lambda b, x, y: b.fdiv(x, y), i=_div_int), cheap=False)
 elementwise("pow", lambda b, a, dtype: vm.pow(b, *a), cheap=False)
 elementwise("atan2", lambda b, a, dtype: vm.atan2(b, *a), cheap=False)
 elementwise("max", by_kind(f=lambda b, x, y: u.intrinsic(b, "llvm.maximum", [x, y]),
@@ -301,6 +310,8 @@ def _concatenate(ctx, node, idx):
         else:
             result = b.select(b.icmp_signed(">=", dims[axis], u.i64(offset)), v, result)
         offset += n
+    if result is None:  # every operand is empty, so is the output: this code never runs
+        return u.const(u.reg_type(node.out.dtype), 0)
     return result
 
 

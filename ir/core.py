@@ -99,6 +99,12 @@ class Graph:
     def structural_hash(self) -> int:
         return hash(self.structural_key())
 
+    def to_networkx(self, *, outputs: bool = True):
+        """This graph as a `networkx.MultiDiGraph` (see `ir.nx.to_networkx`)."""
+        from .nx import to_networkx
+
+        return to_networkx(self, outputs=outputs)
+
 
 def _attr_key(a: Any) -> Any:
     if isinstance(a, float):
@@ -132,7 +138,12 @@ class GraphBuilder:
         for v in inputs:
             if not isinstance(v, Value):
                 raise TypeError(f"{prim.name}: operands must be IR values, got {type(v).__name__}")
-        out_type = prim.abstract_eval(*(v.type for v in inputs), **attrs)
+        try:
+            out_type = prim.abstract_eval(*(v.type for v in inputs), **attrs)
+        except TypeError as e:
+            if str(e).startswith(prim.name):
+                raise
+            raise TypeError(f"{prim.name}: {e}") from None
         node = Node(prim, inputs, attrs, out_type)
         self.nodes.append(node)
         return node.out

@@ -5,12 +5,12 @@ node and showing the IR around it (as JAX's ``check_jaxpr`` does)::
 
     ir.verify: in @f, node 1 (%1 = tp.add): operand 1 (%2) is used before it is defined (by node 2)
 
-      func @f(%arg0: tensor<3xf32>) -> tensor<3xf32> {
-        %0 = tp.sin %arg0 : tensor<3xf32>
-    --> %1 = tp.add %0, %2 : tensor<3xf32>
-        %2 = tp.cos %arg0 : tensor<3xf32>
-        return %1
-      }
+        func @f(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+          %0 = tp.sin %arg0 : tensor<3xf32>
+    -->   %1 = tp.add %0, %2 : tensor<3xf32>
+          %2 = tp.cos %0 : tensor<3xf32>
+          return %1
+        }
 
 `verify_text(text)` checks IR text instead and returns every error with its
 line and column (for the ``tensorplay-ir`` CLI).

@@ -8,8 +8,8 @@ if ROOT not in sys.path:
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-settings.register_profile("default", deadline=None, max_examples=30,
+settings.register_profile("tensorplay", deadline=None, max_examples=30,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", deadline=None, max_examples=500,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("TENSORPLAY_HYPOTHESIS_PROFILE", "default"))
+settings.load_profile(os.environ.get("TENSORPLAY_HYPOTHESIS_PROFILE", "tensorplay"))

@@ -833,8 +833,9 @@ def _cached(name: str) -> tuple[Sample, ...]:
 def samples(prim_name: str) -> list[Sample]:
     """The samples of primitive `prim_name` (an empty list if it has none yet).
 
-    Raises KeyError for a name that is not in `ir.REGISTRY`. The returned
-    samples share read-only argument arrays; copy before writing.
+    Raises KeyError for a name that is not in `ir.REGISTRY`. Samples are shared
+    by every caller: their argument arrays are read-only, and their `attrs`
+    must not be mutated (copy first).
     """
     if prim_name not in ir.REGISTRY:
         raise KeyError(f"unknown primitive {prim_name!r}")

@@ -149,6 +149,12 @@ stop_gradient = register(Primitive("stop_gradient", lambda x: x, lambda x: x, nu
 
 
 # === batching rules =============================================================================
+from ..passes.batching import vectorized  # noqa: E402
+
+for _prim in (neg, sin, cos, tan, exp, log, log1p, expm1, sqrt, rsqrt, tanh, logistic, erf, abs, sign, floor, ceil,
+              round, logical_not, add, sub, mul, div, pow, max, min, atan2, rem, and_, or_, xor, eq, ne, lt, le, gt,
+              ge, select, convert_element_type, stop_gradient):
+    _prim.def_batch(vectorized(_prim))  # operands aligned on one batch axis, unbatched ones broadcast
 
 
 # === differentiation rules ======================================================================

@@ -56,6 +56,23 @@ dot_general = register(Primitive("dot_general", _dot_type, _dot_impl, num_operan
 
 
 # === batching rules =============================================================================
+from ..passes.batching import shift_axis  # noqa: E402
+
+
+@dot_general.def_batch
+def _dot_general_batch(ctx, values, dims, *, contract, batch):
+    """No broadcasts: a batched x unbatched product makes the batch axis a free dim, batched x batched
+    makes it a (leading) batch dim of the contraction."""
+    (lhs, rhs), (ld, rd) = values, dims
+    (lc, rc), (lb, rb) = contract, batch
+    lc, lb = tuple(shift_axis(a, ld) for a in lc), tuple(shift_axis(a, ld) for a in lb)
+    rc, rb = tuple(shift_axis(a, rd) for a in rc), tuple(shift_axis(a, rd) for a in rb)
+    if ld is not None and rd is not None:
+        return ctx.dot_general(lhs, rhs, contract=(lc, rc), batch=((ld,) + lb, (rd,) + rb)), 0
+    out = ctx.dot_general(lhs, rhs, contract=(lc, rc), batch=(lb, rb))
+    if ld is not None:  # result dims: (batch..., lhs free..., rhs free...)
+        return out, len(lb) + free_axes(lhs.ndim, lc, lb).index(ld)
+    return out, len(lb) + len(free_axes(lhs.ndim, lc, lb)) + free_axes(rhs.ndim, rc, rb).index(rd)
 
 
 # === differentiation rules ======================================================================

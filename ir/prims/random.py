@@ -89,6 +89,10 @@ random_normal = random_primitive("random_normal", normal_from_bits)
 
 
 # === batching rules =============================================================================
+from ..passes.batching import random_draw  # noqa: E402
+
+random_uniform.def_batch(random_draw(random_uniform))  # a batched key is a batch of keys
+random_normal.def_batch(random_draw(random_normal))
 
 
 # === differentiation rules ======================================================================

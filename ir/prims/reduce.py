@@ -58,6 +58,12 @@ argmin = arg_reducer("argmin", np.argmin)
 
 
 # === batching rules =============================================================================
+from ..passes.batching import arg_reducer as _arg_rule, reducer as _reduce_rule  # noqa: E402
+
+for _prim in (reduce_sum, reduce_prod, reduce_max, reduce_min):
+    _prim.def_batch(_reduce_rule(_prim))  # axes shift past the batch axis
+for _prim in (argmax, argmin):
+    _prim.def_batch(_arg_rule(_prim))
 
 
 # === differentiation rules ======================================================================

@@ -222,6 +222,114 @@ full = register(Primitive("full", _full_type, _full_impl, num_operands=0, differ
 
 
 # === batching rules =============================================================================
+# `iota` and `full` have no operands, so their results are never batched and they need no rule.
+from ..passes.batching import (common_bdim, int64_indices, materialize, move_bdim, permute,  # noqa: E402
+                               shift_axis)
+
+
+@broadcast_in_dim.def_batch
+def _broadcast_in_dim_batch(ctx, values, dims, *, shape, broadcast_dimensions):
+    # The batch axis goes right after the result dim of the operand dim before it: dims stay increasing.
+    (x,), (d,) = values, dims
+    bd = broadcast_dimensions
+    q = bd[d - 1] + 1 if d > 0 else 0
+    new_bd = bd[:d] + (q,) + tuple(b + 1 for b in bd[d:])
+    return ctx.broadcast_in_dim(x, shape=shape[:q] + (ctx.axis_size,) + shape[q:], broadcast_dimensions=new_bd), q
+
+
+@reshape.def_batch
+def _reshape_batch(ctx, values, dims, *, shape):
+    (x,), (d,) = values, dims
+    return ctx.reshape(move_bdim(ctx, x, d, 0), shape=(ctx.axis_size,) + shape), 0
+
+
+@transpose.def_batch
+def _transpose_batch(ctx, values, dims, *, permutation):
+    (x,), (d,) = values, dims
+    perm = [shift_axis(p, d) for p in permutation]
+    perm.insert(d, d)  # the batch axis stays where it is
+    return ctx.transpose(x, permutation=tuple(perm)), d
+
+
+def _insert(t: tuple, d: int, v) -> tuple:
+    return t[:d] + (v,) + t[d:]
+
+
+@slice_.def_batch
+def _slice_batch(ctx, values, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = values, dims
+    return ctx.slice(x, start_indices=_insert(start_indices, d, 0), limit_indices=_insert(limit_indices, d, ctx.axis_size),
+                     strides=_insert(strides, d, 1)), d
+
+
+@pad.def_batch
+def _pad_batch(ctx, values, dims, *, low, high, interior, value):
+    (x,), (d,) = values, dims
+    return ctx.pad(x, low=_insert(low, d, 0), high=_insert(high, d, 0), interior=_insert(interior, d, 0), value=value), d
+
+
+@concatenate.def_batch
+def _concatenate_batch(ctx, values, dims, *, axis):
+    vals, d = common_bdim(ctx, values, dims)
+    return ctx.concatenate(*vals, axis=shift_axis(axis, d)), d
+
+
+@rev.def_batch
+def _rev_batch(ctx, values, dims, *, axes):
+    (x,), (d,) = values, dims
+    return ctx.rev(x, axes=tuple(shift_axis(a, d) for a in axes)), d
+
+
+# take / index_add with batched indices fuse the batch axis with the indexed axis: row b*A + i of the
+# flattened operand is element i of sample b, so one take/index_add along axis 0 serves every sample.
+def _rows(ctx, x, d, axis):
+    """Operand `x` (batch axis `d`, or unbatched) as shape (B*A, pre..., post...) for indexed axis `axis`."""
+    x = materialize(ctx, x, d, 0)
+    x = permute(ctx, x, (0, axis + 1) + tuple(a for a in range(1, x.ndim) if a != axis + 1))
+    return ctx.reshape(x, shape=(ctx.axis_size * x.shape[1],) + x.shape[2:])
+
+
+def _row_indices(ctx, idx, e, n):
+    """Batched indices (batch axis `e`) into `_rows`: clamped into [0, n) per sample (as take clamps), plus b*n."""
+    idx = int64_indices(ctx, move_bdim(ctx, idx, e, 0))
+    if n > 0:
+        idx = ctx.min(ctx.max(idx, ctx.const(0, idx.shape, dt.int64)), ctx.const(n - 1, idx.shape, dt.int64))
+    offsets = ctx.mul(ctx.iota(shape=idx.shape, dtype=dt.int64, dimension=0), ctx.const(n, idx.shape, dt.int64))
+    return ctx.add(idx, offsets)
+
+
+@take.def_batch
+def _take_batch(ctx, values, dims, *, axis):
+    (x, idx), (d, e) = values, dims
+    if e is None:  # result: x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        a = shift_axis(axis, d)
+        return ctx.take(x, idx, axis=a), (d if d < a else d - 1 + idx.ndim)
+    if d is None:
+        return ctx.take(x, idx, axis=axis), axis + e
+    n_idx = idx.ndim - 1
+    out = ctx.take(_rows(ctx, x, d, axis), _row_indices(ctx, idx, e, x.shape[shift_axis(axis, d)]), axis=0)
+    # (B, idx..., pre..., post...) -> (B, pre..., idx..., post...)
+    perm = (0,) + tuple(range(1 + n_idx, 1 + n_idx + axis)) + tuple(range(1, 1 + n_idx)) \
+        + tuple(range(1 + n_idx + axis, out.ndim))
+    return permute(ctx, out, perm), 0
+
+
+@index_add.def_batch
+def _index_add_batch(ctx, values, dims, *, axis):
+    (x, idx, upd), (d, e, u) = values, dims
+    if e is None:  # batch x (broadcast if needed) and lay upd out as `take` of the batched x would
+        xd = 0 if d is None else d
+        x = materialize(ctx, x, d, xd)
+        a = shift_axis(axis, xd)
+        ud = xd if xd < a else xd - 1 + idx.ndim
+        return ctx.index_add(x, idx, materialize(ctx, upd, u, ud), axis=a), xd
+    n_idx, n = idx.ndim - 1, x.shape[shift_axis(axis, d)]
+    upd = materialize(ctx, upd, u, 0)  # (B, pre..., idx..., post...) -> (B, idx..., pre..., post...)
+    upd = permute(ctx, upd, (0,) + tuple(range(1 + axis, 1 + axis + n_idx)) + tuple(range(1, 1 + axis))
+                  + tuple(range(1 + axis + n_idx, upd.ndim)))
+    out = ctx.index_add(_rows(ctx, x, d, axis), _row_indices(ctx, idx, e, n), upd, axis=0)
+    out = ctx.reshape(out, shape=(ctx.axis_size, n) + out.shape[1:])  # (B, A, pre..., post...)
+    return permute(ctx, out, (0,) + tuple(range(2, 2 + axis)) + (1,) + tuple(range(2 + axis, out.ndim))), 0
 
 
 # === differentiation rules ======================================================================

@@ -100,18 +100,21 @@ def _size(size) -> tuple[int, ...]:
 def full(size, fill_value, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of shape `size` filled with `fill_value` (dtype inferred from the value)."""
     dtype = dtype or scalar_dtype(fill_value)
-    return Tensor._wrap(np.full(_size((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
-                                dtype=dtype.np))
+    shape = _size((size,) if isinstance(size, int) else (tuple(size),))
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    value = bool(fill_value) if dtype.is_bool else int(fill_value) if dtype.is_integer else float(fill_value)
+    return bind("full", shape=shape, dtype=dtype, value=value)
 
 
 def zeros(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros; dtype defaults to float32."""
-    return Tensor._wrap(np.zeros(_size(size), dtype=(dtype or get_default_dtype()).np))
+    return full(_size(size), 0, dtype=dtype or get_default_dtype())
 
 
 def ones(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones; dtype defaults to float32."""
-    return Tensor._wrap(np.ones(_size(size), dtype=(dtype or get_default_dtype()).np))
+    return full(_size(size), 1, dtype=dtype or get_default_dtype())
 
 
 def empty(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
@@ -138,38 +141,61 @@ def full_like(input, fill_value, *, dtype: DType | None = None, device=None) -> 
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype)
 
 
+def _affine_iota(n: int, start, step, dtype: DType) -> Tensor:
+    """start + step * i for i in range(n), computed in float64 (or int64) and cast, like numpy."""
+    from .elementwise import add, mul
+    from ._common import convert
+
+    work = dtypes.float64 if dtype.is_floating_point else dtypes.int64
+    i = bind("iota", shape=(n,), dtype=work, dimension=0)
+    return convert(add(mul(i, step), start), dtype) if n else convert(i, dtype)
+
+
 def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None) -> Tensor:
     """Values start, start+step, ... below end; int64 for integer arguments, else float32."""
     if end is None:
         start, end = 0, start
-    vals = [start, end, step]
-    if any(isinstance(v, Tensor) for v in vals):
-        vals = [v.item() if isinstance(v, Tensor) else v for v in vals]
-        start, end, step = vals
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if step == 0:
         raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound and larger bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) \
             else get_default_dtype()
     n = max(0, ceil((end - start) / step))
-    return Tensor._wrap((start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)
-                        if dtype.is_floating_point else np.arange(start, start + n * step, step, dtype=dtype.np)[:n])
+    if dtype.is_floating_point:
+        return _affine_iota(n, float(start), float(step), dtype)
+    return _affine_iota(n, int(start), int(step), dtype)
 
 
 def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
     if steps < 0:
         raise ValueError("linspace: number of steps must be non-negative")
-    return Tensor._wrap(np.linspace(start, end, steps, dtype=np.float64).astype((dtype or get_default_dtype()).np))
+    dtype = dtype or get_default_dtype()
+    if steps == 1:
+        return full((1,), start, dtype=dtype)
+    return _affine_iota(steps, float(start), (float(end) - float(start)) / max(steps - 1, 1), dtype)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype: DType | None = None) -> Tensor:
-    return Tensor._wrap((base ** np.linspace(start, end, steps)).astype((dtype or get_default_dtype()).np))
+    """base ** linspace(start, end, steps)."""
+    from .elementwise import pow
+    from ._common import convert
+
+    return convert(pow(base, linspace(start, end, steps, dtype=dtypes.float64)), dtype or get_default_dtype())
 
 
 def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device=None) -> Tensor:
     """The n x m identity matrix."""
-    return Tensor._wrap(np.eye(n, m, dtype=(dtype or get_default_dtype()).np))
+    from ._common import convert
+
+    m = n if m is None else m
+    rows = bind("iota", shape=(n, m), dtype=dtypes.int64, dimension=0)
+    cols = bind("iota", shape=(n, m), dtype=dtypes.int64, dimension=1)
+    return convert(bind("eq", rows, cols), dtype or get_default_dtype())
 
 
 # --- random -------------------------------------------------------------------------------------

@@ -151,10 +151,11 @@ def test_verify_text_reports_every_type_error_with_positions():
 
 
 def test_verify_text_stops_at_a_syntax_error():
-    errors = verify_text("func @f(%a: tensor<3xf32>) -> tensor<3xf32> {\n  %0 = tp.sin %a : tensor<4xf32>\n  return %9\n}")
-    assert [(e.line, e.column) for e in errors] == [(2, 20), (3, 10)]
+    text = "func @f(%a: tensor<3xf32>) -> tensor<3xf32> {\n  %0 = tp.sin %a : tensor<4xf32>\n  return %9\n}"
+    errors = verify_text(text)
+    assert [(e.line, e.column) for e in errors] == [(2, 20), (3, 10)]  # the type error, then the fatal one
     assert "undefined value %9" in errors[-1].message
-    assert verify_text("func @f(\n  %a tensor<3xf32>") [0].line == 2
+    assert [(e.line, e.column) for e in verify_text("func @f(\n  %a tensor<3xf32>")] == [(2, 6)]
     assert verify_text("?")[0].message == "unexpected character '?'"
 
 
