@@ -3,6 +3,8 @@ counter of compilations (tests read it to check that equal graphs are not
 recompiled)."""
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections import OrderedDict
 
@@ -10,6 +12,7 @@ from ir.core import Graph
 from .executable import Executable
 
 MAX_ENTRIES = 512
+DEBUG = int(os.environ.get("TENSORPLAY_DEBUG", "0") or 0)  # 1: kernels and timings, 2: + optimised IR
 
 _lock = threading.Lock()
 _entries: "OrderedDict[tuple, Executable]" = OrderedDict()
@@ -26,6 +29,8 @@ def compile_graph(graph: Graph) -> Executable:
             _entries.move_to_end(key)
             return exe
     exe = Executable(graph)
+    if DEBUG:
+        _report(exe)
     with _lock:
         _compiles += 1
         _entries[key] = exe
@@ -43,3 +48,17 @@ def clear_cache() -> None:
     """Forget every cached executable (executables still referenced elsewhere keep working)."""
     with _lock:
         _entries.clear()
+
+
+def _report(exe: Executable) -> None:
+    out = sys.stderr
+    st = exe.stats
+    print(f"[tensorplay codegen] @{exe.name}: {st['kernels']} kernels, {st['total_s'] * 1e3:.1f} ms "
+          f"(schedule {st['schedule_s'] * 1e3:.1f}, lower {st['lower_s'] * 1e3:.1f}, "
+          f"llvm opt {st['llvm_opt_s'] * 1e3:.1f}, codegen {st['codegen_s'] * 1e3:.1f}), "
+          f"arena {st['arena_bytes']} B", file=out)
+    for k in exe.kernels:
+        print(f"  {k['name']}: {k['kind']} over {k['domain']}{' (flat)' if k['flat'] else ''}: "
+              f"{' '.join(k['nodes'])}", file=out)
+    if DEBUG >= 2:
+        print(exe.llvm_ir, file=out)

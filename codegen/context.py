@@ -51,9 +51,16 @@ class Index:
                 self._dims = [u.i64(0)] * len(self.shape)
             else:
                 st = strides(self.shape)
-                # The linear position is below the size, so the first dimension needs no modulo.
-                self._dims = [(u.idiv(b, self._linear, s) if k == 0 else u.imod(b, u.idiv(b, self._linear, s), n))
-                              if n > 1 else u.i64(0) for k, (s, n) in enumerate(zip(st, self.shape))]
+                dims = []
+                outer = True  # the linear position is below the size: the outermost real dim needs no modulo
+                for s, n in zip(st, self.shape):
+                    if n <= 1:
+                        dims.append(u.i64(0))
+                        continue
+                    q = u.idiv(b, self._linear, s)
+                    dims.append(q if outer else u.imod(b, q, n))
+                    outer = False
+                self._dims = dims
         return self._dims
 
     def linear(self, b: ir.IRBuilder) -> ir.Value:

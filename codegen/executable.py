@@ -10,7 +10,10 @@ ctypes call (which releases the GIL).
 from __future__ import annotations
 
 import ctypes
+import os
 import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
@@ -18,10 +21,30 @@ import numpy as np
 from ir.core import Graph
 from ir.interpreter import check_arguments
 from . import jit
-from .module import BufferPlan, build_module
+from .module import BufferPlan, build_module, splittable
 from .schedule import Kernel, schedule
 
-_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+PARALLEL_MIN_ELEMENTS = 1 << 17  # below this a thread hand-off costs more than it saves
+_THREADS = max(1, min(os.cpu_count() or 1, 8))
+_pool_instance: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _pool_instance
+    if _pool_instance is None:
+        _pool_instance = ThreadPoolExecutor(max_workers=_THREADS - 1, thread_name_prefix="tensorplay-jit")
+    return _pool_instance
+
+
+def _chunks(size: int) -> list[tuple[int, int]]:
+    """Element ranges, one per thread, for a splittable executable of `size` elements ([] = one call)."""
+    if _THREADS < 2 or size < PARALLEL_MIN_ELEMENTS:
+        return []
+    n = min(_THREADS, size // (PARALLEL_MIN_ELEMENTS // 2))
+    step = ((size + n - 1) // n + 63) // 64 * 64  # 64-element aligned chunks
+    return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
 
 
 class Executable:
@@ -41,6 +64,7 @@ class Executable:
         text, entry = build_module(graph, kernels, plan, prefix, triple, layout)
         t2 = time.perf_counter()
         self._jit = jit.compile_ir(text, [entry])
+        weakref.finalize(self, self._jit.release)  # drop the machine code with the last reference
         self._kernels = kernels
         self._plan = plan
         self.stats = {"schedule_s": t1 - t0, "lower_s": t2 - t1,
@@ -49,16 +73,22 @@ class Executable:
                       "codegen_s": self._jit.timings["codegen"],
                       "total_s": time.perf_counter() - t0,
                       "kernels": len(kernels), "arena_bytes": plan.arena_bytes}
-        self._entry = _ENTRY_TYPE(self._jit.addresses[entry])
         self._prepare(plan)
+        self._size = splittable(kernels)
+        self._chunks = _chunks(self._size) if self._size else []
+        n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
+        # arguments are `id(array)`: the address of the array object, whose data pointer the
+        # entry reads; the caller's references keep every array alive during the call
+        ranges = [ctypes.c_int64] * 2 if self._size else []
+        self._entry = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args, *ranges)(self._jit.addresses[entry])
+        self.stats["threads"] = max(len(self._chunks), 1)
 
     # --- call path ----------------------------------------------------------------------------
     def _prepare(self, plan: BufferPlan) -> None:
         g = self.graph
-        self._in_sig = [(v.type.shape, v.dtype.np) for v in g.inputs]
+        self._in_sig = [(v.type.shape, v.dtype.np, _strides(v.type.shape, v.dtype.itemsize)) for v in g.inputs]
         self._n_in = len(g.inputs)
         self._alloc = [(v.type.shape, v.dtype.np) for v in plan.out_values]
-        self._table_type = ctypes.c_void_p * (self._n_in + len(plan.out_values) + 1)
         self._arena_bytes = plan.arena_bytes
         # how to produce each graph output: ("slot", j) | ("input", i) | ("repeat", k)
         recipe = []
@@ -79,20 +109,27 @@ class Executable:
         """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise)."""
         if len(arrays) != self._n_in:
             check_arguments(self.graph, arrays)
-        ptrs = []
-        args = []
-        for a, (shape, dtype) in zip(arrays, self._in_sig):
-            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype:
-                a = self._coerce(a, len(args))
-            elif not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
-            args.append(a)
-            ptrs.append(a.ctypes.data)
+        i = 0
+        for a in arrays:
+            shape, dtype, strides = self._in_sig[i]
+            if a.__class__ is not np.ndarray or a.shape != shape or a.strides != strides \
+                    or (a.dtype is not dtype and a.dtype != dtype):
+                arrays = arrays[:i] + (self._coerce(a, i),) + arrays[i + 1:]
+            i += 1
         outs = [np.empty(shape, dtype) for shape, dtype in self._alloc]
-        ptrs.extend(o.ctypes.data for o in outs)
-        arena = np.empty(self._arena_bytes, np.uint8) if self._arena_bytes else None
-        ptrs.append(arena.ctypes.data if arena is not None else None)
-        self._entry(self._table_type(*ptrs))
+        ptrs = [*map(id, arrays), *map(id, outs)]
+        if self._arena_bytes:
+            arena = np.empty(self._arena_bytes, np.uint8)
+            ptrs.append(id(arena))
+        if not self._size:
+            self._entry(*ptrs)
+        elif not self._chunks:
+            self._entry(*ptrs, 0, self._size)
+        else:  # the GIL is released during each ctypes call, so the chunks run in parallel
+            pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in self._chunks[1:]]
+            self._entry(*ptrs, *self._chunks[0])
+            for f in pending:
+                f.result()
         if self._simple:
             return outs
         result = []
@@ -100,7 +137,7 @@ class Executable:
             if kind == "slot":
                 result.append(outs[i])
             elif kind == "input":
-                result.append(args[i].copy())
+                result.append(arrays[i].copy())
             else:
                 result.append(result[i].copy())
         return result
@@ -108,11 +145,12 @@ class Executable:
     def _coerce(self, a, i: int) -> np.ndarray:
         if not isinstance(a, np.ndarray):
             raise TypeError(f"@{self.name} input {i}: expected a numpy array, got {type(a).__name__}")
-        shape, dtype = self._in_sig[i]
+        shape, dtype, _ = self._in_sig[i]
         if a.shape != shape or a.dtype != dtype:
-            raise TypeError(f"@{self.name} input {i}: expected {self.graph.inputs[i].type}, got array of shape "
-                            f"{a.shape} and dtype {a.dtype}")
-        return np.ascontiguousarray(a)  # an ndarray subclass with the right type
+            t = self.graph.inputs[i].type
+            raise TypeError(f"@{self.name} input {i}: expected {t} (shape {t.shape}, dtype {t.dtype.name}), "
+                            f"got array of shape {a.shape} and dtype {a.dtype}")
+        return np.array(a, dtype=dtype, order="C", copy=True, subok=False)  # contiguous base-class copy
 
     # --- introspection ------------------------------------------------------------------------
     @property
@@ -132,6 +170,15 @@ class Executable:
 
     def __repr__(self) -> str:
         return f"<Executable @{self.name}: {len(self._kernels)} kernels>"
+
+
+def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    out = []
+    acc = itemsize
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(out))
 
 
 def _sanitize(name: str) -> str:

@@ -135,12 +135,14 @@ def intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], tys: list[ir.Typ
 
 
 @contextmanager
-def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i") -> Iterator[ir.Value]:
-    """Emit ``for (i = 0; i < count; ++i) { <body> }``; yields ``i`` (i64) inside the body.
+def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i",
+              start: int | ir.Value = 0) -> Iterator[ir.Value]:
+    """Emit ``for (i = start; i < count; ++i) { <body> }``; yields ``i`` (i64) inside the body.
 
     The builder is left after the loop when the ``with`` block ends.
     """
     count = i64(count) if isinstance(count, int) else count
+    start = i64(start) if isinstance(start, int) else start
     pre = b.block
     header = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
@@ -148,7 +150,7 @@ def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i") -> Iterat
     b.branch(header)
     b.position_at_end(header)
     iv = b.phi(I64, name=name)
-    iv.add_incoming(i64(0), pre)
+    iv.add_incoming(start, pre)
     b.cbranch(b.icmp_signed("<", iv, count), body, exit_)
     b.position_at_end(body)
     yield iv

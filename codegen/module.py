@@ -1,8 +1,11 @@
 """Assemble one LLVM module for a scheduled graph: a function per kernel and
-one entry point ``void entry(ptr *args)``.
+one entry point ``void entry(PyArrayObject *inputs..., *outputs..., *arena)``.
 
-``args`` holds the graph inputs, then the graph outputs that kernels store,
-then one arena for every intermediate buffer. Arena offsets are planned here
+The entry receives the numpy array objects themselves (ctypes `py_object`
+arguments, so a call converts no pointers in Python) and reads each data
+pointer from the array struct (`ARRAY_DATA_OFFSET`, checked at import). The
+arguments are the graph inputs, then the graph outputs that kernels store,
+then one arena (a uint8 array) for every intermediate buffer. Arena offsets are planned here
 with liveness: a buffer is reused once no later kernel reads it (a kernel never
 writes a buffer it also reads, so `noalias` on kernel arguments is sound).
 """
@@ -19,6 +22,25 @@ from .lower import LOWERINGS
 from .schedule import Kernel
 
 ALIGN = 64
+
+
+def _array_data_offset() -> int:
+    """Byte offset of `data` in numpy's PyArrayObject (right after PyObject_HEAD), verified."""
+    import ctypes
+
+    import numpy as np
+
+    probe = np.zeros(3)
+    off = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    if ctypes.c_void_p.from_address(id(probe) + off).value != probe.ctypes.data:
+        raise RuntimeError("codegen: unexpected numpy array layout (data pointer not after PyObject_HEAD)")
+    return off
+
+
+ARRAY_DATA_OFFSET = _array_data_offset()
+# LLVM prefers 256-bit vectors on AVX-512 CPUs by default; our kernels are long
+# straight-line loops where 512-bit vectors win (see tools/bench).
+VECTOR_WIDTH = 512
 
 
 @dataclass
@@ -89,69 +111,93 @@ def _coalesce(blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def splittable(kernels: list[Kernel]) -> int:
+    """The common size of the kernels if every one is a flat loop over that many elements.
+
+    Then element i of every kernel depends only on element i of the kernels
+    before it, so the entry can run on any sub-range [start, stop) of the
+    elements, and disjoint ranges can run on different threads."""
+    sizes = {k.root.out.type.size for k in kernels}
+    if not kernels or len(sizes) != 1 or not all(k.kind == "loop" and k.flat for k in kernels):
+        return 0
+    return sizes.pop()
+
+
 def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: str,
                  triple: str, layout: str) -> tuple[str, str]:
-    """Emit the module's IR text; returns (ir text, entry symbol name)."""
+    """Emit the module's IR text; returns (ir text, entry symbol name).
+
+    When `splittable(kernels)`, the entry and every kernel take two more i64
+    arguments, the element range [start, stop) to compute."""
     module = ir.Module(name=prefix)
     module.triple = triple
     module.data_layout = layout
-    fns = [_emit_kernel(module, k, f"{prefix}_{k.name}") for k in kernels]
+    ranged = splittable(kernels) > 0
+    fns = [_emit_kernel(module, k, f"{prefix}_{k.name}", ranged) for k in kernels]
 
     entry_name = f"{prefix}_entry"
-    entry = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), entry_name)
+    n_args = len(graph.inputs) + len(plan.out_values) + (1 if plan.arena_bytes else 0)
+    entry = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * n_args + [u.I64] * (2 if ranged else 0)),
+                        entry_name)
     entry.attributes.add("nounwind")
     b = ir.IRBuilder(entry.append_basic_block("entry"))
-    args = entry.args[0]
     n_in = len(graph.inputs)
 
-    def slot_ptr(i: int) -> ir.Value:
-        p = b.gep(args, [u.i64(i)], inbounds=True, source_etype=u.PTR)
+    def data(i: int) -> ir.Value:
+        # argument i is a numpy array object: its data pointer is the first field after PyObject_HEAD
+        p = b.gep(entry.args[i], [u.i64(ARRAY_DATA_OFFSET)], inbounds=True, source_etype=u.I8)
         return b.load(p, typ=u.PTR)
 
-    arena = slot_ptr(n_in + len(plan.out_values))
+    arena = data(n_args - 1) if plan.arena_bytes else None
     ptrs: dict[Value, ir.Value] = {}
 
     def buffer(v: Value) -> ir.Value:
         if v not in ptrs:
             kind, i = plan.slots[v]
             if kind == "in":
-                ptrs[v] = slot_ptr(i)
+                ptrs[v] = data(i)
             elif kind == "out":
-                ptrs[v] = slot_ptr(n_in + i)
+                ptrs[v] = data(n_in + i)
             else:
                 ptrs[v] = b.gep(arena, [u.i64(i)], inbounds=True, source_etype=u.I8)
         return ptrs[v]
 
     for k, fn in zip(kernels, fns):
-        b.call(fn, [buffer(v) for v in k.inputs + k.outputs])
+        b.call(fn, [buffer(v) for v in k.inputs + k.outputs] + (list(entry.args[n_args:]) if ranged else []))
     b.ret_void()
-    return str(module), entry_name
+    text = str(module)
+    if VECTOR_WIDTH:
+        # llvmlite only knows a fixed set of function attributes; this one is a string attribute
+        text = text.replace(") nounwind\n", f') nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
+    return text, entry_name
 
 
-def _emit_kernel(module: ir.Module, k: Kernel, name: str) -> ir.Function:
+def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool) -> ir.Function:
     params = k.inputs + k.outputs
-    fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * len(params)), name)
+    fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * len(params) + [u.I64] * (2 if ranged else 0)), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
-    for a in fn.args:
+    for a in fn.args[:len(params)]:
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = KernelContext(b, k, dict(zip(params, fn.args)))
     if k.kind == "loop":
-        _emit_loop(ctx, k)
+        _emit_loop(ctx, k, fn.args[len(params):] if ranged else None)
     else:
         LOWERINGS[k.kind].emit(ctx, k.root)
     b.ret_void()
     return fn
 
 
-def _emit_loop(ctx: KernelContext, k: Kernel) -> None:
-    """The loop nest of a fused elementwise/layout kernel: compute and store each output element."""
+def _emit_loop(ctx: KernelContext, k: Kernel, bounds=None) -> None:
+    """The loop nest of a fused elementwise/layout kernel: compute and store each output element
+    (only elements [start, stop) of a flat kernel when `bounds` = (start, stop) is given)."""
     from .context import Index
 
     b = ctx.b
     if k.flat:
-        with u.for_range(b, u.i64(k.root.out.type.size), "i") as i:
+        start, stop = bounds if bounds is not None else (0, u.i64(k.root.out.type.size))
+        with u.for_range(b, stop, "i", start=start) as i:
             idx = Index(k.domain, linear=i)
             for v in k.outputs:
                 ctx.store(v, idx, ctx.value(v, idx))

@@ -1,9 +1,23 @@
 """Tensor methods and operators, attached to `Tensor` from the op functions.
 
-In-place methods (`add_`, `__iadd__`, `__setitem__`, ...) compute out of place
-and write the result into the tensor: through numpy views in eager mode, so
-every view of the same storage sees it, and by rebinding the traced value
-under a transform.
+In-place methods (`add_`, `__iadd__`, `__setitem__`, `copy_`, ...) compute out of
+place and write the result into the tensor's storage with `write_into`: through
+numpy views in eager mode, so the base and every other view see it; under a
+transform the write is functionalized (`tensorplay._views`): it is scattered into
+the storage's root value and the views are re-derived, and writes into arguments
+or captured tensors reach the caller when the traced function returns.
+
+>>> import tensorplay as tp
+>>> x = tp.zeros(2, 3)
+>>> row = x[1]
+>>> row += 1
+>>> x[:, 0].fill_(7)
+tensor([7., 7.])
+>>> x
+tensor([[7., 0., 0.],
+        [7., 1., 1.]])
+>>> row._base is x, x.T._is_view(), (x * 1)._is_view()
+(True, True, False)
 """
 from __future__ import annotations
 
@@ -11,8 +25,9 @@ import numpy as np
 
 from ir import dtypes
 
+from . import _views
 from ._tensor import Tensor
-from ._trace import TracingError, bind
+from ._trace import bind
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
 from .ops._common import as_tensor_operand, convert
 
@@ -25,10 +40,24 @@ def _can_cast(src, dst) -> bool:
     return dtypes.category(src) <= dtypes.category(dst)
 
 
-def write_into(self: Tensor, result: Tensor, op: str) -> Tensor:
-    """Store `result` into `self` in place (PyTorch's rules on dtype and shape); returns self."""
+def write_into(self: Tensor, result, op: str, *, cast: bool = False) -> Tensor:
+    """Store `result` into `self`'s storage in place, with PyTorch's rules; returns self.
+
+    `result` broadcasts to self's shape. Its dtype must be castable to self's without
+    changing category (float into int is an error, as for ``add_``) unless `cast` is set,
+    as for ``copy_``, ``fill_`` and ``__setitem__``. The write reaches self's base and
+    every other view of that storage, eagerly and under transforms. Writing into an
+    expanded tensor (elements sharing memory) raises RuntimeError, as in torch.
+
+    >>> import tensorplay as tp
+    >>> x = tp.zeros(3)
+    >>> write_into(x[1:], tp.ones(2), "copy_") is not None
+    True
+    >>> x
+    tensor([0., 1., 1.])
+    """
     result = as_tensor_operand(result)
-    if not _can_cast(result.dtype, self.dtype):
+    if not cast and not _can_cast(result.dtype, self.dtype):
         raise TypeError(f"{op}: result type {result.dtype.name} can't be cast to the desired output type "
                         f"{self.dtype.name}")
     if tuple(result.shape) != tuple(self.shape):
@@ -42,17 +71,10 @@ def write_into(self: Tensor, result: Tensor, op: str) -> Tensor:
     hook = _INPLACE_HOOK[0]
     if hook is not None:
         return hook(self, result, op)
-    if self._trace is None and result._trace is None:
-        np.copyto(self._data, result._data)
-        return self
-    if self._trace is not None and (result._trace is None or result._trace.level <= self._trace.level):
-        self._value = self._trace.lift(result)
-        return self
-    raise TracingError(f"{op}: in-place write of a value traced under {result._trace.transform} into a tensor "
-                       f"from outside that transform is not supported")
+    return _views.store(self, result, op)
 
 
-# functionalization replaces this hook to record in-place writes on views (see tensorplay.func)
+# A debugging hook: when set, ``hook(tensor, value, op)`` replaces every in-place store.
 _INPLACE_HOOK: list = [None]
 
 
@@ -60,21 +82,35 @@ def _inplace(fn, name):
     def method(self, *args, **kwargs):
         return write_into(self, fn(self, *args, **kwargs), name)
     method.__name__ = name
-    method.__doc__ = f"In-place version of `{name[:-1]}`."
+    method.__doc__ = f"In-place version of `{name[:-1]}`: writes into this tensor's storage and returns it."
     return method
 
 
-def _setitem(self, key, value):
-    target = indexing.getitem(self, key)
-    if self._trace is None and target._trace is None and not (isinstance(value, Tensor) and value._trace is not None) \
-            and _INPLACE_HOOK[0] is None and np.shares_memory(target._data, self._data):
-        write_into(target, value if isinstance(value, Tensor) else
-                   as_tensor_operand(value, self.dtype if isinstance(value, (int, float, bool)) else None),
-                   "__setitem__")
-        return
-    from .ops.scatter import setitem_functional
+def _value_operand(value, like: Tensor) -> Tensor:
+    """A value to store into `like`: numbers take like's dtype (as torch's fill/setitem do)."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return as_tensor_operand(value, like.dtype)
+    return as_tensor_operand(value)
 
-    write_into(self, setitem_functional(self, key, value), "__setitem__")
+
+def _setitem(self, key, value):
+    """``self[key] = value`` for every index form, writing through to the storage (and its views)."""
+    from .ops.scatter import mask_key, masked_setitem, setitem_functional
+
+    value = _value_operand(value, self)
+    mask = mask_key(self, key)
+    if mask is not None:
+        write_into(self, masked_setitem(self, mask, value), "__setitem__", cast=True)
+        return
+    target = indexing.getitem(self, key)
+    if _views.is_view_of(target, self):  # basic indexing: store through the view
+        while value.ndim > target.ndim and value.shape[0] == 1:  # torch drops leading unit dims of the value
+            value = sh.reshape(value, tuple(value.shape[1:]))
+        write_into(target, value, "__setitem__", cast=True)
+        return
+    write_into(self, setitem_functional(self, key, value), "__setitem__", cast=True)
 
 
 def _to(self, *args, dtype=None, **kwargs):
@@ -87,22 +123,76 @@ def _to(self, *args, dtype=None, **kwargs):
 
 
 def _clone(self, *, memory_format=None):
-    """A copy that does not share storage (traced values are immutable, so a new handle suffices)."""
-    if self._trace is not None:
-        return Tensor._symbolic(self._trace, self._value)
-    return Tensor._wrap(np.array(self._data, copy=True))
+    """A copy that owns its storage (traced values are immutable, so a new root handle suffices)."""
+    trace = _views.owner(self)
+    if trace is None:
+        return Tensor._wrap(np.array(self._data, order="C", copy=True))
+    return Tensor._symbolic(trace, trace.lift(self))
+
+
+def _contiguous(self, memory_format=None):
+    """self when its elements are laid out in C order, else a contiguous copy (as torch)."""
+    return self if _views.is_contiguous(self) else _clone(self)
+
+
+def _is_contiguous(self, memory_format=None) -> bool:
+    return _views.is_contiguous(self)
+
+
+def _view(self, *shape):
+    """A view with a new shape; RuntimeError when the strides do not allow one (use reshape)."""
+    out = sh.view(self, *shape)
+    if out is not self and out.dtype is self.dtype and not _views.is_view_of(out, self):
+        raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
+                           f"dimension spans across two contiguous subspaces): viewing shape {tuple(self.shape)} "
+                           f"as {tuple(out.shape)}. Use .reshape(...) instead.")
+    return out
+
+
+def _is_view(self) -> bool:
+    """True when this tensor is a view of another one (its `_base`), as torch's ``_is_view()``.
+
+    Like torch, ``detach()`` and ``.data`` share storage without counting as views (they
+    still keep `_base`, so writes through them reach the base under transforms too).
+    """
+    return self._base is not None and self._steps[-1][0] != "stop_gradient"
 
 
 def _copy_(self, src, non_blocking=False):
-    return write_into(self, as_tensor_operand(src), "copy_")
+    return write_into(self, as_tensor_operand(src), "copy_", cast=True)
 
 
 def _fill_(self, value):
-    return write_into(self, as_tensor_operand(value, self.dtype) if not isinstance(value, Tensor) else value, "fill_")
+    if isinstance(value, Tensor) and value.ndim:
+        raise ValueError(f"fill_ only supports 0-dimension value tensors, got shape {tuple(value.shape)}")
+    return write_into(self, _value_operand(value, self), "fill_", cast=True)
 
 
 def _zero_(self):
     return _fill_(self, 0)
+
+
+def _masked_fill_(self, mask, value):
+    from .ops.scatter import masked_setitem
+
+    return write_into(self, masked_fill(self, mask, value), "masked_fill_", cast=True)
+
+
+def _index_fill_(self, dim, index, value):
+    from .ops.scatter import setitem_functional
+
+    key = (slice(None),) * (dim % max(self.ndim, 1)) + (index,)
+    return write_into(self, setitem_functional(self, key, _value_operand(value, self)), "index_fill_", cast=True)
+
+
+def _index_put_(self, indices, values, accumulate=False):
+    from .ops.scatter import index_put_accumulate, setitem_functional
+
+    key = tuple(indices)
+    if accumulate:
+        return write_into(self, index_put_accumulate(self, key, _value_operand(values, self)),
+                          "index_put_", cast=True)
+    return write_into(self, setitem_functional(self, key, _value_operand(values, self)), "index_put_", cast=True)
 
 
 def _max_method(self, dim=None, keepdim=False):
@@ -151,14 +241,14 @@ METHODS = {
     "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "mv": linalg.mv, "dot": linalg.dot,
     "outer": linalg.outer,
     # shape
-    "reshape": sh.reshape, "view": sh.view, "flatten": sh.flatten, "unflatten": sh.unflatten,
+    "reshape": sh.reshape, "view": _view, "flatten": sh.flatten, "unflatten": sh.unflatten,
     "permute": sh.permute, "transpose": sh.transpose, "swapaxes": sh.transpose, "t": sh.t,
     "movedim": sh.movedim, "squeeze": sh.squeeze, "unsqueeze": sh.unsqueeze, "expand": sh.expand,
     "expand_as": sh.expand_as, "broadcast_to": sh.broadcast_to, "split": sh.split, "chunk": sh.chunk,
     "tensor_split": sh.tensor_split, "unbind": sh.unbind, "flip": sh.flip, "roll": sh.roll,
     "narrow": sh.narrow, "select": sh.select, "repeat": sh.repeat, "tile": sh.tile,
     "repeat_interleave": sh.repeat_interleave, "diagonal": sh.diagonal,
-    "view_as": lambda self, other: sh.reshape(self, tuple(other.shape)),
+    "view_as": lambda self, other: _view(self, tuple(other.shape)),
     "reshape_as": lambda self, other: sh.reshape(self, tuple(other.shape)),
     # indexing
     "index_select": indexing.index_select, "gather": indexing.gather, "take": indexing.take,
@@ -168,7 +258,7 @@ METHODS = {
     "float": lambda self: convert(self, dtypes.float32), "double": lambda self: convert(self, dtypes.float64),
     "int": lambda self: convert(self, dtypes.int32), "long": lambda self: convert(self, dtypes.int64),
     "bool": lambda self: convert(self, dtypes.bool_), "cpu": lambda self: self,
-    "contiguous": lambda self, memory_format=None: self, "clone": _clone,
+    "contiguous": _contiguous, "is_contiguous": _is_contiguous, "clone": _clone, "_is_view": _is_view,
     "detach": lambda self: bind("stop_gradient", self),
     "requires_grad_": lambda self, requires_grad=True: self,
     "new_zeros": lambda self, *size, dtype=None: creation.zeros(*size, dtype=dtype or self.dtype),
@@ -177,7 +267,8 @@ METHODS = {
     "new_empty": lambda self, *size, dtype=None: creation.zeros(*size, dtype=dtype or self.dtype),
     "new_tensor": lambda self, data, dtype=None: creation.tensor(data, dtype=dtype or self.dtype),
     # in place
-    "copy_": _copy_, "fill_": _fill_, "zero_": _zero_,
+    "copy_": _copy_, "fill_": _fill_, "zero_": _zero_, "masked_fill_": _masked_fill_,
+    "index_fill_": _index_fill_, "index_put_": _index_put_,
 }
 
 _INPLACE = {
@@ -186,7 +277,11 @@ _INPLACE = {
     "sin_": ew.sin, "cos_": ew.cos, "tanh_": ew.tanh, "sigmoid_": ew.sigmoid, "relu_": ew.relu,
     "floor_": ew.floor, "ceil_": ew.ceil, "round_": ew.round, "fmod_": ew.fmod, "remainder_": ew.remainder,
     "maximum_": ew.maximum, "minimum_": ew.minimum, "square_": ew.square, "reciprocal_": ew.reciprocal,
-    "lerp_": ew.lerp, "addcmul_": ew.addcmul, "addcdiv_": ew.addcdiv, "masked_fill_": None,
+    "lerp_": ew.lerp, "addcmul_": ew.addcmul, "addcdiv_": ew.addcdiv,
+    "tan_": ew.tan, "log1p_": ew.log1p, "expm1_": ew.expm1, "rsqrt_": ew.rsqrt, "erf_": ew.erf, "sign_": ew.sign,
+    "atan2_": ew.atan2, "floor_divide_": ew.floor_divide, "logical_not_": ew.logical_not,
+    "bitwise_and_": ew.bitwise_and, "bitwise_or_": ew.bitwise_or, "bitwise_xor_": ew.bitwise_xor,
+    "bitwise_not_": ew.bitwise_not, "index_add_": indexing.index_add, "scatter_add_": indexing.scatter_add,
     "__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul, "__itruediv__": ew.div,
     "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
     "__iand__": ew.bitwise_and, "__ior__": ew.bitwise_or, "__ixor__": ew.bitwise_xor,
@@ -194,12 +289,16 @@ _INPLACE = {
 
 
 def masked_fill(self, mask, value):
-    """`value` where `mask` holds, else self."""
-    return ew.where(mask, value, self)
+    """`value` where `mask` holds, else self (a new tensor of self's dtype)."""
+    from .ops.scatter import masked_setitem
+
+    mask = as_tensor_operand(mask)
+    if mask.dtype is not dtypes.bool_:
+        raise TypeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype.name}")
+    return masked_setitem(self, mask, _value_operand(value, self), leading=False)
 
 
 METHODS["masked_fill"] = masked_fill
-_INPLACE["masked_fill_"] = masked_fill
 
 
 def attach() -> None:

@@ -43,14 +43,35 @@ class Tensor:
     tensor([0., 0., 0.])
     """
 
-    __slots__ = ("_data", "_trace", "_value", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_trace", "_val", "__weakref__", "__dict__")
     __array_priority__ = 1000  # numpy defers to our operators
+
+    # View bookkeeping (see `tensorplay._views`); instances set these only when they are views.
+    _base = None   # the tensor owning the storage this tensor views (None: not a view), as torch's ._base
+    _steps = ()    # the view primitives, as (name, attrs) pairs, that derive this tensor from `_base`
+    _stamp = 0     # traced roots: bumped on every in-place write; traced views: the root stamp they reflect
 
     def __init__(self, data=None, *, dtype=None):
         from .ops.creation import _to_array
 
         arr = _to_array(data if data is not None else [], dtype)
         self._data, self._trace, self._value = arr, None, None
+        if _STACK:
+            _note_local(self)
+
+    @property
+    def _value(self):
+        """The traced value (None for concrete tensors); a view is re-derived if its base was written since."""
+        base = self._base
+        if base is not None and self._stamp != base._stamp and self._trace is not None:
+            from ._views import sync_view
+
+            sync_view(self)
+        return self._val
+
+    @_value.setter
+    def _value(self, value):
+        self._val = value
 
     # --- construction ---------------------------------------------------------------------------
     @classmethod
@@ -60,18 +81,20 @@ class Tensor:
             array = np.asarray(array)
         if array.dtype not in _SUPPORTED_NP:
             array = array.astype(dtypes.from_numpy(array.dtype).np)
-        t._data, t._trace, t._value = array, None, None
+        t._data, t._trace, t._val = array, None, None
+        if _STACK:
+            _note_local(t)
         return t
 
     @classmethod
     def _symbolic(cls, trace, value) -> "Tensor":
         t = object.__new__(Tensor)
-        t._data, t._trace, t._value = None, trace, value
+        t._data, t._trace, t._val = None, trace, value
         return t
 
     def _type(self) -> TensorType:
         if self._trace is not None:
-            return self._value.type
+            return self._val.type
         return TensorType(tuple(self._data.shape), dtypes.from_numpy(self._data.dtype))
 
     @property
@@ -82,7 +105,7 @@ class Tensor:
     # --- metadata -------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._value.type.shape if self._trace is not None else self._data.shape)
+        return Size(self._val.type.shape if self._trace is not None else self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the length of dimension `dim`."""
@@ -94,7 +117,7 @@ class Tensor:
 
     @property
     def dtype(self) -> DType:
-        return self._value.type.dtype if self._trace is not None else dtypes.from_numpy(self._data.dtype)
+        return self._val.type.dtype if self._trace is not None else dtypes.from_numpy(self._data.dtype)
 
     @property
     def ndim(self) -> int:
@@ -125,12 +148,17 @@ class Tensor:
 
     # --- conversion to Python / numpy -----------------------------------------------------------
     def _concrete(self, what: str) -> np.ndarray:
-        if self._trace is not None:
+        trace = self._trace
+        if trace is None and _STACK:
+            from ._views import shadowing_trace
+
+            trace = shadowing_trace(self)  # written in place under a trace: its numpy data is stale
+        if trace is not None:
             from ._trace import TracingError
 
             raise TracingError(
                 f"{what} needs a concrete value, but this tensor of shape {tuple(self.shape)} is traced under "
-                f"{self._trace.transform}: Python control flow cannot depend on traced values. "
+                f"{trace.transform}: Python control flow cannot depend on traced values. "
                 f"Use tp.where(cond, a, b) for data-dependent choices.")
         return self._data
 
@@ -203,6 +231,15 @@ class Tensor:
 
 def _rebuild(arr):
     return Tensor._wrap(arr)
+
+
+def _note_local(t: Tensor) -> None:
+    """Record a concrete tensor created while tracing as local to every active trace (see `_views.owner`)."""
+    for trace in _STACK:
+        trace.views.locals.add(id(t))
+
+
+from ._trace import _STACK  # noqa: E402  (the active traces; _trace imports this module lazily)
 
 
 _SUPPORTED_NP = {d.np for d in dtypes.ALL}

@@ -10,6 +10,11 @@ as it is now. Random draws inside a trace read a fresh key per call through a
 Running a graph (`call_graph`) either executes it (all inputs concrete) or, if
 some input belongs to an enclosing trace, inlines it there: that one rule is
 what makes transforms compose.
+
+Views and in-place writes are functionalized while tracing (`tensorplay._views`):
+graphs are always functional, and the final values of arguments and captures
+that the function wrote in place are extra graph outputs (`ClosedGraph.mutated`)
+that call sites store back with `ClosedGraph.write_back`.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import numpy as np
 from ir import Graph, GraphBuilder, TensorType, Value, dtypes
 from ir.primitive import Primitive, get_primitive
 
-from . import _pytree
+from . import _pytree, _views
 
 _STACK: list["Trace"] = []
 _levels = itertools.count(1)
@@ -74,6 +79,9 @@ class Trace:
         self.capture_sources: list[Any] = []
         self._capture_index: dict[int, Value] = {}
         self.active = False
+        self.views = _views.TraceViews()  # aliasing bookkeeping: arguments, proxies of outside storages
+        self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
+        self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -92,7 +100,9 @@ class Trace:
 
         v = Value(type)
         self.arg_values.append(v)
-        return Tensor._symbolic(self, v)
+        t = Tensor._symbolic(self, v)
+        self.views.args.append(t)
+        return t
 
     def capture(self, source: Any, type: TensorType) -> Value:
         """The input standing for `source` (a Tensor or RandomKey), created on first use."""
@@ -106,23 +116,27 @@ class Trace:
         return v
 
     def lift(self, t) -> Value:
-        """The value of tensor `t` inside this trace (capturing it if it comes from outside)."""
+        """The value of tensor `t` inside this trace (capturing its storage if it comes from outside)."""
         if t._trace is self:
             return t._value
-        if t._trace is not None and not t._trace.active:
-            raise TracingError(f"a tensor traced under {t._trace.transform} escaped its transform and was used "
-                               f"after it finished (leaked tracer); return it from the function instead")
-        return self.capture(t, t._type())
+        return _views.lift_outside(self, t)
 
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
         from ._tensor import Tensor
 
         vals = [self.lift(t) for t in operands]
-        return Tensor._symbolic(self, self.builder.emit(prim, *vals, **attrs))
+        out = Tensor._symbolic(self, self.builder.emit(prim, *vals, **attrs))
+        return _views.traced_result(prim, attrs, operands, out)
 
     def finish(self, outputs: Sequence) -> Graph:
+        """The graph returning `outputs`, then the final value of every input written in place.
+
+        Sets `self.mutated` (the graph-input index of each extra output) and
+        `self.output_aliases` (see `_views.finish_writes`).
+        """
         outs = [self.lift(t) for t in outputs]
-        return Graph(self.arg_values + self.capture_values, self.builder.nodes, outs, self.builder.name)
+        self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
+        return Graph(self.arg_values + self.capture_values, self.builder.nodes, outs + written, self.builder.name)
 
 
 def _check(prim: Primitive, types, attrs) -> TensorType:
@@ -147,6 +161,8 @@ def bind(name: str | Primitive, *operands, **attrs):
         tr = t._trace
         if tr is not None and (trace is None or tr.level > trace.level):
             trace = tr
+    if _STACK:  # outside tensors touched while tracing are read through the trace (captured), never baked in
+        trace = _views.owning_trace(operands, trace)
     if trace is None and prim.random and _STACK:
         trace = _STACK[-1]
     if trace is not None:
@@ -161,7 +177,7 @@ def bind(name: str | Primitive, *operands, **attrs):
                 raise type(e)(f"{e} (under {stack})") from None
             raise
     _check(prim, [t._type() for t in operands], attrs)
-    return Tensor._wrap(prim.impl(*(t._data for t in operands), **attrs))
+    return _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
 
 
 # --- closed graphs: traced functions with their captures -----------------------------------------
@@ -172,6 +188,11 @@ class ClosedGraph:
     `in_tree` describes ``(args, kwargs)``; `static_leaves` holds the non-tensor leaves of the
     arguments (``None`` at tensor positions). `out_tree` describes the result; `out_static` holds
     non-tensor output leaves (``None`` at tensor positions).
+
+    In-place writes: `mutated[i]` is the graph-input index (arguments, then captures) of an input
+    the function wrote in place; its final value is graph output ``num_outputs + i`` (the extra
+    outputs come after the function's own). Call sites store them back with `write_back`.
+    `output_aliases[k]` is ``(input index, view steps)`` when output k is an input or a view of one.
     """
 
     graph: Graph
@@ -181,6 +202,21 @@ class ClosedGraph:
     out_tree: Any = None
     static_leaves: list = field(default_factory=list)
     out_static: list = field(default_factory=list)
+    mutated: list = field(default_factory=list)
+    output_aliases: list = field(default_factory=list)
+
+    @property
+    def num_outputs(self) -> int:
+        """Graph outputs that are the function's own results (the rest are in-place write-backs)."""
+        return len(self.graph.outputs) - len(self.mutated)
+
+    def write_back(self, inputs: Sequence, outputs: Sequence, *, alias_outputs: bool = False) -> list:
+        """Store the in-place writes into the caller's `inputs`; return the function's own outputs.
+
+        `inputs`: the tensors the graph ran on (arguments, then `capture_tensors()`); `outputs`:
+        all graph outputs. See `tensorplay._views.write_back`, which this calls.
+        """
+        return _views.write_back(self, inputs, outputs, alias_outputs=alias_outputs)
 
     def __str__(self) -> str:
         return str(self.graph)
@@ -191,6 +227,13 @@ class ClosedGraph:
         except ImportError:
             return None
         return graph_to_html(self.graph)
+
+    def _repr_svg_(self):
+        try:
+            from tools.viz import graph_to_svg
+        except ImportError:
+            return None
+        return graph_to_svg(self.graph)
 
     def capture_tensors(self) -> list:
         """Current values of the captures: tensors as they are now, fresh random keys."""
@@ -229,6 +272,9 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         for k, i in enumerate(tensor_pos):
             typ = in_types[k] if in_types is not None and in_types[k] is not None else leaves[i]._type()
             traced_leaves[i] = trace.new_arg(typ)
+            lay = _views.outside_layout(leaves[i]) if typ.shape == tuple(leaves[i].shape) else None
+            if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
+                trace.views.layouts[id(traced_leaves[i])] = lay
         targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
         out = fn(*targs, **tkwargs)
         out_leaves, out_tree = _pytree.tree_flatten(out)
@@ -236,7 +282,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         graph = trace.finish(out_tensors)
     return ClosedGraph(graph, len(tensor_pos), list(trace.capture_sources), in_tree, out_tree,
                        [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
-                       [None if isinstance(o, Tensor) else _Static(o) for o in out_leaves])
+                       [None if isinstance(o, Tensor) else _Static(o) for o in out_leaves],
+                       list(trace.mutated), list(trace.output_aliases))
 
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:
@@ -249,9 +296,11 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
         tr = t._trace
         if tr is not None and (trace is None or tr.level > trace.level):
             trace = tr
+    if _STACK:
+        trace = _views.owning_trace(inputs, trace)
     if trace is None:
         from ._exec import execute
 
-        return [Tensor._wrap(a) for a in execute(graph, [t._data for t in inputs])]
+        return _views.own_outputs([Tensor._wrap(a) for a in execute(graph, [t._data for t in inputs])], inputs)
     vals = [trace.lift(t) for t in inputs]
     return [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]

@@ -65,7 +65,7 @@ class CompiledFunction:
             outs = call_graph(closed.graph, inputs)
         else:
             outs = [Tensor._wrap(a) for a in run([t._data for t in inputs])]
-        return closed.unflatten_outputs(outs)
+        return closed.unflatten_outputs(closed.write_back(inputs, outs, alias_outputs=True))
 
 
 def compile(fn: Callable | None = None, *, static_argnums=(), **options):

@@ -5,6 +5,13 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # `import ir`, `import tests.prim_samples` without installing
+# Tests run with --import-mode=importlib (test files in different folders may share a basename);
+# shared helper modules (prim_samples, corpus, ...) are imported by bare name from these folders.
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+for _dir in [_TESTS] + sorted(os.path.join(_TESTS, d) for d in os.listdir(_TESTS)
+                             if os.path.isdir(os.path.join(_TESTS, d)) and not d.startswith((".", "_"))):
+    if _dir not in sys.path:
+        sys.path.append(_dir)
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -40,7 +40,8 @@ BatchDim = int | None
 RANDOMNESS = ("error", "different", "same")
 
 __all__ = ["BatchBuilder", "BatchingError", "batch_graph", "batch_inline", "batched_outputs", "batched_shape",
-           "shift_axis", "move_axis", "move_bdim", "materialize", "vectorized", "reducer", "arg_reducer",
+           "shift_axis", "move_axis", "move_bdim", "permute", "materialize", "common_bdim",
+           "int64_indices", "vectorized", "constant", "reducer", "arg_reducer",
            "random_draw", "RANDOMNESS"]
 
 
@@ -82,7 +83,8 @@ def _normalize_dim(dim: BatchDim, ndim: int, what: str) -> BatchDim:
     return dim % (ndim + 1)
 
 
-def batch_inline(ctx: BatchBuilder, graph: Graph, args: Sequence[tuple[Value, BatchDim]]) -> list[tuple[Value, BatchDim]]:
+def batch_inline(ctx: BatchBuilder, graph: Graph,
+                 args: Sequence[tuple[Value, BatchDim]]) -> list[tuple[Value, BatchDim]]:
     """Re-emit `graph` into `ctx` batched: `args` are (value, batch dim) per input; returns the same per output."""
     if len(args) != len(graph.inputs):
         raise BatchingError(f"vmap: @{graph.name} takes {len(graph.inputs)} inputs, got {len(args)}")
@@ -177,7 +179,15 @@ def move_axis(ctx: GraphBuilder, x: Value, src: int, dst: int) -> Value:
     perm = list(range(x.ndim))
     perm.pop(src)
     perm.insert(dst, src)
-    return ctx.transpose(x, permutation=tuple(perm))
+    return permute(ctx, x, perm)
+
+
+def permute(ctx: GraphBuilder, x: Value, perm: Sequence[int]) -> Value:
+    """`x` transposed by `perm` (no node for the identity permutation)."""
+    perm = tuple(perm)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return ctx.transpose(x, permutation=perm)
 
 
 def move_bdim(ctx: BatchBuilder, x: Value, dim: int, dst: int) -> Value:
@@ -206,6 +216,16 @@ def vectorized(prim: Primitive) -> Callable:
     def rule(ctx: BatchBuilder, values, dims, **attrs):
         vals, d = common_bdim(ctx, values, dims)
         return ctx.emit(prim, *vals, **attrs), d
+    return rule
+
+
+def constant(prim: Primitive) -> Callable:
+    """The rule of an operand-free primitive (iota, full): its result is the same for every sample.
+
+    The pass never needs it (a node without batched operands is copied as is); it exists so that
+    every primitive answers the batching question."""
+    def rule(ctx: BatchBuilder, values, dims, **attrs):
+        return ctx.emit(prim, *values, **attrs), None
     return rule
 
 

@@ -76,3 +76,50 @@ def _dot_general_batch(ctx, values, dims, *, contract, batch):
 
 
 # === differentiation rules ======================================================================
+# dot_general is bilinear: d(x·y) = dx·y + x·dy; its transposes contract the cotangent with the
+# other operand and permute the result back into the operand's layout (as in JAX's lax.dot_general).
+from ..passes.jvp import add_tangents  # noqa: E402
+from ..passes.transpose import is_undefined  # noqa: E402
+
+
+@dot_general.def_jvp
+def _dot_general_jvp(b, primals, tangents, *, contract, batch):
+    (x, y), (tx, ty) = primals, tangents
+    out = b.dot_general(x, y, contract=contract, batch=batch)
+    t = None if tx is None else b.dot_general(tx, y, contract=contract, batch=batch)
+    if ty is not None:
+        t = add_tangents(b, t, b.dot_general(x, ty, contract=contract, batch=batch))
+    return out, t
+
+
+def _ranges_like(*groups):
+    start = 0
+    for g in groups:
+        yield tuple(range(start, start + len(g)))
+        start += len(g)
+
+
+def _dot_transpose_lhs(b, ct, x, y, contract, batch, swap_ans: bool = False):
+    """The cotangent of lhs `x` (undefined) of ``dot_general(x, y)``; with `swap_ans`, `x` is the rhs."""
+    (x_contract, y_contract), (x_batch, y_batch) = contract, batch
+    x_kept = free_axes(len(x.shape), x_contract, x_batch)
+    y_kept = free_axes(y.ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    r = b.dot_general(ct, y, contract=(ans_y, y_kept), batch=(ans_batch, y_batch))
+    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract, kind="stable")]
+    perm = tuple(int(a) for a in np.argsort(list(x_batch) + list(x_kept) + x_contract_by_y, kind="stable"))
+    return r if perm == tuple(range(len(perm))) else b.transpose(r, permutation=perm)
+
+
+@dot_general.def_transpose
+def _dot_general_transpose(b, ct, ops, *, contract, batch):
+    x, y = ops
+    if is_undefined(x) and is_undefined(y):
+        raise NotImplementedError("transpose: dot_general of two linear values is not linear")
+    if is_undefined(x):
+        return [_dot_transpose_lhs(b, ct, x, y, contract, batch), None]
+    (lc, rc), (lb, rb) = contract, batch
+    return [None, _dot_transpose_lhs(b, ct, y, x, (rc, lc), (rb, lb), swap_ans=True)]

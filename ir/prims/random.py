@@ -96,3 +96,5 @@ random_normal.def_batch(random_draw(random_normal))
 
 
 # === differentiation rules ======================================================================
+# Random draws are `differentiable=False`: the JVP pass gives them zero tangents (the key is an
+# integer input), so they need no rules; under reverse mode they are evaluated once, in the primal graph.

@@ -67,3 +67,68 @@ for _prim in (argmax, argmin):
 
 
 # === differentiation rules ======================================================================
+# reduce_sum is linear (transpose: broadcast back); max/min pass the tangent of the extremal
+# elements (averaged over ties); prod uses exact products of the other elements (zeros are fine).
+from math import prod as _size  # noqa: E402
+
+from ..passes.jvp import defjvp_linear  # noqa: E402
+
+defjvp_linear(reduce_sum)
+
+
+@reduce_sum.def_transpose
+def _reduce_sum_transpose(b, ct, ops, *, axes):
+    (x,) = ops
+    kept = tuple(d for d in range(len(x.shape)) if d not in axes)
+    return [b.broadcast_in_dim(ct, shape=x.shape, broadcast_dimensions=kept)]
+
+
+def _extremum_jvp(prim: Primitive):
+    def rule(b, primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        y = b.emit(prim, x, axes=axes)
+        if t is None:
+            return y, None
+        kept = tuple(d for d in range(x.ndim) if d not in axes)
+        at = b.convert_element_type(b.eq(x, b.broadcast_in_dim(y, shape=x.shape, broadcast_dimensions=kept)),
+                                    dtype=x.dtype)
+        return y, b.div(b.reduce_sum(b.mul(t, at), axes=axes), b.reduce_sum(at, axes=axes))
+    return rule
+
+
+reduce_max.def_jvp(_extremum_jvp(reduce_max))
+reduce_min.def_jvp(_extremum_jvp(reduce_min))
+
+
+def _shift_last(b, v, k: int, fill: float):
+    """`v` shifted k places to the right along its last axis, the vacated places set to `fill`."""
+    nd = v.ndim
+    padded = b.pad(v, low=(0,) * (nd - 1) + (k,), high=(0,) * nd, interior=(0,) * nd, value=fill)
+    return b.slice(padded, start_indices=(0,) * nd, limit_indices=v.shape, strides=(1,) * nd)
+
+
+def _exclusive_products(b, v):
+    """Products of all elements before each one along the last axis (log-depth doubling scan)."""
+    k, n = 1, v.shape[-1]
+    while k < n:
+        v = b.mul(v, _shift_last(b, v, k, 1.0))
+        k *= 2
+    return _shift_last(b, v, 1, 1.0)
+
+
+@reduce_prod.def_jvp
+def _reduce_prod_jvp(b, primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    y = b.reduce_prod(x, axes=axes)
+    if t is None or not axes:
+        return y, t
+    kept = [d for d in range(x.ndim) if d not in axes]
+    perm, rows = tuple(kept + sorted(axes)), tuple(x.shape[d] for d in kept) + (_size(x.shape[a] for a in axes),)
+
+    def to_rows(v):  # reduced axes last, flattened into one
+        return b.reshape(v if list(perm) == sorted(perm) else b.transpose(v, permutation=perm), shape=rows)
+
+    xr = to_rows(x)
+    others = b.mul(_exclusive_products(b, xr), b.rev(_exclusive_products(b, b.rev(xr, axes=(xr.ndim - 1,))),
+                                                     axes=(xr.ndim - 1,)))
+    return y, b.reduce_sum(b.mul(to_rows(t), others), axes=(xr.ndim - 1,))

@@ -222,9 +222,11 @@ full = register(Primitive("full", _full_type, _full_impl, num_operands=0, differ
 
 
 # === batching rules =============================================================================
-# `iota` and `full` have no operands, so their results are never batched and they need no rule.
-from ..passes.batching import (common_bdim, int64_indices, materialize, move_bdim, permute,  # noqa: E402
-                               shift_axis)
+from ..passes.batching import (common_bdim, constant, int64_indices, materialize, move_bdim,  # noqa: E402
+                               permute, shift_axis)
+
+iota.def_batch(constant(iota))  # no operands: the same for every sample
+full.def_batch(constant(full))
 
 
 @broadcast_in_dim.def_batch
@@ -258,14 +260,15 @@ def _insert(t: tuple, d: int, v) -> tuple:
 @slice_.def_batch
 def _slice_batch(ctx, values, dims, *, start_indices, limit_indices, strides):
     (x,), (d,) = values, dims
-    return ctx.slice(x, start_indices=_insert(start_indices, d, 0), limit_indices=_insert(limit_indices, d, ctx.axis_size),
-                     strides=_insert(strides, d, 1)), d
+    return ctx.slice(x, start_indices=_insert(start_indices, d, 0),
+                     limit_indices=_insert(limit_indices, d, ctx.axis_size), strides=_insert(strides, d, 1)), d
 
 
 @pad.def_batch
 def _pad_batch(ctx, values, dims, *, low, high, interior, value):
     (x,), (d,) = values, dims
-    return ctx.pad(x, low=_insert(low, d, 0), high=_insert(high, d, 0), interior=_insert(interior, d, 0), value=value), d
+    return ctx.pad(x, low=_insert(low, d, 0), high=_insert(high, d, 0), interior=_insert(interior, d, 0),
+                   value=value), d
 
 
 @concatenate.def_batch
@@ -282,10 +285,17 @@ def _rev_batch(ctx, values, dims, *, axes):
 
 # take / index_add with batched indices fuse the batch axis with the indexed axis: row b*A + i of the
 # flattened operand is element i of sample b, so one take/index_add along axis 0 serves every sample.
+def _batch_first(ctx, x, d, order):
+    """`x` (batch axis `d`, or unbatched) laid out as (batch, per-sample axes in `order`...): one transpose."""
+    if d is None:
+        return permute(ctx, materialize(ctx, x, None, 0), (0,) + tuple(1 + k for k in order))
+    return permute(ctx, x, (d,) + tuple(shift_axis(k, d) for k in order))
+
+
 def _rows(ctx, x, d, axis):
     """Operand `x` (batch axis `d`, or unbatched) as shape (B*A, pre..., post...) for indexed axis `axis`."""
-    x = materialize(ctx, x, d, 0)
-    x = permute(ctx, x, (0, axis + 1) + tuple(a for a in range(1, x.ndim) if a != axis + 1))
+    rank = x.ndim - (d is not None)
+    x = _batch_first(ctx, x, d, (axis,) + tuple(k for k in range(rank) if k != axis))
     return ctx.reshape(x, shape=(ctx.axis_size * x.shape[1],) + x.shape[2:])
 
 
@@ -324,12 +334,109 @@ def _index_add_batch(ctx, values, dims, *, axis):
         ud = xd if xd < a else xd - 1 + idx.ndim
         return ctx.index_add(x, idx, materialize(ctx, upd, u, ud), axis=a), xd
     n_idx, n = idx.ndim - 1, x.shape[shift_axis(axis, d)]
-    upd = materialize(ctx, upd, u, 0)  # (B, pre..., idx..., post...) -> (B, idx..., pre..., post...)
-    upd = permute(ctx, upd, (0,) + tuple(range(1 + axis, 1 + axis + n_idx)) + tuple(range(1, 1 + axis))
-                  + tuple(range(1 + axis + n_idx, upd.ndim)))
+    rank = upd.ndim - (u is not None)  # per sample (pre..., idx..., post...) -> (B, idx..., pre..., post...)
+    upd = _batch_first(ctx, upd, u, tuple(range(axis, axis + n_idx)) + tuple(range(axis))
+                       + tuple(range(axis + n_idx, rank)))
     out = ctx.index_add(_rows(ctx, x, d, axis), _row_indices(ctx, idx, e, n), upd, axis=0)
     out = ctx.reshape(out, shape=(ctx.axis_size, n) + out.shape[1:])  # (B, A, pre..., post...)
     return permute(ctx, out, (0,) + tuple(range(2, 2 + axis)) + (1,) + tuple(range(2 + axis, out.ndim))), 0
 
 
 # === differentiation rules ======================================================================
+# Every layout primitive is linear: its tangent is the primitive applied to the tangent, and its
+# transpose is the adjoint layout op (broadcast <-> reduce_sum, slice <-> pad, take <-> index_add).
+from ..passes.jvp import defjvp_linear, instantiate  # noqa: E402
+from ..passes.transpose import is_undefined  # noqa: E402
+
+for _prim in (broadcast_in_dim, reshape, transpose, slice_, concatenate, rev):
+    defjvp_linear(_prim)
+
+
+@pad.def_jvp
+def _pad_jvp(b, primals, tangents, *, low, high, interior, value):
+    (x,), (t,) = primals, tangents
+    out = b.pad(x, low=low, high=high, interior=interior, value=value)
+    return out, None if t is None else b.pad(t, low=low, high=high, interior=interior, value=0.0)
+
+
+@take.def_jvp
+def _take_jvp(b, primals, tangents, *, axis):
+    (x, idx), (t, _) = primals, tangents
+    return b.take(x, idx, axis=axis), None if t is None else b.take(t, idx, axis=axis)
+
+
+@index_add.def_jvp
+def _index_add_jvp(b, primals, tangents, *, axis):
+    (x, idx, upd), (tx, _, tu) = primals, tangents
+    out = b.index_add(x, idx, upd, axis=axis)
+    if tx is None and tu is None:
+        return out, None
+    return out, b.index_add(instantiate(b, tx, x), idx, instantiate(b, tu, upd), axis=axis)
+
+
+@broadcast_in_dim.def_transpose
+def _broadcast_transpose(b, ct, ops, *, shape, broadcast_dimensions):
+    (x,) = ops
+    new_dims = [d for d in range(len(shape)) if d not in broadcast_dimensions]
+    expanded = [d for i, d in enumerate(broadcast_dimensions) if x.shape[i] == 1 and shape[d] != 1]
+    summed = b.reduce_sum(ct, axes=tuple(sorted(new_dims + expanded))) if new_dims or expanded else ct
+    return [summed if summed.shape == x.shape else b.reshape(summed, shape=x.shape)]
+
+
+reshape.def_transpose(lambda b, ct, ops, *, shape: [b.reshape(ct, shape=ops[0].shape)])
+rev.def_transpose(lambda b, ct, ops, *, axes: [b.rev(ct, axes=axes)])
+
+
+@transpose.def_transpose
+def _transpose_transpose(b, ct, ops, *, permutation):
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return [b.transpose(ct, permutation=tuple(inverse))]
+
+
+@slice_.def_transpose
+def _slice_transpose(b, ct, ops, *, start_indices, limit_indices, strides):
+    (x,) = ops
+    low, high, interior = [], [], []
+    for n, s, k, st in zip(x.shape, start_indices, ct.shape, strides):
+        end = s + (k - 1) * st + 1 if k else s  # one past the last element read
+        low.append(s)
+        high.append(n - end)
+        interior.append(st - 1 if k else 0)
+    return [b.pad(ct, low=tuple(low), high=tuple(high), interior=tuple(interior), value=0.0)]
+
+
+@pad.def_transpose
+def _pad_transpose(b, ct, ops, *, low, high, interior, value):
+    (x,) = ops
+    limit = tuple(lo + (n - 1) * (i + 1) + 1 if n else lo for lo, n, i in zip(low, x.shape, interior))
+    return [b.slice(ct, start_indices=tuple(low), limit_indices=limit, strides=tuple(i + 1 for i in interior))]
+
+
+@concatenate.def_transpose
+def _concatenate_transpose(b, ct, ops, *, axis):
+    cts, offset = [], 0
+    for x in ops:
+        n = x.shape[axis]
+        if is_undefined(x):
+            start = tuple(offset if d == axis else 0 for d in range(ct.ndim))
+            limit = tuple(offset + n if d == axis else ct.shape[d] for d in range(ct.ndim))
+            cts.append(b.slice(ct, start_indices=start, limit_indices=limit, strides=(1,) * ct.ndim))
+        else:
+            cts.append(None)
+        offset += n
+    return cts
+
+
+@take.def_transpose
+def _take_transpose(b, ct, ops, *, axis):
+    x, idx = ops
+    return [b.index_add(b.zeros_like(x), idx, ct, axis=axis), None]
+
+
+@index_add.def_transpose
+def _index_add_transpose(b, ct, ops, *, axis):
+    x, idx, upd = ops
+    return [ct if is_undefined(x) else None, None,
+            b.take(ct, idx, axis=axis) if is_undefined(upd) else None]

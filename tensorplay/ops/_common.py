@@ -1,18 +1,29 @@
-"""Shared helpers of the tensor ops: argument normalisation, promotion, broadcasting."""
+"""Shared helpers of the tensor ops: argument normalisation, promotion, broadcasting.
+
+The helpers read a tensor's shape and dtype through `shape_of` / `dtype_of`
+(plain tuples and `DType`s, no `Size` objects) and dispatch eagerly through
+`ebind`, which memoises the primitive's type check per operand signature: the
+common eager path costs a dict lookup instead of building `TensorType`s.
+"""
 from __future__ import annotations
 
 import builtins
+from math import prod
 from typing import Sequence
 
 import numpy as np
 
-from ir import dtypes
+from ir import dtypes, get_primitive as _gp
+from ir.core import freeze_attr
 from ir.dtypes import DType
 
 from .._tensor import Tensor
+from .. import _trace as _tr
 from .._trace import bind
 
 _default_float: DType = dtypes.float32
+_NP2DT = {d.np: d for d in dtypes.ALL}
+_SCALARS = (bool, int, float, np.number, np.bool_)
 
 
 def get_default_dtype() -> DType:
@@ -28,6 +39,68 @@ def set_default_dtype(d: DType) -> None:
     _default_float = d
 
 
+# --- cheap metadata ------------------------------------------------------------------------------
+def shape_of(t: Tensor) -> tuple[int, ...]:
+    """`t`'s shape as a plain tuple (no `Size` construction)."""
+    return t._data.shape if t._trace is None else t._value.type.shape
+
+
+def dtype_of(t: Tensor) -> DType:
+    """`t`'s dtype without going through `dtypes.from_numpy`."""
+    return _NP2DT[t._data.dtype] if t._trace is None else t._value.type.dtype
+
+
+# --- eager dispatch with a memoised type check ---------------------------------------------------
+_CHECKED: dict = {}
+_CHECKED_LIMIT = 4096
+_EAGER_WRAP: list = []
+
+
+def _eager_wrap():
+    """How `bind` wraps an eager result: `_views.eager_result` (view bookkeeping) when present."""
+    if not _EAGER_WRAP:
+        try:
+            from .._views import eager_result
+        except ImportError:
+            def eager_result(prim, attrs, operands, out):
+                return Tensor._wrap(out)
+        _EAGER_WRAP.append(eager_result)
+    return _EAGER_WRAP[0]
+
+
+def ebind(prim, *operands, **attrs):
+    """`bind(prim, *operands, **attrs)` with the same semantics, faster at top level.
+
+    The eager path of `bind` runs the primitive's shape rule on freshly built `TensorType`s before
+    the numpy impl. Shape rules are pure functions of (operand shapes, dtypes, attrs), so once a
+    signature has passed we only run the impl (and wrap its result as `bind` does). Anything
+    unusual -- an active trace, a random primitive, unhashable attrs, a first-seen signature --
+    goes through `bind` itself.
+    """
+    if _tr._STACK or prim.random:
+        return bind(prim, *operands, **attrs)
+    arrays = []
+    for t in operands:
+        if t._trace is not None:
+            return bind(prim, *operands, **attrs)
+        arrays.append(t._data)
+    if attrs:
+        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+    try:
+        key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else ())
+        hit = key in _CHECKED
+    except TypeError:  # unhashable attribute
+        return bind(prim, *operands, **attrs)
+    if not hit:
+        out = bind(prim, *operands, **attrs)  # type check (raises the usual errors) + impl
+        if len(_CHECKED) >= _CHECKED_LIMIT:
+            _CHECKED.clear()
+        _CHECKED[key] = True
+        return out
+    return (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+
+
+# --- dims ----------------------------------------------------------------------------------------
 def normalize_dim(dim: int, ndim: int, op: str) -> int:
     """A dim in range(ndim); negative dims count from the end (0-d tensors accept 0 and -1)."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
@@ -43,12 +116,15 @@ def normalize_dims(dims, ndim: int, op: str) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(dims, (int, np.integer)):
         dims = (dims,)
+    elif not isinstance(dims, (tuple, list)):
+        raise TypeError(f"{op}: dim must be an int or a sequence of ints, got {type(dims).__name__}")
     out = tuple(normalize_dim(d, ndim, op) for d in dims)
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
     return tuple(d for d in out if d < ndim) if ndim == 0 else out
 
 
+# --- promotion -----------------------------------------------------------------------------------
 def scalar_dtype(x) -> DType:
     if isinstance(x, (bool, np.bool_)):
         return dtypes.bool_
@@ -59,23 +135,36 @@ def scalar_dtype(x) -> DType:
     raise TypeError(f"unsupported operand type {type(x).__name__}")
 
 
-def result_type(*operands) -> DType:
+_CAT = {d: dtypes.category(d) for d in dtypes.ALL}
+
+
+def result_type(*operands, op: str | None = None) -> DType:
     """PyTorch's type promotion: dimensioned tensors, then 0-d tensors, then Python scalars."""
     dim = zero = None
-    scalar_cat = None
+    scalar_cat = -1
     for o in operands:
         if isinstance(o, Tensor):
-            if o.ndim > 0:
-                dim = o.dtype if dim is None else dtypes.promote(dim, o.dtype)
+            if o._trace is None:
+                d, nd = _NP2DT[o._data.dtype], o._data.ndim
             else:
-                zero = o.dtype if zero is None else dtypes.promote(zero, o.dtype)
+                d, nd = o._value.type.dtype, len(o._value.type.shape)
+            if nd:
+                dim = d if dim is None or dim is d else dtypes.promote(dim, d)
+            else:
+                zero = d if zero is None or zero is d else dtypes.promote(zero, d)
         else:
-            cat = dtypes.category(scalar_dtype(o))
-            scalar_cat = cat if scalar_cat is None else builtins.max(scalar_cat, cat)
+            try:
+                cat = _CAT[scalar_dtype(o)]
+            except TypeError:
+                where = f"{op}: " if op else ""
+                raise TypeError(f"{where}unsupported operand type {type(o).__name__} (expected a tensor or a "
+                                f"Python number)") from None
+            if cat > scalar_cat:
+                scalar_cat = cat
     res = dim
-    if zero is not None and (res is None or dtypes.category(zero) > dtypes.category(res)):
+    if zero is not None and (res is None or _CAT[zero] > _CAT[res]):
         res = zero
-    if scalar_cat is not None and (res is None or scalar_cat > dtypes.category(res)):
+    if scalar_cat >= 0 and (res is None or scalar_cat > _CAT[res]):
         res = (dtypes.bool_, dtypes.int64, _default_float)[scalar_cat]
     return res
 
@@ -97,13 +186,37 @@ def broadcast_shapes(*shapes, op: str = "broadcast") -> tuple[int, ...]:
     return tuple(out)
 
 
+# --- constants, conversion, broadcasting ----------------------------------------------------------
+def _top_trace(like):
+    top = None
+    for t in like:
+        if isinstance(t, Tensor) and t._trace is not None and (top is None or t._trace.level > top.level):
+            top = t._trace
+    return top
+
+
 def constant(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:
-    """A tensor filled with `value`: a `full` node when any of `like` is traced, else a cheap broadcast view."""
-    traced = [t for t in like if isinstance(t, Tensor) and t._trace is not None]
-    if traced:
-        top = builtins.max((t._trace for t in traced), key=lambda tr: tr.level)
-        return top.emit(_FULL, (), {"shape": tuple(shape), "dtype": dtype, "value": _py(value, dtype)})
-    return Tensor._wrap(np.broadcast_to(np.array(value, dtype=dtype.np), tuple(shape)))
+    """A tensor filled with `value`: a `full` node when any of `like` is traced, else a concrete array
+    (a fresh small array, or a read-only broadcast view for big shapes)."""
+    top = _top_trace(like)
+    shape = tuple(shape)
+    if top is not None:
+        return top.emit(_FULL, (), {"shape": shape, "dtype": dtype, "value": _py(value, dtype)})
+    if prod(shape) <= 4096:
+        arr = np.empty(shape, dtype.np)
+        arr.fill(value)
+    else:
+        arr = np.broadcast_to(np.array(value, dtype=dtype.np), shape)
+    return Tensor._wrap(arr)
+
+
+def filled(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:
+    """Like `constant`, but always a fresh, writable tensor (for results handed to the user)."""
+    top = _top_trace(like)
+    attrs = {"shape": tuple(shape), "dtype": dtype, "value": _py(value, dtype)}
+    if top is not None:
+        return top.emit(_FULL, (), attrs)
+    return ebind(_FULL, **attrs)
 
 
 def _py(value, dtype: DType):
@@ -115,28 +228,34 @@ def _py(value, dtype: DType):
 
 
 def convert(t: Tensor, dtype: DType) -> Tensor:
-    return t if t.dtype is dtype else bind("convert_element_type", t, dtype=dtype)
+    return t if dtype_of(t) is dtype else ebind(_CONVERT, t, dtype=dtype)
+
+
+def copy(t: Tensor) -> Tensor:
+    """A copy of `t` that does not share storage (for ops that PyTorch defines as copying)."""
+    return ebind(_CONVERT, t, dtype=dtype_of(t))
 
 
 def broadcast_to_shape(t: Tensor, shape: tuple[int, ...], op: str = "expand") -> Tensor:
     """`t` broadcast to `shape` (numpy rules) with a broadcast_in_dim, or `t` when already that shape."""
     shape = tuple(shape)
-    if tuple(t.shape) == shape:
+    tshape = shape_of(t)
+    if tshape == shape:
         return t
-    if t.ndim > len(shape):
-        raise ValueError(f"{op}: cannot broadcast shape {tuple(t.shape)} to {shape}")
-    lead = len(shape) - t.ndim
-    for i, d in enumerate(t.shape):
+    if len(tshape) > len(shape):
+        raise ValueError(f"{op}: cannot broadcast shape {tshape} to {shape}")
+    lead = len(shape) - len(tshape)
+    for i, d in enumerate(tshape):
         if d not in (1, shape[lead + i]):
-            raise ValueError(f"{op}: cannot broadcast shape {tuple(t.shape)} to {shape}")
-    return bind("broadcast_in_dim", t, shape=shape, broadcast_dimensions=tuple(range(lead, len(shape))))
+            raise ValueError(f"{op}: cannot broadcast shape {tshape} to {shape}")
+    return ebind(_BROADCAST, t, shape=shape, broadcast_dimensions=tuple(range(lead, len(shape))))
 
 
 def as_tensor_operand(x, dtype: DType | None = None) -> Tensor:
     """`x` as a Tensor: tensors pass through, numbers and arrays become concrete tensors."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (bool, int, float, np.number, np.bool_)):
+    if isinstance(x, _SCALARS):
         return Tensor._wrap(np.array(x, dtype=(dtype or scalar_dtype(x)).np))
     from .creation import tensor
 
@@ -145,20 +264,34 @@ def as_tensor_operand(x, dtype: DType | None = None) -> Tensor:
 
 def prepare(operands, op: str, dtype: DType | None = None):
     """Promote and broadcast `operands` (tensors or Python scalars) to a common dtype and shape."""
-    dtype = dtype or result_type(*operands)
-    shapes = [tuple(o.shape) for o in operands if isinstance(o, Tensor)]
-    shape = broadcast_shapes(*shapes, op=op)
+    if dtype is None:
+        dtype = result_type(*operands, op=op)
+    shape = None
+    same = True
+    for o in operands:
+        if isinstance(o, Tensor):
+            s = shape_of(o)
+            if shape is None:
+                shape = s
+            elif s != shape:
+                same = False
+    if shape is None:
+        shape = ()
+    elif not same:
+        shape = broadcast_shapes(*(shape_of(o) for o in operands if isinstance(o, Tensor)), op=op)
     out = []
     for o in operands:
         if isinstance(o, Tensor):
-            out.append(broadcast_to_shape(convert(o, dtype), shape, op))
-        elif isinstance(o, (bool, int, float, np.number, np.bool_)):
+            if dtype_of(o) is not dtype:
+                o = ebind(_CONVERT, o, dtype=dtype)
+            out.append(o if same else broadcast_to_shape(o, shape, op))
+        elif isinstance(o, _SCALARS):
             out.append(constant(o, dtype, shape, operands))
         else:
             raise TypeError(f"{op}: unsupported operand type {type(o).__name__}")
     return out
 
 
-from ir import get_primitive as _gp  # noqa: E402
-
 _FULL = _gp("full")
+_CONVERT = _gp("convert_element_type")
+_BROADCAST = _gp("broadcast_in_dim")

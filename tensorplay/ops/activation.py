@@ -1,35 +1,48 @@
-"""Normalised exponentials: softmax and log_softmax (composites over primitives)."""
+"""Normalised exponentials: softmax and log_softmax (composites over primitives).
+
+Both shift by the (gradient-stopped) maximum along `dim` for stability; integer inputs
+compute in the default float dtype, `dtype=` converts first. A 0-d input is one element
+(softmax 1, log_softmax 0); an empty `dim` gives an empty result.
+"""
 from __future__ import annotations
 
-from .._trace import bind
-from ._common import convert, normalize_dim
+from ir import get_primitive as _gp
+
+from ._common import convert, copy, ebind, normalize_dim, shape_of
 from .elementwise import _float_operand, exp, sub, div, log
 from .reduction import amax, sum
 
+_STOP, _RESHAPE = _gp("stop_gradient"), _gp("reshape")
 
-def _shifted(input, dim: int, dtype, op: str):
+
+def _normalized(input, dim: int, dtype, op: str, body):
     x = _float_operand(input, op)
     if dtype is not None:
         x = convert(x, dtype)
-    d = normalize_dim(dim, x.ndim, op)
-    if x.ndim == 0:
-        return x, None
-    m = bind("stop_gradient", amax(x, d, keepdim=True))
-    return sub(x, m), d
+    shape = tuple(shape_of(x))
+    d = normalize_dim(dim, len(shape), op)
+    if not shape:  # one element
+        return ebind(_RESHAPE, body(ebind(_RESHAPE, x, shape=(1,)), 0), shape=())
+    if shape[d] == 0:
+        return copy(x)
+    return body(x, d)
+
+
+def _softmax(x, d):
+    e = exp(sub(x, ebind(_STOP, amax(x, d, keepdim=True))))
+    return div(e, sum(e, d, keepdim=True))
+
+
+def _log_softmax(x, d):
+    z = sub(x, ebind(_STOP, amax(x, d, keepdim=True)))
+    return sub(z, log(sum(exp(z), d, keepdim=True)))
 
 
 def softmax(input, dim: int, dtype=None):
     """exp(x) / sum(exp(x)) along `dim`, shifted by the maximum for stability."""
-    z, d = _shifted(input, dim, dtype, "softmax")
-    if d is None:
-        return div(exp(z), exp(z))
-    e = exp(z)
-    return div(e, sum(e, d, keepdim=True))
+    return _normalized(input, dim, dtype, "softmax", _softmax)
 
 
 def log_softmax(input, dim: int, dtype=None):
     """x - logsumexp(x) along `dim`."""
-    z, d = _shifted(input, dim, dtype, "log_softmax")
-    if d is None:
-        return sub(z, z)
-    return sub(z, log(sum(exp(z), d, keepdim=True)))
+    return _normalized(input, dim, dtype, "log_softmax", _log_softmax)

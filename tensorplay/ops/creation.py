@@ -46,8 +46,10 @@ def _to_array(data, dtype: DType | None, copy: bool = True) -> np.ndarray:
     if isinstance(data, np.ndarray):
         target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
         return np.array(data, dtype=target.np, copy=True) if copy else data.astype(target.np, copy=False)
-    if isinstance(data, np.generic):
-        data = data.item()
+    if isinstance(data, np.generic):  # numpy scalars keep their dtype, as in torch.tensor(np.float64(1))
+        data = np.asarray(data)
+        target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
+        return np.array(data, dtype=target.np)
     target = dtype or _infer_dtype(data)
 
     def unwrap(x):
@@ -88,33 +90,37 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._wrap(array)
 
 
-def _size(size) -> tuple[int, ...]:
+def _size(size, op: str = "factory") -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer, Tensor)):
+            raise TypeError(f"{op}: size must be a sequence of ints, got {type(s).__name__} in {list(size)}")
     out = tuple(int(s) for s in size)
     if any(s < 0 for s in out):
-        raise ValueError(f"negative dimension in size {list(out)}")
+        raise ValueError(f"{op}: negative dimension in size {list(out)}")
     return out
 
 
 def full(size, fill_value, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of shape `size` filled with `fill_value` (dtype inferred from the value)."""
-    dtype = dtype or scalar_dtype(fill_value)
-    shape = _size((size,) if isinstance(size, int) else (tuple(size),))
     if isinstance(fill_value, Tensor):
+        dtype = dtype or fill_value.dtype
         fill_value = fill_value.item()
+    dtype = dtype or scalar_dtype(fill_value)
+    shape = _size((size,) if isinstance(size, (int, np.integer)) else (tuple(size),), "full")
     value = bool(fill_value) if dtype.is_bool else int(fill_value) if dtype.is_integer else float(fill_value)
     return bind("full", shape=shape, dtype=dtype, value=value)
 
 
 def zeros(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros; dtype defaults to float32."""
-    return full(_size(size), 0, dtype=dtype or get_default_dtype())
+    return full(_size(size, "zeros"), 0, dtype=dtype or get_default_dtype())
 
 
 def ones(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones; dtype defaults to float32."""
-    return full(_size(size), 1, dtype=dtype or get_default_dtype())
+    return full(_size(size, "ones"), 1, dtype=dtype or get_default_dtype())
 
 
 def empty(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
@@ -151,33 +157,69 @@ def _affine_iota(n: int, start, step, dtype: DType) -> Tensor:
     return convert(add(mul(i, step), start), dtype) if n else convert(i, dtype)
 
 
-def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None) -> Tensor:
-    """Values start, start+step, ... below end; int64 for integer arguments, else float32."""
+def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+    """Values start, start+step, ... below end; int64 for integer arguments, else the default float.
+
+    Float results are start + i * step computed in float64 and rounded (as PyTorch on CPU); integer
+    results truncate the arguments to integers first.
+    """
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    for v in (start, end, step):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"arange: expected numbers, got {type(v).__name__}")
+        if not np.isfinite(v):
+            raise ValueError(f"arange: unsupported range {start} -> {end} with step {step}")
+    if dtype is None:
+        dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) \
+            else get_default_dtype()
+    if dtype.is_floating_point:
+        start, end, step = float(start), float(end), float(step)
+    else:
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise ValueError("arange: step must be nonzero")
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound and larger bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")
-    if dtype is None:
-        dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) \
-            else get_default_dtype()
-    n = max(0, ceil((end - start) / step))
-    if dtype.is_floating_point:
-        return _affine_iota(n, float(start), float(step), dtype)
-    return _affine_iota(n, int(start), int(step), dtype)
+    n = max(0, ceil((end - start) / step)) if dtype.is_floating_point else max(0, -((start - end) // step))
+    return _affine_iota(n, start, step, dtype)
 
 
 def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
+    """`steps` evenly spaced values from start to end inclusive.
+
+    As PyTorch: computed in the result dtype (float64 for integer results, then truncated), the first
+    half as start + i * step and the second half as end - (steps - 1 - i) * step, so both ends are exact.
+    """
+    from .elementwise import add, mul, sub, where, lt
+    from ._common import convert, constant
+
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"linspace: steps must be an int, got {type(steps).__name__}")
     if steps < 0:
-        raise ValueError("linspace: number of steps must be non-negative")
+        raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     dtype = dtype or get_default_dtype()
+    work = dtype if dtype.is_floating_point else dtypes.float64
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+    if steps == 0:
+        return full((0,), 0, dtype=dtype)
     if steps == 1:
         return full((1,), start, dtype=dtype)
-    return _affine_iota(steps, float(start), (float(end) - float(start)) / max(steps - 1, 1), dtype)
+    s, e = work.np.type(start), work.np.type(end)
+    with np.errstate(all="ignore"):
+        step = (e - s) / work.np.type(steps - 1)
+    i = bind("iota", shape=(steps,), dtype=work, dimension=0)
+    j = bind("iota", shape=(steps,), dtype=work, dimension=0)
+    rev = sub(constant(steps - 1, work, (steps,)), j)
+    lo = add(mul(i, float(step)), float(s))
+    hi = sub(float(e), mul(rev, float(step)))
+    out = where(lt(i, float(steps // 2)), lo, hi)
+    return convert(out, dtype)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype: DType | None = None) -> Tensor:
@@ -193,6 +235,9 @@ def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device=None
     from ._common import convert
 
     m = n if m is None else m
+    for v in (n, m):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"eye: n and m must be non-negative ints, got n={n!r}, m={m!r}")
     rows = bind("iota", shape=(n, m), dtype=dtypes.int64, dimension=0)
     cols = bind("iota", shape=(n, m), dtype=dtypes.int64, dimension=1)
     return convert(bind("eq", rows, cols), dtype or get_default_dtype())

@@ -1,26 +1,65 @@
 """Elementwise math: arithmetic with broadcasting and type promotion, unary
 functions, comparisons, `where`, `clamp`. Each is a thin layer over one
-primitive (or a short composite)."""
+primitive (or a short composite).
+
+Dtype rules follow PyTorch: `result_type` promotion for binary ops; true
+division and the float functions (sin, exp, ...) compute integer and bool
+inputs in the default float dtype; `+`/`*` on bools are logical or/and.
+"""
 from __future__ import annotations
 
-from ir import dtypes
+from ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
-from .._trace import bind
-from ._common import as_tensor_operand, constant, convert, get_default_dtype, prepare, result_type
+from ._common import (_SCALARS, as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,
+                      get_default_dtype, prepare, result_type, shape_of)
+
+_P = {name: _gp(name) for name in (
+    "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "logistic", "erf", "neg", "abs",
+    "sign", "floor", "ceil", "round", "add", "sub", "mul", "div", "pow", "max", "min", "atan2", "rem", "and", "or",
+    "xor", "eq", "ne", "lt", "le", "gt", "ge", "select", "logical_not")}
 
 
-def _float_operand(x: Tensor, op: str) -> Tensor:
+def _tensor_arg(x) -> Tensor:
+    return x if isinstance(x, Tensor) else as_tensor_operand(x)
+
+
+def _float_operand(x, op: str = "") -> Tensor:
     """Integer and bool tensors are computed in the default float dtype, as in PyTorch."""
-    x = as_tensor_operand(x)
-    return x if x.dtype.is_floating_point else convert(x, get_default_dtype())
+    x = _tensor_arg(x)
+    return x if dtype_of(x).is_floating_point else convert(x, get_default_dtype())
 
 
-def _unary_float(prim: str):
+def _operands(input, other, op: str, dtype=None):
+    """(a, b, dtype): the two operands promoted and broadcast; a fast path when they already agree."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        da, db = dtype_of(input), dtype_of(other)
+        if da is db and (dtype is None or dtype is da) and shape_of(input) == shape_of(other):
+            return input, other, da
+    if dtype is None:
+        dtype = result_type(input, other, op=op)
+    a, b = prepare((input, other), op, dtype)
+    return a, b, dtype
+
+
+def _no_bool(dtype, op: str):
+    if dtype.is_bool:
+        raise TypeError(f"{op}: not supported for bool tensors")
+
+
+# --- unary ---------------------------------------------------------------------------------------
+def _unary_float(prim: str, name: str | None = None):
+    p = _P[prim]
+    default = get_default_dtype
+
     def fn(input):
-        return bind(prim, _float_operand(input, prim))
-    fn.__name__ = prim
-    fn.__doc__ = f"Elementwise {prim}; integer inputs are promoted to the default float dtype."
+        x = input if isinstance(input, Tensor) else as_tensor_operand(input)
+        if not dtype_of(x).is_floating_point:
+            x = convert(x, default())
+        return ebind(p, x)
+    fn.__name__ = name or prim
+    fn.__qualname__ = fn.__name__
+    fn.__doc__ = f"Elementwise {name or prim}; integer and bool inputs are computed in the default float dtype."
     return fn
 
 
@@ -34,18 +73,19 @@ expm1 = _unary_float("expm1")
 sqrt = _unary_float("sqrt")
 rsqrt = _unary_float("rsqrt")
 tanh = _unary_float("tanh")
-sigmoid = _unary_float("logistic")
-sigmoid.__name__ = "sigmoid"
+sigmoid = _unary_float("logistic", "sigmoid")
 erf = _unary_float("erf")
 
 
 def _unary_same(prim: str, name: str):
+    p = _P[prim]
+
     def fn(input):
-        x = as_tensor_operand(input)
-        if x.dtype.is_bool:
-            raise TypeError(f"{name}: not supported for bool tensors")
-        return bind(prim, x)
-    fn.__name__ = name
+        x = _tensor_arg(input)
+        if dtype_of(x).is_bool:
+            raise TypeError(f"{name}: not supported for bool tensors (shape {tuple(shape_of(x))})")
+        return ebind(p, x)
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, keeping the input dtype."
     return fn
 
@@ -53,124 +93,269 @@ def _unary_same(prim: str, name: str):
 neg = _unary_same("neg", "neg")
 negative = neg
 abs = _unary_same("abs", "abs")
-sign = _unary_same("sign", "sign")
+
+
+def sign(input):
+    """-1, 0 or 1 elementwise, keeping the input dtype (bool tensors are their own sign)."""
+    x = _tensor_arg(input)
+    return copy(x) if dtype_of(x).is_bool else ebind(_P["sign"], x)
 
 
 def _rounding(prim: str):
+    p = _P[prim]
+
     def fn(input):
-        x = as_tensor_operand(input)
-        return bind(prim, x) if x.dtype.is_floating_point else x
-    fn.__name__ = prim
-    fn.__doc__ = f"Elementwise {prim}; integer tensors are returned unchanged."
+        x = _tensor_arg(input)
+        return ebind(p, x) if dtype_of(x).is_floating_point else copy(x)
+    fn.__name__ = fn.__qualname__ = prim
+    fn.__doc__ = f"Elementwise {prim}; integer tensors are returned unchanged (as a copy)."
     return fn
 
 
 floor = _rounding("floor")
 ceil = _rounding("ceil")
-round = _rounding("round")
+_round = _rounding("round")
+
+
+def round(input, *, decimals: int = 0):
+    """Round half to even; with `decimals`, to that many decimal places (as torch.round)."""
+    x = _tensor_arg(input)
+    if not isinstance(decimals, int) or isinstance(decimals, bool):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    if decimals == 0 or not dtype_of(x).is_floating_point:
+        return _round(x)
+    scale = 10.0 ** decimals
+    if decimals > 0:
+        return div(_round(mul(x, scale)), scale)
+    return mul(_round(div(x, 10.0 ** -decimals)), 10.0 ** -decimals)
 
 
 def relu(input):
     """max(input, 0) elementwise."""
-    x = as_tensor_operand(input)
-    return bind("max", x, constant(0, x.dtype, x.shape, (x,)))
+    x = _tensor_arg(input)
+    d = dtype_of(x)
+    _no_bool(d, "relu")
+    return ebind(_P["max"], x, constant(0, d, shape_of(x), (x,)))
 
 
-def _binary(prim: str, name: str, float_only: bool = False):
-    def fn(input, other):
-        dtype = result_type(input, other)
-        if float_only and not dtype.is_floating_point:
-            dtype = get_default_dtype()
-        a, b = prepare((input, other), name, dtype)
-        return bind(prim, a, b)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} with broadcasting and type promotion."
-    return fn
-
-
-add_ = _binary("add", "add")
-sub_ = _binary("sub", "sub")
-mul = _binary("mul", "mul")
-div = _binary("div", "div", float_only=True)
-true_divide = div
-pow = _binary("pow", "pow")
-maximum = _binary("max", "maximum")
-minimum = _binary("min", "minimum")
-atan2 = _binary("atan2", "atan2", float_only=True)
-fmod = _binary("rem", "fmod")
+# --- binary arithmetic ---------------------------------------------------------------------------
+def _scaled(b: Tensor, alpha, dtype, op: str) -> Tensor:
+    """alpha * b for add/sub's `alpha`, which must not be float for integral results (as in PyTorch)."""
+    if not isinstance(alpha, _SCALARS):
+        raise TypeError(f"{op}: alpha must be a Python number, got {type(alpha).__name__}")
+    if isinstance(alpha, float) and not dtype.is_floating_point:
+        raise TypeError(f"{op}: for integral input tensors, argument alpha must not be a floating point number")
+    if dtype.is_bool:
+        return b if alpha else constant(False, dtype, shape_of(b), (b,))
+    return ebind(_P["mul"], b, constant(alpha, dtype, shape_of(b), (b,)))
 
 
 def add(input, other, *, alpha=1):
-    """input + alpha * other, with broadcasting and type promotion."""
-    return add_(input, other if alpha == 1 else mul(other, alpha))
+    """input + alpha * other, with broadcasting and type promotion (logical or for bools)."""
+    a, b, dtype = _operands(input, other, "add")
+    if type(alpha) is not int or alpha != 1:
+        b = _scaled(b, alpha, dtype, "add")
+    return ebind(_P["or"] if dtype.is_bool else _P["add"], a, b)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, with broadcasting and type promotion."""
-    return sub_(input, other if alpha == 1 else mul(other, alpha))
+    a, b, dtype = _operands(input, other, "sub")
+    if dtype.is_bool:
+        raise TypeError("sub: subtraction, the `-` operator, with two bool tensors is not supported; "
+                        "use the `^` or `logical_xor()` operator instead")
+    if type(alpha) is not int or alpha != 1:
+        b = _scaled(b, alpha, dtype, "sub")
+    return ebind(_P["sub"], a, b)
 
 
 subtract = sub
+
+
+def mul(input, other):
+    """input * other, with broadcasting and type promotion (logical and for bools)."""
+    a, b, dtype = _operands(input, other, "mul")
+    return ebind(_P["and"] if dtype.is_bool else _P["mul"], a, b)
+
+
 multiply = mul
-divide = div
 
 
-def _pow_impl(input, exponent):
-    dtype = result_type(input, exponent)
-    if not dtype.is_floating_point:
-        if isinstance(exponent, int) and exponent >= 0 and isinstance(input, Tensor):
-            return _int_pow(input, exponent)
-        dtype = get_default_dtype()
-    a, b = prepare((input, exponent), "pow", dtype)
-    return bind("pow", a, b)
+def _check_int_divisor(b: Tensor, op: str):
+    """Integer division by zero is an error in PyTorch; we can check it on concrete values."""
+    if b._trace is None and (b._data == 0).any():
+        raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero, divisor shape {tuple(shape_of(b))})")
+
+
+def div(input, other, *, rounding_mode=None):
+    """True division (float result, integers promote to the default float), or with `rounding_mode`
+    ``"trunc"``/``"floor"`` the rounded quotient in the promoted dtype."""
+    if rounding_mode is None:
+        dtype = result_type(input, other, op="div")
+        if not dtype.is_floating_point:
+            dtype = get_default_dtype()
+        a, b, _ = _operands(input, other, "div", dtype)
+        return ebind(_P["div"], a, b)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        a, b, dtype = _operands(input, other, "div")
+        _no_bool(dtype, "div")
+        if dtype.is_floating_point:
+            q = ebind(_P["div"], a, b)
+            return where(ebind(_P["lt"], q, constant(0, dtype, shape_of(q), (q,))), ceil(q), floor(q))
+        _check_int_divisor(b, "div")
+        return ebind(_P["div"], a, b)  # the integer primitive truncates toward zero
+    raise ValueError(f"div: expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+
+
+divide = true_divide = div
+
+
+def _pow(input, exponent):
+    """input ** exponent elementwise, in the promoted dtype (integer powers stay integer)."""
+    dtype = result_type(input, exponent, op="pow")
+    _no_bool(dtype, "pow")
+    if dtype.is_floating_point:
+        a, b, _ = _operands(input, exponent, "pow", dtype)
+        return ebind(_P["pow"], a, b)
+    if isinstance(input, Tensor) and isinstance(exponent, (int,)) and not isinstance(exponent, bool):
+        if exponent < 0:
+            raise ValueError("pow: integers to negative integer powers are not allowed")
+        return _int_pow(convert(input, dtype), exponent)
+    a, b, _ = _operands(input, exponent, "pow", dtype)
+    return _int_pow_tensor(a, b)
+
+
+pow = _pow
+pow.__name__ = pow.__qualname__ = "pow"
 
 
 def _int_pow(x: Tensor, n: int) -> Tensor:
-    result = constant(1, x.dtype, x.shape, (x,))
+    """x ** n for a non-negative Python int by repeated squaring (wrapping like C integers)."""
+    result = None
     base = x
     while n:
         if n & 1:
-            result = bind("mul", result, base)
+            result = base if result is None else ebind(_P["mul"], result, base)
         n >>= 1
         if n:
-            base = bind("mul", base, base)
-    return result
+            base = ebind(_P["mul"], base, base)
+    return filled(1, dtype_of(x), shape_of(x), (x,)) if result is None else \
+        (copy(result) if result is x else result)
 
 
-pow = _pow_impl
-pow.__name__ = "pow"
-pow.__doc__ = "input ** exponent elementwise; float results for non-integral powers."
+def _int_pow_tensor(a: Tensor, b: Tensor) -> Tensor:
+    """a ** b for integer tensors of equal shape and dtype: square-and-multiply over the bits of b.
+
+    Negative exponents give PyTorch's integer results: 1 for base 1, +-1 for base -1, else 0.
+    """
+    dtype, shape = dtype_of(a), shape_of(a)
+
+    def k(v):
+        return constant(v, dtype, shape, (a, b))
+
+    negative = ebind(_P["lt"], b, k(0))
+    e = where(negative, k(0), b)
+    if e._trace is None:
+        nbits = int(e._data.max()).bit_length() if e._data.size else 0
+    else:
+        nbits = dtype.itemsize * 8 - 1
+    one = k(1)
+    result = filled(1, dtype, shape, (a, b))
+    base = a
+    for i in range(nbits):
+        bit = ebind(_P["ne"], ebind(_P["and"], e, one), k(0))
+        result = ebind(_P["select"], bit, ebind(_P["mul"], result, base), result)
+        if i + 1 < nbits:
+            base = ebind(_P["mul"], base, base)
+            e = ebind(_P["div"], e, k(2))
+    odd = ebind(_P["ne"], ebind(_P["and"], b, one), k(0))
+    special = where(ebind(_P["eq"], a, one), one,
+                    where(ebind(_P["eq"], a, k(-1)), where(odd, k(-1), one), k(0)))
+    return ebind(_P["select"], negative, special, result)
+
+
+def maximum(input, other):
+    """Elementwise maximum (NaN propagates), with broadcasting and type promotion."""
+    a, b, _ = _operands(input, other, "maximum")
+    return ebind(_P["max"], a, b)
+
+
+def minimum(input, other):
+    """Elementwise minimum (NaN propagates), with broadcasting and type promotion."""
+    a, b, _ = _operands(input, other, "minimum")
+    return ebind(_P["min"], a, b)
+
+
+def atan2(input, other):
+    """Elementwise arctangent of input / other in the correct quadrant (float result)."""
+    dtype = result_type(input, other, op="atan2")
+    if not dtype.is_floating_point:
+        dtype = get_default_dtype()
+    a, b, _ = _operands(input, other, "atan2", dtype)
+    return ebind(_P["atan2"], a, b)
+
+
+def fmod(input, other):
+    """C-style remainder: the result has the sign of the dividend (torch.fmod)."""
+    a, b, dtype = _operands(input, other, "fmod")
+    _no_bool(dtype, "fmod")
+    if not dtype.is_floating_point:
+        _check_int_divisor(b, "fmod")
+    return ebind(_P["rem"], a, b)
 
 
 def remainder(input, other):
-    """Python-style modulus: the result has the sign of the divisor."""
-    r = fmod(input, other)
-    _, b = prepare((input, other), "remainder", r.dtype)
-    fix = bind("and", bind("ne", r, constant(0, r.dtype, r.shape, (r,))),
-               bind("ne", bind("lt", r, constant(0, r.dtype, r.shape, (r,))),
-                    bind("lt", b, constant(0, r.dtype, r.shape, (r,)))))
-    return where(fix, add_(r, b), r)
+    """Python-style modulus: the result has the sign of the divisor (torch.remainder)."""
+    a, b, dtype = _operands(input, other, "remainder")
+    _no_bool(dtype, "remainder")
+    if not dtype.is_floating_point:
+        _check_int_divisor(b, "remainder")
+    r = ebind(_P["rem"], a, b)
+    zero = constant(0, dtype, shape_of(r), (r,))
+    fix = ebind(_P["and"], ebind(_P["ne"], r, zero),
+                ebind(_P["ne"], ebind(_P["lt"], r, zero), ebind(_P["lt"], b, zero)))
+    return ebind(_P["select"], fix, ebind(_P["add"], r, b), r)
 
 
 def floor_divide(input, other):
-    """Division rounded toward minus infinity (Python's //)."""
-    dtype = result_type(input, other)
-    a, b = prepare((input, other), "floor_divide", dtype)
-    if dtype.is_floating_point:
-        return bind("floor", bind("div", a, b))
-    q = bind("div", a, b)
-    zero = constant(0, dtype, q.shape, (q,))
-    inexact = bind("ne", bind("mul", q, b), a)
-    negative = bind("ne", bind("lt", a, zero), bind("lt", b, zero))
-    return where(bind("and", inexact, negative), bind("sub", q, constant(1, dtype, q.shape, (q,))), q)
+    """Division rounded toward minus infinity (Python's //, also for floats: 1 // 0.1 == 9)."""
+    a, b, dtype = _operands(input, other, "floor_divide")
+    _no_bool(dtype, "floor_divide")
+    shape = shape_of(a)
+
+    def k(v):
+        return constant(v, dtype, shape, (a, b))
+
+    if not dtype.is_floating_point:
+        _check_int_divisor(b, "floor_divide")
+        q = ebind(_P["div"], a, b)  # truncates toward zero
+        inexact = ebind(_P["ne"], ebind(_P["mul"], q, b), a)
+        negative = ebind(_P["ne"], ebind(_P["lt"], a, k(0)), ebind(_P["lt"], b, k(0)))
+        return ebind(_P["select"], ebind(_P["and"], inexact, negative), ebind(_P["sub"], q, k(1)), q)
+    # CPython's float floor division (also numpy's and PyTorch's): exact via fmod, then rounded.
+    q = ebind(_P["div"], a, b)
+    mod = ebind(_P["rem"], a, b)
+    d = ebind(_P["div"], ebind(_P["sub"], a, mod), b)
+    adjust = ebind(_P["and"], ebind(_P["ne"], mod, k(0)),
+                   ebind(_P["ne"], ebind(_P["lt"], b, k(0)), ebind(_P["lt"], mod, k(0))))
+    d = ebind(_P["select"], adjust, ebind(_P["sub"], d, k(1)), d)
+    fd = ebind(_P["floor"], d)
+    fd = ebind(_P["select"], ebind(_P["gt"], ebind(_P["sub"], d, fd), k(0.5)), ebind(_P["add"], fd, k(1)), fd)
+    fd = ebind(_P["select"], ebind(_P["ne"], d, k(0)), fd, ebind(_P["mul"], q, k(0)))  # signed zero
+    return ebind(_P["select"], ebind(_P["eq"], b, k(0)), q, fd)
 
 
+# --- comparisons and logic -----------------------------------------------------------------------
 def _compare(prim: str, name: str):
+    p = _P[prim]
+
     def fn(input, other):
-        a, b = prepare((input, other), name)
-        return bind(prim, a, b)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise comparison {name}: a bool tensor."
+        a, b, _ = _operands(input, other, name)
+        return ebind(p, a, b)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise comparison {name} in the promoted dtype: a bool tensor."
     return fn
 
 
@@ -184,13 +369,15 @@ less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
 
 
 def _logical(prim: str, name: str):
+    p = _P[prim]
+
     def fn(input, other):
-        dtype = result_type(input, other)
+        dtype = result_type(input, other, op=name)
         if dtype.is_floating_point:
             raise TypeError(f"{name}: not supported for floating point tensors ({dtype.name})")
-        a, b = prepare((input, other), name, dtype)
-        return bind(prim, a, b)
-    fn.__name__ = name
+        a, b, _ = _operands(input, other, name, dtype)
+        return ebind(p, a, b)
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} of bool or integer tensors."
     return fn
 
@@ -202,44 +389,46 @@ bitwise_xor = _logical("xor", "bitwise_xor")
 
 def bitwise_not(input):
     """Bitwise (or logical, for bool) negation."""
-    x = as_tensor_operand(input)
-    if x.dtype.is_floating_point:
+    x = _tensor_arg(input)
+    if dtype_of(x).is_floating_point:
         raise TypeError("bitwise_not: not supported for floating point tensors")
-    return bind("logical_not", x)
+    return ebind(_P["logical_not"], x)
 
 
 def logical_not(input):
     """Elementwise not, as a bool tensor."""
-    return bind("logical_not", convert(as_tensor_operand(input), dtypes.bool_))
+    return ebind(_P["logical_not"], convert(_tensor_arg(input), dtypes.bool_))
 
 
 def logical_and(input, other):
-    return bitwise_and(convert(as_tensor_operand(input), dtypes.bool_), convert(as_tensor_operand(other), dtypes.bool_))
+    """Elementwise and of the truth values, as a bool tensor."""
+    return bitwise_and(convert(_tensor_arg(input), dtypes.bool_), convert(_tensor_arg(other), dtypes.bool_))
 
 
 def logical_or(input, other):
-    return bitwise_or(convert(as_tensor_operand(input), dtypes.bool_), convert(as_tensor_operand(other), dtypes.bool_))
+    """Elementwise or of the truth values, as a bool tensor."""
+    return bitwise_or(convert(_tensor_arg(input), dtypes.bool_), convert(_tensor_arg(other), dtypes.bool_))
 
 
 def where(condition, input, other):
     """Elementwise choice: `input` where `condition` holds, else `other` (all broadcast together)."""
-    cond = as_tensor_operand(condition)
-    if not cond.dtype.is_bool:
-        cond = convert(cond, dtypes.bool_)
-    dtype = result_type(input, other)
-    a, b = prepare((input, other), "where", dtype)
     from ._common import broadcast_shapes, broadcast_to_shape
 
-    shape = broadcast_shapes(tuple(cond.shape), tuple(a.shape), op="where")
-    return bind("select", broadcast_to_shape(cond, shape, "where"), broadcast_to_shape(a, shape, "where"),
-                broadcast_to_shape(b, shape, "where"))
+    cond = convert(_tensor_arg(condition), dtypes.bool_)
+    a, b, _ = _operands(input, other, "where")
+    shape = shape_of(a)
+    cshape = shape_of(cond)
+    if cshape != shape:
+        shape = broadcast_shapes(cshape, shape, op="where")
+        cond, a, b = (broadcast_to_shape(t, shape, "where") for t in (cond, a, b))
+    return ebind(_P["select"], cond, a, b)
 
 
 def clamp(input, min=None, max=None):
-    """Limit `input` to [min, max]; either bound may be None or a tensor."""
+    """Limit `input` to [min, max]; either bound may be None or a tensor (min > max gives max)."""
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    out = as_tensor_operand(input)
+    out = _tensor_arg(input)
     if min is not None:
         out = maximum(out, min)
     if max is not None:
@@ -251,8 +440,11 @@ clip = clamp
 
 
 def square(input):
-    """input * input."""
-    return mul(input, input)
+    """input * input (bool inputs give int64, as torch.square)."""
+    x = _tensor_arg(input)
+    if dtype_of(x).is_bool:
+        x = convert(x, dtypes.int64)
+    return mul(x, x)
 
 
 def reciprocal(input):
@@ -262,16 +454,19 @@ def reciprocal(input):
 
 def isnan(input):
     """True where the input is NaN."""
-    x = as_tensor_operand(input)
-    return ne(x, x)
+    x = _tensor_arg(input)
+    if not dtype_of(x).is_floating_point:
+        return filled(False, dtypes.bool_, shape_of(x), (x,))
+    return ebind(_P["ne"], x, x)
 
 
 def isfinite(input):
     """True where the input is neither infinite nor NaN."""
-    x = as_tensor_operand(input)
-    if not x.dtype.is_floating_point:
-        return constant(True, dtypes.bool_, x.shape, (x,))
-    return lt(abs(x), float("inf"))
+    x = _tensor_arg(input)
+    d = dtype_of(x)
+    if not d.is_floating_point:
+        return filled(True, dtypes.bool_, shape_of(x), (x,))
+    return ebind(_P["lt"], ebind(_P["abs"], x), constant(float("inf"), d, shape_of(x), (x,)))
 
 
 def lerp(input, end, weight):
@@ -290,15 +485,18 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
-    """|input - other| <= atol + rtol * |other| elementwise."""
-    a, b = prepare((input, other), "isclose")
-    if not a.dtype.is_floating_point:
-        return eq(a, b)
-    close = le(abs(sub(a, b)), add(mul(abs(b), rtol), atol))
-    close = bitwise_or(close, eq(a, b))  # equal infinities
-    if equal_nan:
+    """|input - other| <= atol + rtol * |other| elementwise (and finite), or exactly equal."""
+    a, b, dtype = _operands(input, other, "isclose")
+    close = ebind(_P["eq"], a, b)
+    if equal_nan and dtype.is_floating_point:
         close = bitwise_or(close, bitwise_and(isnan(a), isnan(b)))
-    return close
+    if rtol == 0 and atol == 0:
+        return close
+    if not dtype.is_floating_point:
+        a, b = convert(a, get_default_dtype()), convert(b, get_default_dtype())
+    err = abs(sub(a, b))
+    allowed = add(abs(mul(b, rtol)), atol)
+    return bitwise_or(close, bitwise_and(isfinite(err), le(err, allowed)))
 
 
 def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
@@ -310,8 +508,9 @@ def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: 
 
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and elements."""
-    if tuple(input.shape) != tuple(other.shape):
+    a, b = _tensor_arg(input), _tensor_arg(other)
+    if shape_of(a) != shape_of(b):
         return False
     from .reduction import all as _all
 
-    return bool(_all(eq(input, other)))
+    return bool(_all(eq(a, b)))

@@ -1,206 +1,303 @@
 """Reductions with `dim`/`keepdim`: sum, mean, prod, max, min, argmax, argmin,
-logsumexp, var, std, all, any, norm."""
+logsumexp, var, std, all, any, norm, and the scan `cumsum`.
+
+As in PyTorch, `dim=None` reduces every dim and so does an empty dim list
+(``x.sum(dim=())``); bool and integer inputs sum (and cumsum) in int64; mean,
+var and std need floating point inputs.
+"""
 from __future__ import annotations
 
 import builtins
 from collections import namedtuple
 
-from ir import dtypes
+import numpy as np
+
+from ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
-from .._trace import bind
-from ._common import as_tensor_operand, constant, convert, get_default_dtype, normalize_dim, normalize_dims
+from ._common import (as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled, get_default_dtype,
+                      normalize_dim, normalize_dims, shape_of)
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
+_SUM, _PROD, _MAX, _MIN = (_gp(n) for n in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min"))
+_ARGMAX, _ARGMIN, _RESHAPE = _gp("argmax"), _gp("argmin"), _gp("reshape")
+_DIV, _ADD, _SLICE, _PAD = _gp("div"), _gp("add"), _gp("slice"), _gp("pad")
 
-def _keep(out: Tensor, x: Tensor, axes, keepdim: bool) -> Tensor:
-    if not keepdim or x.ndim == 0:
+
+def _arg(x) -> Tensor:
+    return x if isinstance(x, Tensor) else as_tensor_operand(x)
+
+
+def _axes(dim, ndim: int, op: str) -> tuple[int, ...]:
+    """Normalised reduction axes; None and an empty list both mean every dim (PyTorch's rule)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    return normalize_dims(dim, ndim, op)
+
+
+def _out_shape(shape, axes, keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _keep(out: Tensor, shape, axes, keepdim: bool) -> Tensor:
+    if not keepdim or not shape:
         return out
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    return bind("reshape", out, shape=shape)
+    return ebind(_RESHAPE, out, shape=_out_shape(shape, axes, True))
 
 
-def _reduce(prim: str, x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
-    axes = normalize_dims(dim, x.ndim, op)
-    if x.ndim == 0:
-        return x
-    return _keep(bind(prim, x, axes=axes), x, axes, keepdim)
+def _reduce(prim, x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
+    shape = shape_of(x)
+    axes = _axes(dim, len(shape), op)
+    if not shape:
+        return copy(x)
+    return _keep(ebind(prim, x, axes=axes), shape, axes, keepdim)
+
+
+def _accumulate_dtype(x: Tensor, dtype):
+    if dtype is not None:
+        return dtype
+    d = dtype_of(x)
+    return d if d.is_floating_point else dtypes.int64
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum over `dim` (all dims when None); bool and integer inputs sum in int64, as in PyTorch."""
-    x = as_tensor_operand(input)
-    target = dtype or (dtypes.int64 if not x.dtype.is_floating_point else x.dtype)
-    return _reduce("reduce_sum", convert(x, target), dim, keepdim, "sum")
+    x = _arg(input)
+    return _reduce(_SUM, convert(x, _accumulate_dtype(x, dtype)), dim, keepdim, "sum")
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
-    """Product over `dim` (all dims when None)."""
-    x = as_tensor_operand(input)
-    target = dtype or (dtypes.int64 if not x.dtype.is_floating_point else x.dtype)
-    return _reduce("reduce_prod", convert(x, target), dim, keepdim, "prod")
+    """Product over `dim` (all dims when None); bool and integer inputs multiply in int64."""
+    x = _arg(input)
+    return _reduce(_PROD, convert(x, _accumulate_dtype(x, dtype)), dim, keepdim, "prod")
 
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
-    """Arithmetic mean over `dim`; integer inputs are an error, as in PyTorch."""
-    x = as_tensor_operand(input)
+    """Arithmetic mean over `dim` (NaN over no elements); integer inputs are an error, as in PyTorch."""
+    x = _arg(input)
     if dtype is not None:
         x = convert(x, dtype)
-    if not x.dtype.is_floating_point:
+    d = dtype_of(x)
+    if not d.is_floating_point:
         raise TypeError(f"mean(): could not infer output dtype. Input dtype must be floating point, "
-                        f"got {x.dtype.name}")
-    axes = normalize_dims(dim, x.ndim, "mean")
+                        f"got {d.name} (shape {tuple(shape_of(x))})")
+    shape = shape_of(x)
+    axes = _axes(dim, len(shape), "mean")
     count = 1
     for a in axes:
-        count *= x.shape[a]
-    s = _reduce("reduce_sum", x, dim, keepdim, "mean")
-    return bind("div", s, constant(count if count else float("nan"), s.dtype, s.shape, (s,))) \
-        if count != 1 else s
+        count *= shape[a]
+    s = _reduce(_SUM, x, axes, keepdim, "mean")
+    if count == 1:
+        return s
+    return ebind(_DIV, s, constant(count, d, shape_of(s), (s,)))
 
 
-def _extremum(prim: str, argprim: str, name: str):
+def _extremum(prim, argprim, name: str):
     def fn(input, dim=None, keepdim: bool = False):
-        x = as_tensor_operand(input)
+        x = _arg(input)
+        shape = shape_of(x)
         if dim is None:
-            if x.numel() == 0:
-                raise ValueError(f"{name}(): expected a non-empty tensor (shape {tuple(x.shape)}) when dim is None")
+            if 0 in shape:
+                raise ValueError(f"{name}(): expected a non-empty tensor (shape {tuple(shape)}) when dim is None")
             return _reduce(prim, x, None, False, name)
         if isinstance(dim, Tensor):  # max(a, b) elementwise
             from .elementwise import maximum, minimum
 
             return (maximum if name == "max" else minimum)(x, dim)
-        d = normalize_dim(dim, x.ndim, name)
-        if x.ndim == 0:
-            return values_indices(x, constant(0, dtypes.int64, (), (x,)))
-        values = _reduce(prim, x, (d,), keepdim, name)
-        idx = _keep(bind(argprim, x, axis=d, index_dtype=dtypes.int64), x, (d,), keepdim)
+        d = normalize_dim(dim, len(shape), name)
+        if not shape:
+            return values_indices(copy(x), filled(0, dtypes.int64, (), (x,)))
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): expected reduction dim {d} to have non-zero size (shape {tuple(shape)})")
+        values = _keep(ebind(prim, x, axes=(d,)), shape, (d,), keepdim)
+        idx = _keep(ebind(argprim, x, axis=d, index_dtype=dtypes.int64), shape, (d,), keepdim)
         return values_indices(values, idx)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} of all elements, or with `dim` a (values, indices) pair; "
                   f"with a tensor second argument, the elementwise {name}imum.")
     return fn
 
 
-max = _extremum("reduce_max", "argmax", "max")
-min = _extremum("reduce_min", "argmin", "min")
+max = _extremum(_MAX, _ARGMAX, "max")
+min = _extremum(_MIN, _ARGMIN, "min")
 
 
-def amax(input, dim=None, keepdim: bool = False):
-    """Maximum over `dim` (several dims allowed), values only."""
-    return _reduce("reduce_max", as_tensor_operand(input), dim, keepdim, "amax")
-
-
-def amin(input, dim=None, keepdim: bool = False):
-    """Minimum over `dim` (several dims allowed), values only."""
-    return _reduce("reduce_min", as_tensor_operand(input), dim, keepdim, "amin")
-
-
-def _arg(prim: str, name: str):
+def _extreme_values(prim, name):
     def fn(input, dim=None, keepdim: bool = False):
-        x = as_tensor_operand(input)
+        x = _arg(input)
+        shape = shape_of(x)
+        axes = _axes(dim, len(shape), name)
+        if builtins.any(shape[a] == 0 for a in axes) or (not axes and 0 in shape):
+            raise IndexError(f"{name}(): expected a non-empty reduction over dims {list(axes)} "
+                             f"(shape {tuple(shape)})")
+        return _reduce(prim, x, axes or None, keepdim, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{name[1:]}imum over `dim` (several dims allowed), values only."
+    return fn
+
+
+amax = _extreme_values(_MAX, "amax")
+amin = _extreme_values(_MIN, "amin")
+
+
+def _argfn(prim, name: str):
+    def fn(input, dim=None, keepdim: bool = False):
+        x = _arg(input)
+        shape = shape_of(x)
         if dim is None:
-            flat = bind("reshape", x, shape=(x.numel(),))
-            out = bind(prim, flat, axis=0, index_dtype=dtypes.int64)
-            return bind("reshape", out, shape=(1,) * x.ndim) if keepdim else out
-        d = normalize_dim(dim, x.ndim, name)
-        if x.ndim == 0:
-            return constant(0, dtypes.int64, (), (x,))
-        return _keep(bind(prim, x, axis=d, index_dtype=dtypes.int64), x, (d,), keepdim)
-    fn.__name__ = name
+            n = 1
+            for s in shape:
+                n *= s
+            if n == 0:
+                raise ValueError(f"{name}(): expected a non-empty tensor (shape {tuple(shape)})")
+            flat = ebind(_RESHAPE, x, shape=(n,))
+            out = ebind(prim, flat, axis=0, index_dtype=dtypes.int64)
+            return ebind(_RESHAPE, out, shape=(1,) * len(shape)) if keepdim else out
+        d = normalize_dim(dim, len(shape), name)
+        if not shape:
+            return filled(0, dtypes.int64, (), (x,))
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): expected reduction dim {d} to have non-zero size (shape {tuple(shape)})")
+        return _keep(ebind(prim, x, axis=d, index_dtype=dtypes.int64), shape, (d,), keepdim)
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum (of the flattened tensor when dim is None); first occurrence wins."
     return fn
 
 
-argmax = _arg("argmax", "argmax")
-argmin = _arg("argmin", "argmin")
+argmax = _argfn(_ARGMAX, "argmax")
+argmin = _argfn(_ARGMIN, "argmin")
 
 
 def logsumexp(input, dim, keepdim: bool = False):
-    """log(sum(exp(input))) over `dim`, computed stably by shifting by the maximum."""
+    """log(sum(exp(input))) over `dim`, computed stably by shifting by the maximum (-inf over no elements)."""
     from .elementwise import _float_operand, exp, log, sub, add, where, isfinite
 
     x = _float_operand(input, "logsumexp")
-    axes = normalize_dims(dim, x.ndim, "logsumexp")
-    m = bind("stop_gradient", amax(x, axes, keepdim=True))
+    shape = shape_of(x)
+    axes = _axes(dim, len(shape), "logsumexp")
+    if not shape:
+        return copy(x)
+    if builtins.any(shape[a] == 0 for a in axes):
+        return log(sum(exp(x), axes, keepdim))
+    m = ebind(_gp("stop_gradient"), amax(x, axes, keepdim=True))
     m = where(isfinite(m), m, 0.0)
     s = sum(exp(sub(x, m)), axes, keepdim=True)
     out = add(log(s), m)
-    return out if keepdim else _squeeze_axes(out, axes)
+    return out if keepdim else ebind(_RESHAPE, out, shape=_out_shape(shape, axes, False))
 
 
-def _squeeze_axes(x: Tensor, axes) -> Tensor:
-    return bind("reshape", x, shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Variance over `dim` with Bessel's correction by default (correction=1; `unbiased=False` is 0).
 
-
-def var(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
-    """Variance over `dim` with Bessel's correction by default (correction=1)."""
+    The divisor is max(0, N - correction), so too few elements give NaN (or inf), as in PyTorch.
+    """
     from .elementwise import mul, sub
 
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
-    x = as_tensor_operand(input)
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"var(): input dtype must be floating point, got {x.dtype.name}")
-    axes = normalize_dims(dim, x.ndim, "var")
+    if isinstance(dim, bool):  # var(x, False): the legacy `unbiased` overload
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise TypeError("var(): pass either `unbiased` or `correction`, not both")
+    x = _arg(input)
+    d = dtype_of(x)
+    if not d.is_floating_point:
+        raise TypeError(f"var(): std and var only support floating point dtypes, got {d.name} "
+                        f"(shape {tuple(shape_of(x))})")
+    shape = shape_of(x)
+    axes = _axes(dim, len(shape), "var")
     n = 1
     for a in axes:
-        n *= x.shape[a]
+        n *= shape[a]
     centered = sub(x, mean(x, axes, keepdim=True))
     s = sum(mul(centered, centered), axes, keepdim=keepdim)
     denom = builtins.max(n - correction, 0)
-    return bind("div", s, constant(denom if denom else float("nan"), s.dtype, s.shape, (s,))) \
-        if denom != 1 else s
+    return s if denom == 1 else ebind(_DIV, s, constant(denom, d, shape_of(s), (s,)))
 
 
-def std(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
-    """Standard deviation over `dim` (square root of `var`)."""
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Standard deviation over `dim` (square root of `var`, same arguments)."""
     from .elementwise import sqrt
 
-    return sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
 
 
-def all(input, dim=None, keepdim: bool = False):
-    """True where every element (over `dim`) is non-zero."""
-    x = convert(as_tensor_operand(input), dtypes.bool_)
-    return _reduce("reduce_min", x, dim, keepdim, "all") if x.numel() else constant(True, dtypes.bool_, ())
+def _all_any(prim, name: str, empty_value: bool):
+    def fn(input, dim=None, keepdim: bool = False):
+        x = convert(_arg(input), dtypes.bool_)
+        shape = shape_of(x)
+        axes = _axes(dim, len(shape), name)
+        if not shape:
+            return copy(x)
+        if builtins.any(shape[a] == 0 for a in axes):
+            return filled(empty_value, dtypes.bool_, _out_shape(shape, axes, keepdim), (x,))
+        return _keep(ebind(prim, x, axes=axes), shape, axes, keepdim)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"True where {'every' if empty_value else 'some'} element (over `dim`) is non-zero "
+                  f"({empty_value} over no elements).")
+    return fn
 
 
-def any(input, dim=None, keepdim: bool = False):
-    """True where some element (over `dim`) is non-zero."""
-    x = convert(as_tensor_operand(input), dtypes.bool_)
-    return _reduce("reduce_max", x, dim, keepdim, "any") if x.numel() else constant(False, dtypes.bool_, ())
+all = _all_any(_MIN, "all", True)
+any = _all_any(_MAX, "any", False)
 
 
 def norm(input, p=2, dim=None, keepdim: bool = False):
-    """The p-norm over `dim` (all elements when None); p may be 1, 2, inf or any positive float."""
-    from .elementwise import abs, pow, sqrt, mul, _float_operand
+    """The vector p-norm over `dim` (all elements when None): p may be 0, 1, 2, inf, -inf, 'fro' or any float."""
+    from .elementwise import abs, pow, sqrt, mul, ne
 
-    x = _float_operand(input, "norm")
+    x = _arg(input)
+    d = dtype_of(x)
+    if not d.is_floating_point:
+        raise TypeError(f"norm(): input dtype should be floating point, got {d.name} (shape {tuple(shape_of(x))})")
+    if p == "fro" or p is None:
+        p = 2
+    if isinstance(p, str):
+        raise ValueError(f"norm: unsupported norm type {p!r}")
     if p == 2:
         return sqrt(sum(mul(x, x), dim, keepdim))
     if p == 1:
         return sum(abs(x), dim, keepdim)
+    if p == 0:
+        return sum(convert(ne(x, 0), d), dim, keepdim)
     if p == float("inf"):
         return amax(abs(x), dim, keepdim)
+    if p == float("-inf"):
+        return amin(abs(x), dim, keepdim)
     return pow(sum(pow(abs(x), p), dim, keepdim), 1.0 / p)
 
 
-def cumsum(input, dim):
-    """Cumulative sum along `dim` (as a triangular contraction; fine for moderate sizes)."""
-    from .linalg import tensordot_axes
+def cumsum(input, dim, *, dtype=None):
+    """Cumulative sum along `dim` (bool and integer inputs accumulate in int64).
 
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim, "cumsum")
-    n = x.shape[d] if x.ndim else 1
-    if x.ndim == 0:
-        return x
-    i = bind("iota", shape=(n, n), dtype=dtypes.int32, dimension=0)
-    j = bind("iota", shape=(n, n), dtype=dtypes.int32, dimension=1)
-    tri = convert(bind("le", i, j), x.dtype if x.dtype.is_floating_point else dtypes.int64)
-    x = convert(x, tri.dtype)
-    return tensordot_axes(x, tri, d)
+    A log-depth scan over primitives: x += x shifted by 1, 2, 4, ... along `dim` (slice + pad),
+    so infinities and NaNs propagate exactly as in a sequential sum.
+    """
+    x = _arg(input)
+    x = convert(x, _accumulate_dtype(x, dtype))
+    shape = shape_of(x)
+    d = normalize_dim(dim, len(shape), "cumsum")
+    if not shape:
+        return copy(x)
+    n = shape[d]
+    nd = len(shape)
+    zeros = (0,) * nd
+    if n <= 1:
+        return copy(x)
+    shift = 1
+    while shift < n:
+        limit = tuple(n - shift if i == d else s for i, s in enumerate(shape))
+        head = ebind(_SLICE, x, start_indices=zeros, limit_indices=limit, strides=(1,) * nd)
+        low = tuple(shift if i == d else 0 for i in range(nd))
+        shifted = ebind(_PAD, head, low=low, high=zeros, interior=zeros,
+                        value=False if dtype_of(x).is_bool else 0)
+        x = ebind(_ADD, x, shifted)
+        shift *= 2
+    return x
 
 
 def _float_default(x):
-    return x if x.dtype.is_floating_point else convert(x, get_default_dtype())
+    return x if dtype_of(x).is_floating_point else convert(x, get_default_dtype())

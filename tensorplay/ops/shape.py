@@ -6,15 +6,39 @@ import builtins
 from math import prod
 from typing import Sequence
 
+import numpy as np
+
+from ir import get_primitive as _gp
+
 from .._tensor import Tensor
 from .._trace import bind
-from ._common import as_tensor_operand, broadcast_to_shape, normalize_dim, normalize_dims, result_type, convert
+from ._common import (as_tensor_operand, broadcast_to_shape, convert, copy, dtype_of, ebind, normalize_dim,
+                      normalize_dims, result_type, shape_of)
+
+_RESHAPE, _TRANSPOSE, _SLICE, _CONCAT = _gp("reshape"), _gp("transpose"), _gp("slice"), _gp("concatenate")
+_BROADCAST, _REV, _TAKE = _gp("broadcast_in_dim"), _gp("rev"), _gp("take")
 
 
-def _shape_arg(shape) -> tuple:
+def _arg(x) -> Tensor:
+    return x if isinstance(x, Tensor) else as_tensor_operand(x)
+
+
+def _fresh(out: Tensor, *sources: Tensor) -> Tensor:
+    """`out`, copied if it may share memory with a source (for ops that PyTorch defines as copying)."""
+    if out._trace is None and any(s._trace is None and np.may_share_memory(out._data, s._data) for s in sources):
+        return copy(out)
+    return out
+
+
+def _shape_arg(shape, op: str = "shape") -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    out = []
+    for s in shape:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer, Tensor)):
+            raise TypeError(f"{op}: expected a sequence of ints, got {type(s).__name__} in {list(shape)}")
+        out.append(int(s))
+    return tuple(out)
 
 
 def infer_shape(shape: Sequence[int], numel: int, op: str, src=None) -> tuple[int, ...]:
@@ -38,9 +62,10 @@ def infer_shape(shape: Sequence[int], numel: int, op: str, src=None) -> tuple[in
 
 def reshape(input, *shape) -> Tensor:
     """The same elements in a new shape (one dim may be -1); a view when the layout allows."""
-    x = as_tensor_operand(input)
-    new = infer_shape(_shape_arg(shape), x.numel(), "reshape", x.shape)
-    return x if new == tuple(x.shape) else bind("reshape", x, shape=new)
+    x = _arg(input)
+    old = shape_of(x)
+    new = infer_shape(_shape_arg(shape, "reshape"), prod(old), "reshape", old)
+    return x if new == tuple(old) else ebind(_RESHAPE, x, shape=new)
 
 
 def view(input, *shape) -> Tensor:
@@ -53,43 +78,48 @@ def view(input, *shape) -> Tensor:
 
 def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
-    x = as_tensor_operand(input)
-    if x.ndim == 0:
+    x = _arg(input)
+    shape = tuple(shape_of(x))
+    if not shape:
+        normalize_dim(start_dim, 0, "flatten")
+        normalize_dim(end_dim, 0, "flatten")
         return reshape(x, 1)
-    s = normalize_dim(start_dim, x.ndim, "flatten")
-    e = normalize_dim(end_dim, x.ndim, "flatten")
+    s = normalize_dim(start_dim, len(shape), "flatten")
+    e = normalize_dim(end_dim, len(shape), "flatten")
     if s > e:
-        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    shape = x.shape[:s] + (prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
-    return reshape(x, shape)
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (shape {shape})")
+    return reshape(x, shape[:s] + (prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
 def unflatten(input, dim: int, sizes) -> Tensor:
     """Split dim `dim` into `sizes`."""
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim, "unflatten")
-    sizes = infer_shape(tuple(sizes), x.shape[d], "unflatten")
-    return reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
+    x = _arg(input)
+    shape = tuple(shape_of(x))
+    d = normalize_dim(dim, len(shape), "unflatten")
+    sizes = infer_shape(_shape_arg((tuple(sizes),), "unflatten"), shape[d], "unflatten", shape)
+    return reshape(x, shape[:d] + sizes + shape[d + 1:])
 
 
 def permute(input, *dims) -> Tensor:
     """Reorder the dims: result dim i is input dim dims[i]."""
-    x = as_tensor_operand(input)
-    dims = _shape_arg(dims)
-    if len(dims) != x.ndim:
-        raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {x.ndim} dims "
-                         f"(shape {tuple(x.shape)})")
-    perm = normalize_dims(dims, x.ndim, "permute")
-    return x if perm == tuple(range(x.ndim)) else bind("transpose", x, permutation=perm)
+    x = _arg(input)
+    dims = _shape_arg(dims, "permute")
+    nd = len(shape_of(x))
+    if len(dims) != nd:
+        raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {nd} dims "
+                         f"(shape {tuple(shape_of(x))})")
+    perm = normalize_dims(dims, nd, "permute")
+    return x if perm == tuple(range(nd)) else ebind(_TRANSPOSE, x, permutation=perm)
 
 
 def transpose(input, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
-    x = as_tensor_operand(input)
-    if x.ndim == 0:
+    x = _arg(input)
+    nd = len(shape_of(x))
+    a, b = normalize_dim(dim0, nd, "transpose"), normalize_dim(dim1, nd, "transpose")
+    if nd == 0:
         return x
-    a, b = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
-    perm = list(range(x.ndim))
+    perm = list(range(nd))
     perm[a], perm[b] = perm[b], perm[a]
     return permute(x, perm)
 
@@ -99,21 +129,26 @@ swapaxes = swapdims = transpose
 
 def t(input) -> Tensor:
     """Transpose of a tensor with at most 2 dims."""
-    x = as_tensor_operand(input)
-    if x.ndim > 2:
-        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but got {x.ndim}D (shape {tuple(x.shape)})")
-    return transpose(x, 0, 1) if x.ndim == 2 else x
+    x = _arg(input)
+    nd = len(shape_of(x))
+    if nd > 2:
+        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but got {nd}D (shape {tuple(shape_of(x))})")
+    return transpose(x, 0, 1) if nd == 2 else x
 
 
 def movedim(input, source, destination) -> Tensor:
     """Move dims `source` to positions `destination`."""
-    x = as_tensor_operand(input)
-    src = normalize_dims(source, x.ndim, "movedim")
-    dst = normalize_dims(destination, x.ndim, "movedim")
+    x = _arg(input)
+    nd = len(shape_of(x))
+    src = normalize_dims(source, nd, "movedim")
+    dst = normalize_dims(destination, nd, "movedim")
     if len(src) != len(dst):
-        raise ValueError("movedim: source and destination must have the same number of dims")
-    order = [d for d in range(x.ndim) if d not in src]
-    perm = [None] * x.ndim
+        raise ValueError(f"movedim: source {list(src)} and destination {list(dst)} must have the same number "
+                         f"of dims")
+    if nd == 0:
+        return x
+    order = [d for d in range(nd) if d not in src]
+    perm = [None] * nd
     for s, d in zip(src, dst):
         perm[d] = s
     it = iter(order)
@@ -126,30 +161,33 @@ moveaxis = movedim
 
 def squeeze(input, dim=None) -> Tensor:
     """Drop size-1 dims (all, or those in `dim`)."""
-    x = as_tensor_operand(input)
+    x = _arg(input)
+    shape = shape_of(x)
     if dim is None:
-        axes = [i for i, d in enumerate(x.shape) if d == 1]
+        axes = [i for i, d in enumerate(shape) if d == 1]
     else:
-        axes = [a for a in normalize_dims(dim, x.ndim, "squeeze") if x.ndim and x.shape[a] == 1]
-    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+        axes = [a for a in normalize_dims(dim, len(shape), "squeeze") if shape and shape[a] == 1]
+    return reshape(x, tuple(d for i, d in enumerate(shape) if i not in axes))
 
 
 def unsqueeze(input, dim: int) -> Tensor:
     """Insert a size-1 dim at `dim`."""
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
-    return bind("reshape", x, shape=x.shape[:d] + (1,) + x.shape[d:])
+    x = _arg(input)
+    shape = tuple(shape_of(x))
+    d = normalize_dim(dim, len(shape) + 1, "unsqueeze")
+    return ebind(_RESHAPE, x, shape=shape[:d] + (1,) + shape[d:])
 
 
 def expand(input, *sizes) -> Tensor:
     """Broadcast to `sizes` (-1 keeps a dim) without copying."""
-    x = as_tensor_operand(input)
-    sizes = _shape_arg(sizes)
-    if len(sizes) < x.ndim:
+    x = _arg(input)
+    xs = shape_of(x)
+    sizes = _shape_arg(sizes, "expand")
+    if len(sizes) < len(xs):
         raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
-                         f"the number of dimensions in the tensor ({x.ndim})")
-    lead = len(sizes) - x.ndim
-    shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+                         f"the number of dimensions in the tensor ({len(xs)}, shape {tuple(xs)})")
+    lead = len(sizes) - len(xs)
+    shape = tuple(xs[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     if any(s < 0 for s in shape):
         raise ValueError(f"expand: -1 is not allowed in a leading, non-existing dimension ({list(sizes)})")
     return broadcast_to_shape(x, shape, "expand")
@@ -175,22 +213,28 @@ def broadcast_tensors(*tensors):
 
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim (dtypes promote)."""
-    ts = [as_tensor_operand(t) for t in tensors]
+    if isinstance(tensors, Tensor):
+        raise TypeError("cat: expected a sequence of tensors, got a single Tensor")
+    ts = [_arg(t) for t in tensors]
     if not ts:
         raise ValueError("cat: expected a non-empty list of tensors")
+    dtype = result_type(*[t for t in ts if shape_of(t)] or ts)  # promotion over every input
     # PyTorch skips 1-d empty tensors in cat
-    nonempty = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts[:1]
-    dtype = result_type(*nonempty)
-    ref = nonempty[0]
-    if ref.ndim == 0:
-        raise ValueError("cat: zero-dimensional tensor cannot be concatenated")
-    d = normalize_dim(dim, ref.ndim, "cat")
+    nonempty = [t for t in ts if tuple(shape_of(t)) != (0,)] or ts[:1]
+    if any(not shape_of(t) for t in ts):
+        raise ValueError(f"cat: zero-dimensional tensor cannot be concatenated (shapes "
+                         f"{[tuple(shape_of(x)) for x in ts]})")
+    ref = shape_of(nonempty[0])
+    d = normalize_dim(dim, len(ref), "cat")
     for t in nonempty[1:]:
-        if t.ndim != ref.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, ref.shape)) if i != d):
+        s = shape_of(t)
+        if len(s) != len(ref) or any(a != b for i, (a, b) in enumerate(zip(s, ref)) if i != d):
             raise ValueError(f"cat: sizes of tensors must match except in dimension {d}; got shapes "
-                             f"{[tuple(x.shape) for x in nonempty]}")
+                             f"{[tuple(shape_of(x)) for x in ts]}")
     ts = [convert(t, dtype) for t in nonempty]
-    return ts[0] if len(ts) == 1 else bind("concatenate", *ts, axis=d)
+    if len(ts) == 1:
+        return copy(ts[0]) if ts[0] is nonempty[0] else ts[0]
+    return ebind(_CONCAT, *ts, axis=d)
 
 
 concatenate = concat = cat
@@ -198,76 +242,99 @@ concatenate = concat = cat
 
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors of equal shape along a new dim."""
-    ts = [as_tensor_operand(t) for t in tensors]
+    if isinstance(tensors, Tensor):
+        raise TypeError("stack: expected a sequence of tensors, got a single Tensor")
+    ts = [_arg(t) for t in tensors]
     if not ts:
         raise ValueError("stack: expected a non-empty list of tensors")
-    shapes = {tuple(t.shape) for t in ts}
+    shapes = {tuple(shape_of(t)) for t in ts}
     if len(shapes) != 1:
-        raise ValueError(f"stack: expects each tensor to be equal size, but got shapes {[tuple(t.shape) for t in ts]}")
-    d = normalize_dim(dim, ts[0].ndim + 1, "stack")
+        raise ValueError(f"stack: expects each tensor to be equal size, but got shapes "
+                         f"{[tuple(shape_of(t)) for t in ts]}")
+    d = normalize_dim(dim, len(shape_of(ts[0])) + 1, "stack")
     return cat([unsqueeze(t, d) for t in ts], d)
 
 
 def hstack(tensors):
-    ts = [as_tensor_operand(t) for t in tensors]
-    return cat(ts, 0 if ts[0].ndim == 1 else 1)
+    """Concatenate along dim 1 (dim 0 for 1-d tensors); 0-d tensors count as 1-d."""
+    ts = [_arg(t) for t in tensors]
+    if not ts:
+        raise ValueError("hstack: expected a non-empty list of tensors")
+    ts = [reshape(t, 1) if not shape_of(t) else t for t in ts]
+    return cat(ts, 0 if len(shape_of(ts[0])) == 1 else 1)
 
 
 def vstack(tensors):
-    ts = [as_tensor_operand(t) for t in tensors]
-    return cat([t if t.ndim > 1 else reshape(t, 1, -1) for t in ts], 0)
+    """Concatenate along dim 0 after viewing 0-d and 1-d tensors as rows."""
+    ts = [_arg(t) for t in tensors]
+    if not ts:
+        raise ValueError("vstack: expected a non-empty list of tensors")
+    return cat([t if len(shape_of(t)) > 1 else reshape(t, 1, -1) for t in ts], 0)
 
 
 def narrow(input, dim: int, start: int, length: int) -> Tensor:
     """Elements start..start+length of dim `dim` (a view)."""
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim, "narrow")
-    n = x.shape[d]
+    x = _arg(input)
+    shape = shape_of(x)
+    if not shape:
+        raise IndexError("narrow: cannot be applied to a 0-dim tensor")
+    d = normalize_dim(dim, len(shape), "narrow")
+    start, length = int(start), int(length)
+    n = shape[d]
     if start < 0:
         start += n
     if not (0 <= start <= n and 0 <= length and start + length <= n):
         raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({n}) "
-                         f"of shape {tuple(x.shape)}")
+                         f"of shape {tuple(shape)}")
     return slice_dim(x, d, start, start + length, 1)
 
 
 def slice_dim(x: Tensor, d: int, start: int, stop: int, step: int) -> Tensor:
     """x[..., start:stop:step, ...] on dim d with normalised bounds."""
-    if start == 0 and stop == x.shape[d] and step == 1:
+    shape = shape_of(x)
+    if start == 0 and stop == shape[d] and step == 1:
         return x
-    starts = [0] * x.ndim
-    limits = list(x.shape)
-    strides = [1] * x.ndim
+    nd = len(shape)
+    starts = [0] * nd
+    limits = list(shape)
+    strides = [1] * nd
     starts[d], limits[d], strides[d] = start, builtins.max(stop, start), step
-    return bind("slice", x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides))
+    return ebind(_SLICE, x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides))
 
 
 def select(input, dim: int, index: int) -> Tensor:
     """The slice at `index` along `dim`, with that dim removed."""
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim, "select")
-    n = x.shape[d]
+    x = _arg(input)
+    shape = tuple(shape_of(x))
+    if not shape:
+        raise IndexError("select: cannot be applied to a 0-dim tensor")
+    d = normalize_dim(dim, len(shape), "select")
+    n = shape[d]
+    index = int(index)
     if not -n <= index < n:
         raise IndexError(f"select: index {index} is out of bounds for dimension {d} with size {n}")
     index %= n
     part = slice_dim(x, d, index, index + 1, 1)
-    return bind("reshape", part, shape=x.shape[:d] + x.shape[d + 1:])
+    return ebind(_RESHAPE, part, shape=shape[:d] + shape[d + 1:])
 
 
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Split into chunks of `split_size` (last may be smaller) or of the given section sizes."""
-    x = as_tensor_operand(tensor)
-    d = normalize_dim(dim, x.ndim, "split")
-    n = x.shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step <= 0 and n:
-            raise ValueError(f"split: split_size must be positive, got {step}")
+    x = _arg(tensor)
+    shape = tuple(shape_of(x))
+    if not shape:
+        raise ValueError("split: cannot split a 0-dim tensor")
+    d = normalize_dim(dim, len(shape), "split")
+    n = shape[d]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        step = int(split_size_or_sections)
+        if step < 0 or (step == 0 and n):
+            raise ValueError(f"split: split_size must be positive, got {step} (shape {shape}, dim {d})")
         sizes = [builtins.min(step, n - i) for i in range(0, n, step)] if n else [0]
     else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n:
-            raise ValueError(f"split: sections {sizes} do not sum to the size {n} of dim {d} of {tuple(x.shape)}")
+        sizes = [int(s) for s in split_size_or_sections]
+        if any(s < 0 for s in sizes) or builtins.sum(sizes) != n:
+            raise ValueError(f"split: sections {sizes} do not sum to the size {n} of dim {d} of {shape}")
     out, start = [], 0
     for s in sizes:
         out.append(slice_dim(x, d, start, start + s, 1))
@@ -277,97 +344,167 @@ def split(tensor, split_size_or_sections, dim: int = 0):
 
 def chunk(input, chunks: int, dim: int = 0):
     """Split into `chunks` nearly equal pieces (the last may be smaller, as in PyTorch)."""
-    x = as_tensor_operand(input)
+    x = _arg(input)
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-    d = normalize_dim(dim, x.ndim, "chunk")
-    n = x.shape[d]
-    size = -(-n // chunks) if n else 0
-    return split(x, size if size else 1, d) if n else (x,)
+    shape = shape_of(x)
+    if not shape:
+        raise ValueError("chunk: cannot chunk a 0-dim tensor")
+    d = normalize_dim(dim, len(shape), "chunk")
+    n = shape[d]
+    if n == 0:  # PyTorch returns `chunks` empty pieces
+        return split(x, [0] * chunks, d)
+    return split(x, -(-n // chunks), d)
 
 
-def tensor_split(input, sections: int, dim: int = 0):
-    """Split into `sections` pieces whose sizes differ by at most one."""
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim, "tensor_split")
-    n = x.shape[d]
-    q, r = divmod(n, sections)
-    return split(x, [q + 1] * r + [q] * (sections - r), d)
+def tensor_split(input, indices_or_sections, dim: int = 0):
+    """Split into `sections` pieces whose sizes differ by at most one, or at the given indices."""
+    x = _arg(input)
+    shape = shape_of(x)
+    if not shape:
+        raise ValueError("tensor_split: expected at least a 1-dimensional tensor")
+    d = normalize_dim(dim, len(shape), "tensor_split")
+    n = shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        ios = ios.item() if len(shape_of(ios)) == 0 else ios.tolist()
+    if isinstance(ios, (int, np.integer)):
+        sections = int(ios)
+        if sections <= 0:
+            raise ValueError(f"tensor_split: number of sections must be larger than 0, got {sections}")
+        q, r = divmod(n, sections)
+        return split(x, [q + 1] * r + [q] * (sections - r), d)
+    out, prev = [], 0
+    for i in list(ios) + [n]:
+        i = int(i)
+        i = builtins.min(builtins.max(i + n if i < 0 else i, 0), n)
+        hi = builtins.max(i, prev)
+        out.append(slice_dim(x, d, prev, hi, 1))
+        prev = hi
+    return tuple(out)
 
 
 def unbind(input, dim: int = 0):
     """All slices along `dim`, with that dim removed."""
-    x = as_tensor_operand(input)
-    d = normalize_dim(dim, x.ndim, "unbind")
-    return tuple(select(x, d, i) for i in range(x.shape[d]))
+    x = _arg(input)
+    shape = shape_of(x)
+    if not shape:
+        raise ValueError("unbind: dimension specified as 0 but tensor has no dimensions")
+    d = normalize_dim(dim, len(shape), "unbind")
+    return tuple(select(x, d, i) for i in range(shape[d]))
 
 
 def flip(input, dims) -> Tensor:
     """Reverse the order of elements along `dims`."""
-    x = as_tensor_operand(input)
-    axes = normalize_dims(dims, x.ndim, "flip")
-    return bind("rev", x, axes=axes) if axes and x.ndim else x
+    x = _arg(input)
+    axes = normalize_dims(dims, len(shape_of(x)), "flip")
+    if not axes:
+        return copy(x)
+    return _fresh(ebind(_REV, x, axes=tuple(sorted(axes))), x)
 
 
 def roll(input, shifts, dims=None) -> Tensor:
     """Rotate elements along `dims` by `shifts`."""
-    x = as_tensor_operand(input)
+    x = _arg(input)
+    shape = tuple(shape_of(x))
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
     if dims is None:
-        return reshape(roll(flatten(x), shifts, 0), x.shape)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(shifts) != 1:
+            raise ValueError(f"roll: shifts {list(shifts)} need matching dims when dims is None")
+        return reshape(roll(flatten(x), shifts, 0), shape)
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise ValueError(f"roll: shifts and dimensions must align, got shifts {list(shifts)} and dims {list(dims)}")
+    src = x
     for s, d in zip(shifts, dims):
-        d = normalize_dim(d, x.ndim, "roll")
-        n = x.shape[d]
+        d = normalize_dim(d, len(shape), "roll")
+        if not shape:
+            continue
+        n = shape[d]
         if n == 0:
             continue
-        s %= n
+        s = int(s) % n
         if s:
-            x = cat([slice_dim(x, d, n - s, n, 1), slice_dim(x, d, 0, n - s, 1)], d)
-    return x
+            x = ebind(_CONCAT, slice_dim(x, d, n - s, n, 1), slice_dim(x, d, 0, n - s, 1), axis=d)
+    return copy(x) if x is src else x
 
 
 def repeat(input, *sizes) -> Tensor:
     """Tile the tensor `sizes[i]` times along each dim (like torch.Tensor.repeat)."""
-    x = as_tensor_operand(input)
-    sizes = _shape_arg(sizes)
-    if len(sizes) < x.ndim:
-        raise ValueError("repeat: number of repeat dims can not be smaller than number of tensor dims")
-    x = reshape(x, (1,) * (len(sizes) - x.ndim) + tuple(x.shape))
+    src = _arg(input)
+    xs = tuple(shape_of(src))
+    sizes = _shape_arg(sizes, "repeat")
+    if len(sizes) < len(xs):
+        raise ValueError(f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than number of tensor "
+                         f"dims ({len(xs)}, shape {xs})")
+    if any(r < 0 for r in sizes):
+        raise ValueError(f"repeat: repeats must be non-negative, got {list(sizes)}")
+    full = (1,) * (len(sizes) - len(xs)) + xs
+    x = reshape(src, full)
     inter = []
-    for r, d in zip(sizes, x.shape):
+    for r, d in zip(sizes, full):
         inter += [r, d]
-    y = bind("broadcast_in_dim", x, shape=tuple(inter), broadcast_dimensions=tuple(range(1, 2 * x.ndim, 2)))
-    return reshape(y, tuple(r * d for r, d in zip(sizes, x.shape)))
+    y = ebind(_BROADCAST, x, shape=tuple(inter), broadcast_dimensions=tuple(range(1, 2 * len(full), 2)))
+    return _fresh(reshape(y, tuple(r * d for r, d in zip(sizes, full))), src)
 
 
 def tile(input, dims) -> Tensor:
-    x = as_tensor_operand(input)
-    dims = tuple(dims)
-    return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
+    x = _arg(input)
+    dims = _shape_arg((tuple(dims) if not isinstance(dims, (int, np.integer)) else (dims,),), "tile")
+    return repeat(x, (1,) * (len(shape_of(x)) - len(dims)) + dims)
 
 
-def repeat_interleave(input, repeats: int, dim=None) -> Tensor:
-    """Repeat each element `repeats` times along `dim` (flattened when None)."""
-    x = as_tensor_operand(input)
+def repeat_interleave(input, repeats, dim=None, *, output_size=None) -> Tensor:
+    """Repeat each element `repeats` times along `dim` (flattened when None); `repeats` may be an int
+    or a 1-d tensor/list of per-element counts (concrete values: the result shape depends on them)."""
+    src = _arg(input)
+    x = src
     if dim is None:
         x, dim = flatten(x), 0
-    d = normalize_dim(dim, x.ndim, "repeat_interleave")
-    shape = x.shape[:d + 1] + (repeats,) + x.shape[d + 1:]
-    y = bind("broadcast_in_dim", x, shape=shape,
-             broadcast_dimensions=tuple(i if i <= d else i + 1 for i in range(x.ndim)))
-    return reshape(y, x.shape[:d] + (x.shape[d] * repeats,) + x.shape[d + 1:])
+    xs = tuple(shape_of(x))
+    d = normalize_dim(dim, len(xs), "repeat_interleave")
+    if not xs:
+        x, xs = reshape(x, 1), (1,)
+    if isinstance(repeats, (Tensor, list, tuple, np.ndarray)):
+        r = np.asarray(repeats._concrete("repeat_interleave with tensor repeats") if isinstance(repeats, Tensor)
+                       else repeats)
+        if r.dtype.kind not in "iub":
+            raise TypeError(f"repeat_interleave: repeats must be integers, got dtype {r.dtype}")
+        if r.ndim > 1:
+            raise ValueError(f"repeat_interleave: repeats must be 0-d or 1-d, got shape {r.shape}")
+        if r.size == 1:
+            repeats = int(r.reshape(()))
+        else:
+            if r.shape[0] != xs[d]:
+                raise ValueError(f"repeat_interleave: repeats of shape {r.shape} must match dim {d} of input "
+                                 f"shape {xs}")
+            if (r < 0).any():
+                raise ValueError("repeat_interleave: repeats can not be negative")
+            idx = np.repeat(np.arange(xs[d], dtype=np.int64), r.astype(np.int64))
+            return ebind(_TAKE, x, Tensor._wrap(idx), axis=d)
+    repeats = int(repeats)
+    if repeats < 0:
+        raise ValueError(f"repeat_interleave: repeats can not be negative, got {repeats}")
+    shape = xs[:d + 1] + (repeats,) + xs[d + 1:]
+    y = ebind(_BROADCAST, x, shape=shape, broadcast_dimensions=tuple(i if i <= d else i + 1 for i in range(len(xs))))
+    return _fresh(reshape(y, xs[:d] + (xs[d] * repeats,) + xs[d + 1:]), src)
 
 
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, as a new last dim (a strided slice of the flattened plane)."""
-    x = as_tensor_operand(input)
-    a, b = normalize_dim(dim1, x.ndim, "diagonal"), normalize_dim(dim2, x.ndim, "diagonal")
+    x = _arg(input)
+    nd = len(shape_of(x))
+    if nd < 2:
+        raise ValueError(f"diagonal: expected a tensor with at least 2 dims, got shape {tuple(shape_of(x))}")
+    a, b = normalize_dim(dim1, nd, "diagonal"), normalize_dim(dim2, nd, "diagonal")
+    if a == b:
+        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2} (shape {tuple(shape_of(x))})")
     y = movedim(x, (a, b), (-2, -1))
-    n, m = y.shape[-2], y.shape[-1]
+    ys = tuple(shape_of(y))
+    n, m = ys[-2], ys[-1]
     rows = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
-    flat = reshape(y, y.shape[:-2] + (n * m,))
+    flat = reshape(y, ys[:-2] + (n * m,))
     start = offset if offset >= 0 else -offset * m
     if rows == 0:
-        return slice_dim(flat, flat.ndim - 1, 0, 0, 1)
-    return slice_dim(flat, flat.ndim - 1, start, start + (rows - 1) * (m + 1) + 1, m + 1)
+        return slice_dim(flat, nd - 2, 0, 0, 1)
+    return slice_dim(flat, nd - 2, start, start + (rows - 1) * (m + 1) + 1, m + 1)

@@ -1,0 +1,371 @@
+"""Simplification passes: dead-code elimination, common-subexpression elimination, constant
+folding and algebraic identities. They run after differentiation, whose rules are written for
+clarity (they multiply by ones, broadcast then reduce, transpose twice) and rely on this pass to
+leave the derivative graph lean.
+
+Every pass is pure: it reads a graph and builds a new one with the same input and output types.
+
+The rewriting is one forward walk. Each node is re-emitted through `_Simplifier.emit`, which
+
+1. folds it when all of its operands are `full` constants (elementwise ops, layout ops and
+   reductions of a constant are constants);
+2. tries the rows of `RULES` registered for its primitive -- a row returns an existing value or
+   emits a cheaper replacement (through `emit` again, so replacements are simplified too);
+3. reuses an identical earlier node (CSE);
+4. otherwise emits it.
+
+Dead nodes (including those left behind by rewrites) are removed at the end; the walk repeats
+until the node count stops shrinking.
+
+Rewrites that would change results for special values are left out: ``x * 0 -> 0`` only for
+integer and boolean ``x`` (``inf * 0`` is ``nan``), ``x - x`` is kept, and `stop_gradient` is
+kept (a simplified graph may be differentiated again). ``x + 0 -> x`` does turn ``-0.0 + 0.0``
+into ``-0.0``, as every optimising compiler's algebraic simplifier does.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import Graph, GraphBuilder, Node, Value, _attr_key, freeze_attr
+from ..primitive import Primitive, get_primitive
+from ..prims import elementwise
+from ..prims.linalg import free_axes
+from ..types import TensorType
+
+__all__ = ["simplify", "dce", "cse", "RULES", "node_count"]
+
+
+def node_count(graph: Graph) -> int:
+    """The number of nodes of `graph` (what `simplify` reduces).
+
+    >>> from ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
+    >>> node_count(b.build([b.neg(b.neg(x))])), node_count(simplify(b.build([b.neg(b.neg(x))])))
+    (2, 0)
+    """
+    return len(graph.nodes)
+
+
+# --- pattern helpers -----------------------------------------------------------------------------
+def producer(v: Value, name: str) -> Node | None:
+    """The node computing `v` if it is an application of primitive `name`."""
+    n = v.node
+    return n if n is not None and n.prim.name == name else None
+
+
+def const_value(v: Value) -> Any:
+    """The fill value of `v` if it is a `full` constant, else None."""
+    n = producer(v, "full")
+    return None if n is None else n.attrs["value"]
+
+
+def is_const(v: Value, c) -> bool:
+    """True if `v` is a `full` constant equal to `c` (never for nan)."""
+    value = const_value(v)
+    return value is not None and not isinstance(value, bool) and value == c
+
+
+def _scalar(value, dtype):
+    """`value` as the Python scalar a `full` node of `dtype` stores."""
+    value = np.asarray(value, dtype=dtype.np).item()
+    return bool(value) if dtype.is_bool else int(value) if dtype.is_integer else float(value)
+
+
+# --- the rewrite table ---------------------------------------------------------------------------
+Rule = Callable[..., Value | None]  # rule(s, *operands, **attrs) -> replacement or None
+
+
+def _reshape_reshape(s, x, *, shape):
+    inner = producer(x, "reshape")
+    return s.emit("reshape", inner.inputs[0], shape=shape) if inner else None
+
+
+def _transpose_transpose(s, x, *, permutation):
+    inner = producer(x, "transpose")
+    if inner is None:
+        return None
+    first = inner.attrs["permutation"]
+    return s.emit("transpose", inner.inputs[0], permutation=tuple(first[p] for p in permutation))
+
+
+def _broadcast_broadcast(s, x, *, shape, broadcast_dimensions):
+    inner = producer(x, "broadcast_in_dim")
+    if inner is None:
+        return None
+    dims = tuple(broadcast_dimensions[d] for d in inner.attrs["broadcast_dimensions"])
+    return s.emit("broadcast_in_dim", inner.inputs[0], shape=shape, broadcast_dimensions=dims)
+
+
+def _broadcast_as_reshape(s, x, *, shape, broadcast_dimensions):
+    """A broadcast that expands nothing (it only inserts size-1 axes) is a reshape."""
+    if x.shape == shape or any(x.shape[i] != shape[d] for i, d in enumerate(broadcast_dimensions)):
+        return None
+    if any(shape[d] != 1 for d in range(len(shape)) if d not in broadcast_dimensions):
+        return None
+    return s.emit("reshape", x, shape=shape)
+
+
+def _reduce_of_broadcast(s, x, *, axes):
+    """reduce_sum over axes that a broadcast added: broadcast to the kept axes, times their count."""
+    bcast = producer(x, "broadcast_in_dim")
+    if bcast is None:
+        return None
+    dims = bcast.attrs["broadcast_dimensions"]
+    if any(a in dims for a in axes):
+        return None
+    src = bcast.inputs[0]
+    kept = [d for d in range(x.ndim) if d not in axes]
+    shape = tuple(x.shape[d] for d in kept)
+    out = s.emit("broadcast_in_dim", src, shape=shape, broadcast_dimensions=tuple(kept.index(d) for d in dims))
+    n = prod(x.shape[a] for a in axes)
+    return out if n == 1 else s.emit("mul", out, s.const(n, out.type))
+
+
+def _reduce_reduce(s, x, *, axes):
+    inner = producer(x, "reduce_sum")
+    if inner is None:
+        return None
+    first = inner.attrs["axes"]
+    kept = [d for d in range(inner.inputs[0].ndim) if d not in first]
+    return s.emit("reduce_sum", inner.inputs[0], axes=tuple(sorted(first + tuple(kept[a] for a in axes))))
+
+
+def _rev_rev(s, x, *, axes):
+    inner = producer(x, "rev")
+    return inner.inputs[0] if inner is not None and sorted(inner.attrs["axes"]) == sorted(axes) else None
+
+
+def _dot_of_transpose(s, x, y, *, contract, batch):
+    """Read a transposed operand of dot_general through the permutation, when its free axes stay in order."""
+    (lc, rc), (lb, rb) = contract, batch
+    for side, v, c, bt in ((0, x, lc, lb), (1, y, rc, rb)):
+        t = producer(v, "transpose")
+        if t is None:
+            continue
+        perm = t.attrs["permutation"]
+        free = [perm[j] for j in free_axes(v.ndim, c, bt)]
+        if free != sorted(free):
+            continue
+        nc, nb = tuple(perm[j] for j in c), tuple(perm[j] for j in bt)
+        if side == 0:
+            return s.emit("dot_general", t.inputs[0], y, contract=(nc, rc), batch=(nb, rb))
+        return s.emit("dot_general", x, t.inputs[0], contract=(lc, nc), batch=(lb, nb))
+    return None
+
+
+def _mul_by_zero(s, x, y):
+    if x.dtype.is_floating_point:
+        return None
+    return y if is_const(y, 0) else x if is_const(x, 0) else None
+
+
+RULES: dict[str, list[Rule]] = {
+    "add": [
+        lambda s, x, y: x if is_const(y, 0) else None,                              # x + 0 -> x
+        lambda s, x, y: y if is_const(x, 0) else None,                              # 0 + x -> x
+        lambda s, x, y: s.emit("sub", x, y.node.inputs[0]) if producer(y, "neg") else None,  # x + -y -> x - y
+        lambda s, x, y: s.emit("sub", y, x.node.inputs[0]) if producer(x, "neg") else None,  # -x + y -> y - x
+    ],
+    "sub": [
+        lambda s, x, y: x if is_const(y, 0) else None,                              # x - 0 -> x
+        lambda s, x, y: s.emit("neg", y) if is_const(x, 0) else None,               # 0 - x -> -x
+        lambda s, x, y: s.emit("add", x, y.node.inputs[0]) if producer(y, "neg") else None,  # x - -y -> x + y
+    ],
+    "mul": [
+        lambda s, x, y: x if is_const(y, 1) else None,                              # x * 1 -> x
+        lambda s, x, y: y if is_const(x, 1) else None,                              # 1 * x -> x
+        lambda s, x, y: s.emit("neg", x) if is_const(y, -1) else None,              # x * -1 -> -x
+        lambda s, x, y: s.emit("neg", y) if is_const(x, -1) else None,              # -1 * x -> -x
+        _mul_by_zero,                                                               # x * 0 -> 0 (integer x only)
+    ],
+    "div": [
+        lambda s, x, y: x if is_const(y, 1) else None,                              # x / 1 -> x
+        lambda s, x, y: s.emit("neg", x) if is_const(y, -1) else None,              # x / -1 -> -x
+    ],
+    "pow": [
+        lambda s, x, y: x if is_const(y, 1) else None,                              # x ** 1 -> x
+        lambda s, x, y: s.emit("mul", x, x) if is_const(y, 2) else None,            # x ** 2 -> x * x
+    ],
+    "dot_general": [
+        _dot_of_transpose,                                                          # dot(transpose(x), y) -> dot(x, y)
+    ],
+    "neg": [
+        lambda s, x: x.node.inputs[0] if producer(x, "neg") else None,              # neg(neg(x)) -> x
+    ],
+    "select": [
+        lambda s, p, x, y: x if x is y else None,                                   # select(p, x, x) -> x
+        lambda s, p, x, y: x if const_value(p) is True else None,                   # select(true, x, y) -> x
+        lambda s, p, x, y: y if const_value(p) is False else None,                  # select(false, x, y) -> y
+    ],
+    "convert_element_type": [
+        lambda s, x, *, dtype: x if x.dtype is dtype else None,                     # convert to own dtype -> x
+    ],
+    "reshape": [
+        lambda s, x, *, shape: x if x.shape == shape else None,                     # reshape to own shape -> x
+        _reshape_reshape,                                                           # reshape∘reshape -> reshape
+    ],
+    "transpose": [
+        lambda s, x, *, permutation: x if permutation == tuple(range(x.ndim)) else None,  # identity -> x
+        _transpose_transpose,                                                       # transpose∘transpose -> transpose
+    ],
+    "broadcast_in_dim": [
+        lambda s, x, *, shape, broadcast_dimensions:                                # broadcast to own shape -> x
+            x if x.shape == shape and broadcast_dimensions == tuple(range(x.ndim)) else None,
+        _broadcast_broadcast,                                                       # broadcast∘broadcast -> broadcast
+        _broadcast_as_reshape,                                                      # broadcast adding 1-axes -> reshape
+    ],
+    "reduce_sum": [
+        lambda s, x, *, axes: x if not axes else None,                              # sum over no axes -> x
+        _reduce_of_broadcast,                                                       # broadcast then reduce_sum -> x * n
+        _reduce_reduce,                                                             # sum∘sum -> sum
+    ],
+    "slice": [
+        lambda s, x, *, start_indices, limit_indices, strides:                      # full-range slice -> x
+            x if limit_indices == x.shape and not any(start_indices) and set(strides) <= {1} else None,
+    ],
+    "pad": [
+        lambda s, x, *, low, high, interior, value:                                 # no padding -> x
+            x if not any(low) and not any(high) and not any(interior) else None,
+    ],
+    "rev": [
+        lambda s, x, *, axes: x if not axes else None,                              # rev over no axes -> x
+        _rev_rev,                                                                   # rev∘rev -> x
+    ],
+    "concatenate": [
+        lambda s, *xs, axis: xs[0] if len(xs) == 1 else None,                       # concat of one -> x
+    ],
+}
+
+
+# --- constant folding ----------------------------------------------------------------------------
+_ELEMENTWISE = frozenset(p.name for p in vars(elementwise).values() if isinstance(p, Primitive))
+_SAME_VALUE_LAYOUT = {"broadcast_in_dim", "reshape", "transpose", "rev", "slice", "reduce_max", "reduce_min",
+                      "stop_gradient"}
+
+
+def _fold(prim: Primitive, inputs: tuple[Value, ...], consts: list, attrs: dict, out: TensorType):
+    """The fill value of `prim` applied to `full` constants (`consts`: their values), or None."""
+    try:
+        return _fold_unchecked(prim, inputs, consts, attrs, out)
+    except (OverflowError, ValueError):  # e.g. an integer result out of range: leave the node alone
+        return None
+
+
+def _fold_unchecked(prim: Primitive, inputs: tuple[Value, ...], consts: list, attrs: dict, out: TensorType):
+    name, first = prim.name, consts[0]
+    if name in _ELEMENTWISE:
+        args = [np.asarray(c, dtype=v.dtype.np) for c, v in zip(consts, inputs)]
+        with np.errstate(all="ignore"):
+            return _scalar(prim.impl(*args, **attrs), out.dtype)
+    if name in _SAME_VALUE_LAYOUT:
+        return first
+    if name == "pad" and _scalar(attrs["value"], out.dtype) == first:
+        return first
+    if name == "concatenate" and len(set(consts)) == 1:
+        return first
+    if name in ("reduce_sum", "reduce_prod"):
+        n = prod(inputs[0].shape[a] for a in attrs["axes"])
+        with np.errstate(all="ignore"):
+            return _scalar(first * n if name == "reduce_sum" else first ** n, out.dtype)
+    return None
+
+
+class _Simplifier:
+    """Emits simplified nodes into a new graph (see the module docstring)."""
+
+    def __init__(self, name: str, rules: dict[str, list[Rule]], fold: bool):
+        self.b = GraphBuilder(name)
+        self.rules = rules
+        self.fold = fold
+        self.memo: dict[tuple, Value] = {}
+
+    def const(self, value, type: TensorType) -> Value:
+        return self.emit("full", shape=type.shape, dtype=type.dtype, value=_scalar(value, type.dtype))
+
+    def emit(self, prim: Primitive | str, *inputs: Value, **attrs) -> Value:
+        prim = get_primitive(prim) if isinstance(prim, str) else prim
+        attrs = {k: freeze_attr(a) for k, a in attrs.items()}
+        out_type = prim.abstract_eval(*(v.type for v in inputs), **attrs)
+        if self.fold and inputs and not prim.random:
+            consts = [const_value(v) for v in inputs]
+            if all(c is not None for c in consts):
+                value = _fold(prim, inputs, consts, attrs, out_type)
+                if value is not None:
+                    return self.const(value, out_type)
+        for rule in self.rules.get(prim.name, ()):
+            r = rule(self, *inputs, **attrs)
+            if r is not None:
+                if r.type != out_type:
+                    raise AssertionError(f"simplify: a {prim.name} rewrite produced {r.type}, expected {out_type}")
+                return r
+        key = (prim.name, inputs, tuple(sorted((k, _attr_key(a)) for k, a in attrs.items())))
+        v = self.memo.get(key)
+        if v is None:
+            v = self.memo[key] = self.b.emit(prim, *inputs, **attrs)
+        return v
+
+
+def _rewrite(graph: Graph, rules: dict[str, list[Rule]], fold: bool) -> Graph:
+    s = _Simplifier(graph.name, rules, fold)
+    env: dict[Value, Value] = {v: s.b.add_input(v.type) for v in graph.inputs}
+    for n in graph.nodes:
+        env[n.out] = s.emit(n.prim, *(env[v] for v in n.inputs), **n.attrs)
+    return dce(s.b.build([env[v] for v in graph.outputs]))
+
+
+def dce(graph: Graph) -> Graph:
+    """`graph` without the nodes no output depends on (inputs are kept, even if unused).
+
+    >>> from ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32)); _ = b.cos(x)
+    >>> [n.prim.name for n in dce(b.build([b.sin(x)])).nodes]
+    ['sin']
+    """
+    live = set(graph.outputs)
+    kept = []
+    for n in reversed(graph.nodes):
+        if n.out in live:
+            kept.append(n)
+            live.update(n.inputs)
+    return _copy(graph, list(reversed(kept)))
+
+
+def _copy(graph: Graph, nodes: list[Node]) -> Graph:
+    b = GraphBuilder(graph.name)
+    env: dict[Value, Value] = {v: b.add_input(v.type) for v in graph.inputs}
+    for n in nodes:
+        env[n.out] = b.emit(n.prim, *(env[v] for v in n.inputs), **n.attrs)
+    return b.build([env[v] for v in graph.outputs])
+
+
+def cse(graph: Graph) -> Graph:
+    """`graph` with repeated computations (same primitive, operands and attributes) merged.
+
+    >>> from ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
+    >>> [n.prim.name for n in cse(b.build([b.add(b.sin(x), b.sin(x))])).nodes]
+    ['sin', 'add']
+    """
+    return _rewrite(graph, {}, fold=False)
+
+
+def simplify(graph: Graph, *, max_rounds: int = 4) -> Graph:
+    """DCE, CSE, constant folding and the algebraic identities of `RULES`, to a fixed point.
+
+    >>> from ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
+    >>> y = b.mul(b.transpose(b.transpose(x, permutation=(0,)), permutation=(0,)), b.const(1.0, (3,)))
+    >>> g = b.build([b.add(y, b.sin(x))])
+    >>> [n.prim.name for n in g.nodes], [n.prim.name for n in simplify(g).nodes]
+    (['transpose', 'transpose', 'full', 'mul', 'sin', 'add'], ['sin', 'add'])
+    """
+    out = _rewrite(graph, RULES, fold=True)
+    for _ in range(max_rounds - 1):
+        again = _rewrite(out, RULES, fold=True)
+        if len(again.nodes) >= len(out.nodes):
+            break
+        out = again
+    return out

@@ -1,0 +1,633 @@
+"""Differentiation transforms: `grad`, `grad_and_value`, `vjp`, `jvp`, `linearize`, `jacrev`,
+`jacfwd`, `hessian` (the contract is `shared/spec/`).
+
+Each call traces the function into a graph (`trace_function`), runs a graph pass from
+`ir.passes` (forward mode: `jvp`; reverse mode: `linearize` = JVP + partial evaluation, then
+`transpose`), simplifies the result and hands it to `call_graph`, which executes it -- or, when
+the arguments belong to an enclosing trace, inlines it there. That is how the transforms compose:
+``grad(grad(f))``, ``jacfwd(jacrev(f))``, ``jvp(grad(f), ...)``, or a transform inside
+``tp.compile``. Tensors the function closes over (captures) are constants to the transform.
+
+`jacrev` and `jacfwd` are traced as one graph: the VJP (or linearized JVP) applied to a whole
+basis of cotangents (tangents) at once, mapped with `vmap` when it is available.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ir import Graph
+from ir.passes.jvp import jvp as jvp_pass
+from ir.passes.partial_eval import linearize as linearize_pass, prune_residuals
+from ir.passes.simplify import simplify
+from ir.passes.transpose import grad_graph, transpose as transpose_pass
+
+from .. import _pytree
+from .._tensor import Tensor
+from .._trace import ClosedGraph, call_graph, trace_function
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
+
+
+# --- tracing a function for differentiation ------------------------------------------------------
+def _argnums_tuple(argnums, num_args: int, transform: str) -> tuple[int, ...]:
+    """`argnums` as a tuple of non-negative positions, validated against the call."""
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not nums:
+        raise ValueError(f"{transform}: argnums must be non-empty")
+    out = []
+    for a in nums:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"{transform}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -num_args <= a < num_args:
+            raise ValueError(f"{transform}: argnums {a} is out of range for a function called with "
+                             f"{num_args} positional argument(s)")
+        out.append(a % num_args)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{transform}: argnums {argnums!r} contains a repeated argument")
+    return tuple(out)
+
+
+def _describe(x) -> str:
+    if isinstance(x, Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of length {len(x)}"
+    return f"a {type(x).__name__}"
+
+
+@dataclass
+class _Traced:
+    """A function traced for differentiation.
+
+    Graph inputs are the flat tensor leaves of (args, kwargs), then the captures; graph outputs
+    are the tensor leaves of the main output, then those of aux, then the final values of inputs
+    written in place (never differentiated, like aux). `arg_inputs[i]` lists the graph inputs of
+    positional argument `i` (its tensor leaves, in flatten order).
+    """
+
+    closed: ClosedGraph
+    transform: str
+    inputs: list[Tensor]
+    arg_inputs: list[list[int]]
+    arg_trees: list[Any]
+    num_main: int                  # graph outputs of the main result
+    main_tree: Any
+
+    @property
+    def graph(self) -> Graph:
+        return self.closed.graph
+
+    def wrt(self, argnums: Sequence[int]) -> list[bool]:
+        flags = [False] * len(self.graph.inputs)
+        for a in argnums:
+            for k in self.arg_inputs[a]:
+                flags[k] = True
+        return flags
+
+    def split_outputs(self, tensors: Sequence[Tensor]) -> tuple[Any, Any]:
+        """(main result, aux) from the tensors of *all* graph outputs, after storing the function's
+        in-place writes (the outputs after its own, see `ClosedGraph.write_back`) into its inputs."""
+        return self.closed.unflatten_outputs(self.closed.write_back(self.inputs, list(tensors)))
+
+    def main_outputs(self) -> list:
+        return self.graph.outputs[:self.num_main]
+
+
+def _trace(func: Callable, args: tuple, kwargs: dict, transform: str, has_aux: bool,
+           argnums: Sequence[int]) -> _Traced:
+    """Trace `func(*args, **kwargs)`, checking that the arguments in `argnums` are float tensors."""
+    arg_inputs, arg_trees, k = [], [], 0
+    for i, arg in enumerate(args):
+        leaves, tree = _pytree.tree_flatten(arg)
+        arg_trees.append(tree)
+        idx = []
+        for leaf in leaves:
+            if isinstance(leaf, Tensor):
+                idx.append(k)
+                k += 1
+            elif i in argnums:
+                raise TypeError(f"{transform}: argument {i} contains {_describe(leaf)}; only tensors can be "
+                                f"differentiated (pass it as a different argument, or leave it out of argnums)")
+        if i in argnums:
+            for leaf in leaves:
+                if not leaf.dtype.is_floating_point:
+                    raise TypeError(f"{transform}: cannot differentiate with respect to argument {i}, a tensor "
+                                    f"of dtype {leaf.dtype.name}: only floating point tensors have derivatives")
+        arg_inputs.append(idx)
+
+    def split_aux(*a, **kw):
+        out = func(*a, **kw)
+        if not has_aux:
+            return out, None
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"{transform}: has_aux=True requires func to return a pair (output, aux), "
+                            f"but it returned {_describe(out)}")
+        return tuple(out)
+
+    closed = trace_function(split_aux, tuple(args), kwargs, transform=transform,
+                            name=getattr(func, "__name__", None))
+    main_tree = closed.out_tree.children[0]
+    main_static = closed.out_static[:main_tree.num_leaves]
+    leaves = _pytree.tree_flatten((tuple(args), kwargs))[0]
+    inputs = [leaf for leaf in leaves if isinstance(leaf, Tensor)] + closed.capture_tensors()
+    return _Traced(closed, transform, inputs, arg_inputs, arg_trees, sum(s is None for s in main_static), main_tree)
+
+
+def _check_tensor_output(tr: _Traced, what: str) -> None:
+    """The main result must be made of tensors (no Python numbers) to be differentiated."""
+    static = [s for s in tr.closed.out_static[:tr.main_tree.num_leaves] if s is not None]
+    if static or tr.num_main == 0:
+        raise TypeError(f"{tr.transform}: {what}, but func returned "
+                        f"{_describe(static[0].value) if static else 'no tensor'}")
+
+
+def _unflatten_args(tr: _Traced, flat: Sequence[Tensor], argnums: Sequence[int]) -> list:
+    """Per argument in `argnums`, its tree rebuilt from `flat`: one tensor per differentiated graph
+    input, in graph-input order (the order passes return cotangents in)."""
+    by_input = dict(zip(sorted(k for a in argnums for k in tr.arg_inputs[a]), flat))
+    return [_pytree.tree_unflatten(tr.arg_trees[a], [by_input[k] for k in tr.arg_inputs[a]]) for a in argnums]
+
+
+def _input_order(tr: _Traced, argnums: Sequence[int], flat: Sequence[Tensor]) -> list:
+    """Leaves given per argument in `argnums` order, rearranged into graph-input order."""
+    keyed = zip((k for a in argnums for k in tr.arg_inputs[a]), flat)
+    return [t for _, t in sorted(keyed, key=lambda kt: kt[0])]
+
+
+def _run(graph: Graph, inputs: Sequence[Tensor]) -> list:
+    """Simplify `graph` and execute it (or inline it into the trace owning an input)."""
+    return call_graph(simplify(graph), list(inputs))
+
+
+def _pick(results: list, argnums) -> Any:
+    return tuple(results) if isinstance(argnums, tuple) else results[0]
+
+
+def _argnums_str(argnums) -> str:
+    return f"argnums={argnums!r}"
+
+
+# --- grad ------------------------------------------------------------------------------------------
+def _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs):
+    nums = _argnums_tuple(argnums, len(args), transform)
+    tr = _trace(func, args, kwargs, transform, has_aux, nums)
+    _check_tensor_output(tr, "func must return a single-element tensor")
+    if tr.num_main != 1:
+        raise TypeError(f"{transform}: func must return a single tensor, but it returned {tr.num_main} "
+                        f"tensors; use vjp or jacrev for several outputs")
+    out = tr.graph.outputs[0]
+    if out.type.size != 1:
+        raise RuntimeError(f"{transform}: func must return a single-element tensor, got a tensor of shape "
+                           f"{out.shape}; use vjp or jacrev for non-scalar outputs")
+    if not out.dtype.is_floating_point:
+        raise TypeError(f"{transform}: func returned a tensor of dtype {out.dtype.name}; only floating point "
+                        f"outputs can be differentiated")
+    seeds = [1.0] + [None] * (len(tr.graph.outputs) - 1)
+    outs = _run(grad_graph(tr.graph, tr.wrt(nums), seeds), tr.inputs)
+    n_out = len(tr.graph.outputs)
+    grads = _pick(_unflatten_args(tr, outs[n_out:], nums), argnums)
+    value, aux = tr.split_outputs(outs[:n_out])
+    return grads, value, aux
+
+
+def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Returns a function computing both the gradient of `func` and its value, from one forward pass.
+
+    The wrapper returns ``(gradient, value)``, or ``(gradient, (value, aux))`` with `has_aux`.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad_and_value
+    >>> g, v = grad_and_value(lambda x: (x ** 2).sum())(tp.tensor([1.0, 2.0]))
+    >>> g, v
+    (tensor([2., 4.]), tensor(5.))
+    """
+    transform = f"grad_and_value({_argnums_str(argnums)})"
+
+    def wrapper(*args, **kwargs):
+        grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
+        return (grads, (value, aux)) if has_aux else (grads, value)
+
+    return _wraps(wrapper, func, "grad_and_value")
+
+
+def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Returns a function computing the gradient of `func` with respect to the arguments `argnums`.
+
+    `func` must return a single-element tensor (with `has_aux`, a pair ``(output, aux)``; the
+    wrapper then returns ``(gradient, aux)``). With a tuple `argnums` the gradient is a tuple.
+    Arguments may be pytrees (tuples, lists, dicts) of tensors; the gradient has the same
+    structure. Because the result is again a function of the same inputs, ``grad(grad(f))`` is
+    the second derivative.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad
+    >>> grad(tp.sin)(tp.tensor(0.0))
+    tensor(1.)
+    >>> grad(grad(tp.sin))(tp.tensor(0.0))
+    tensor(-0.)
+    """
+    transform = f"grad({_argnums_str(argnums)})"
+
+    def wrapper(*args, **kwargs):
+        grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
+        return (grads, aux) if has_aux else grads
+
+    return _wraps(wrapper, func, "grad")
+
+
+def _wraps(wrapper, func, what: str):
+    wrapper.__name__ = f"{what}_{getattr(func, '__name__', 'f')}"
+    wrapper.__qualname__ = wrapper.__name__
+    wrapper.__doc__ = getattr(func, "__doc__", None)
+    wrapper.__wrapped__ = func
+    return wrapper
+
+
+# --- vjp -------------------------------------------------------------------------------------------
+def _check_like(transform: str, what: str, given, expected_leaves: list, expected_tree, path_name: str) -> list:
+    """The tensor leaves of `given`, checked against `expected_leaves` in structure, shape and dtype."""
+    leaves, tree = _pytree.tree_flatten(given)
+    if tree != expected_tree:
+        raise ValueError(f"{transform}: {what} must have the same structure as {path_name} ({expected_tree}), "
+                         f"got {tree}")
+    for i, (g, e) in enumerate(zip(leaves, expected_leaves)):
+        if not isinstance(g, Tensor):
+            raise TypeError(f"{transform}: {what} leaf {i} is {_describe(g)}, expected a tensor")
+        if tuple(g.shape) != tuple(e.shape):
+            raise ValueError(f"{transform}: {what} leaf {i} has shape {tuple(g.shape)}, but the corresponding "
+                             f"{path_name} leaf has shape {tuple(e.shape)}")
+        if g.dtype is not e.dtype:
+            raise TypeError(f"{transform}: {what} leaf {i} has dtype {g.dtype.name}, but the corresponding "
+                            f"{path_name} leaf has dtype {e.dtype.name}")
+    return leaves
+
+
+def _vjp_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, transform: str):
+    """(output, vjp_fn, aux): the forward pass runs now, `vjp_fn(cotangents)` runs the backward graph."""
+    tr = _trace(func, args, kwargs, transform, has_aux, argnums)
+    _check_tensor_output(tr, "func must return tensors")
+    n_main = tr.num_main
+    lin = linearize_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
+    back = transpose_pass(lin.linear, [False] * lin.num_residuals + [True] * (len(lin.linear.inputs)
+                                                                            - lin.num_residuals))
+    forward, back, n_res = prune_residuals(simplify(lin.primal), simplify(back), lin.num_residuals)
+    outs = call_graph(simplify(forward), tr.inputs)
+    n_out = len(tr.graph.outputs)
+    residuals = outs[n_out:]
+    output, aux = tr.split_outputs(outs[:n_out])
+    main_leaves = outs[:n_main]
+
+    def vjp_fn(cotangents):
+        cts = _check_like(transform, "cotangents", cotangents, main_leaves, tr.main_tree, "output")
+        return tuple(_unflatten_args(tr, call_graph(back, residuals + cts), argnums))
+
+    return output, vjp_fn, aux
+
+
+def vjp(func: Callable, *primals, has_aux: bool = False):
+    """Evaluates `func` at `primals` and returns ``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with `has_aux`).
+
+    The forward pass runs once, here; ``vjp_fn(cotangents)`` (cotangents shaped like `output`)
+    runs only the backward graph and returns a tuple with one gradient per primal.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import vjp
+    >>> x = tp.tensor([0.0, 1.0])
+    >>> out, vjp_fn = vjp(tp.sin, x)
+    >>> (g,) = vjp_fn(tp.ones_like(out))
+    >>> g
+    tensor([1.0000, 0.5403])
+    """
+    output, vjp_fn, aux = _vjp_call(func, primals, {}, tuple(range(len(primals))), has_aux, "vjp")
+    return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
+
+
+# --- jvp and linearize -----------------------------------------------------------------------------
+def _check_primals(transform: str, primals, what: str = "primals") -> tuple:
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"{transform}: {what} must be a tuple of arguments, got {_describe(primals)} "
+                        f"(write ({what[:-1]},) for a single argument)")
+    return tuple(primals)
+
+
+def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """Evaluates `func` at `primals` with its directional derivative along `tangents`.
+
+    `tangents` must match `primals` in structure, shapes and dtypes. Returns
+    ``(output, jvp_out)``, or ``(output, jvp_out, aux)`` with `has_aux`. With `strict`, an output
+    that does not depend on the primals is an error instead of a zero tangent.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import jvp
+    >>> out, t = jvp(lambda x: x * x, (tp.tensor([1.0, 2.0]),), (tp.tensor([1.0, 1.0]),))
+    >>> out, t
+    (tensor([1., 4.]), tensor([2., 4.]))
+    """
+    transform = "jvp"
+    primals = _check_primals(transform, primals)
+    tangents = _check_primals(transform, tangents, "tangents")
+    if len(tangents) != len(primals):
+        raise ValueError(f"{transform}: got {len(primals)} primals but {len(tangents)} tangents")
+    argnums = tuple(range(len(primals)))
+    tr = _trace(func, primals, {}, transform, has_aux, argnums)
+    _check_tensor_output(tr, "func must return tensors")
+    p_leaves = [x for x in _pytree.tree_flatten(primals)[0]]
+    t_flat = _check_like(transform, "tangents", tangents, p_leaves, _pytree.tree_flatten(primals)[1], "primals")
+    n_main = tr.num_main
+    j = jvp_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
+    if strict and any(j.zero_outputs):
+        k = j.zero_outputs.index(True)
+        raise RuntimeError(f"{transform}(strict=True): output {k} does not depend on the primals, so its "
+                           f"tangent is identically zero")
+    outs = _run(j.graph, tr.inputs + t_flat)
+    n_out = len(tr.graph.outputs)
+    output, aux = tr.split_outputs(outs[:n_out])
+    tangent_out = _pytree.tree_unflatten(tr.main_tree, _with_static(tr, outs[n_out:]))
+    return (output, tangent_out, aux) if has_aux else (output, tangent_out)
+
+
+def _with_static(tr: _Traced, main_tensors: Sequence) -> list:
+    """Main-result leaves from its tensors (non-tensor leaves of the result are kept as they were)."""
+    it = iter(main_tensors)
+    return [next(it) if s is None else s.value for s in tr.closed.out_static[:tr.main_tree.num_leaves]]
+
+
+def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, transform: str,
+                    allow_random: bool = True):
+    """(output, jvp_fn, aux): the primal graph runs now; `jvp_fn(*tangents)` runs the linear graph."""
+    tr = _trace(func, args, kwargs, transform, has_aux, argnums)
+    _check_tensor_output(tr, "func must return tensors")
+    if not allow_random:
+        _reject_random(tr)
+    n_main = tr.num_main
+    lin = linearize_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
+    primal, linear, _ = prune_residuals(simplify(lin.primal), simplify(lin.linear), lin.num_residuals)
+    outs = call_graph(simplify(primal), tr.inputs)
+    n_out = len(tr.graph.outputs)
+    residuals = outs[n_out:]
+    output, aux = tr.split_outputs(outs[:n_out])
+    diff_args = [args[a] for a in argnums]
+    d_leaves, d_tree = _pytree.tree_flatten(tuple(diff_args))
+
+    def jvp_fn(*tangents):
+        t_flat = _check_like(transform, "tangents", tuple(tangents), d_leaves, d_tree, "primals")
+        touts = call_graph(linear, residuals + _input_order(tr, argnums, t_flat))
+        return _pytree.tree_unflatten(tr.main_tree, _with_static(tr, touts))
+
+    return output, jvp_fn, aux
+
+
+def linearize(func: Callable, *primals):
+    """Evaluates `func` at `primals` and returns ``(output, jvp_fn)``, its linear approximation there.
+
+    The primal computation runs once, here, and its residuals are kept; each
+    ``jvp_fn(*tangents)`` (tangents shaped like `primals`) runs only the linear tangent graph.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import linearize
+    >>> out, jvp_fn = linearize(lambda x: x * x, tp.tensor([1.0, 2.0]))
+    >>> jvp_fn(tp.tensor([1.0, 0.0]))
+    tensor([2., 0.])
+    """
+    output, jvp_fn, _ = _linearize_call(func, primals, {}, tuple(range(len(primals))), False, "linearize")
+    return output, jvp_fn
+
+
+# --- Jacobians -------------------------------------------------------------------------------------
+def _vmap_available() -> bool:
+    try:
+        return importlib.util.find_spec("tensorplay.func._vmap") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _map_basis(fn: Callable, basis: list, chunk_size, randomness: str = "same") -> Any:
+    """``fn`` applied to every row of the stacked `basis` (a list of tensors with a common leading size),
+    results stacked along a new leading axis: `vmap` when it exists, else one traced call per row."""
+    if _vmap_available():
+        from ._vmap import vmap
+
+        return vmap(lambda *b: fn(*b), in_dims=0, out_dims=0, randomness=randomness, chunk_size=chunk_size)(*basis)
+    from .. import ops
+
+    n = basis[0].shape[0]
+    rows = [fn(*(b[i] for b in basis)) for i in range(n)]
+    leaves = [_pytree.tree_flatten(r) for r in rows]
+    stacked = [ops.shape.stack([lv[0][k] for lv in leaves]) for k in range(len(leaves[0][0]))]
+    return _pytree.tree_unflatten(leaves[0][1], stacked)
+
+
+def _eye_columns(n: int, start: int, like_shape, dtype) -> Tensor:
+    """Rows of the n x n identity restricted to columns [start, start + size), shaped (n, *like_shape)."""
+    from .. import ops
+
+    size = 1
+    for d in like_shape:
+        size *= d
+    eye = ops.creation.eye(n, dtype=dtype)
+    return eye[:, start:start + size].reshape((n,) + tuple(like_shape))
+
+
+def _offsets(shapes) -> list[int]:
+    out, k = [], 0
+    for s in shapes:
+        out.append(k)
+        size = 1
+        for d in s:
+            size *= d
+        k += size
+    return out + [k]
+
+
+def _check_randomness(randomness: str, transform: str) -> None:
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"{transform}: randomness must be 'error', 'different' or 'same', got {randomness!r}")
+
+
+def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
+    """Returns a function computing the Jacobian of `func` by reverse mode.
+
+    For an output leaf of shape ``out`` and an input leaf of shape ``in`` the Jacobian leaf has
+    shape ``out + in``; results are nested as the output structure, then the argument structure
+    (a tuple of those with a tuple `argnums`). The whole Jacobian is one graph: the VJP applied
+    to the basis of output cotangents; `chunk_size` bounds how many rows are mapped at a time.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import jacrev
+    >>> jacrev(lambda x: x ** 2)(tp.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    transform = f"jacrev({_argnums_str(argnums)})"
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"{transform}: chunk_size must be None or a positive int, got {chunk_size!r}")
+
+    def jac_fn(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), transform)
+        output, vjp_fn, aux = _vjp_call(func, args, kwargs, nums, has_aux, transform)
+        out_leaves, out_tree = _pytree.tree_flatten(output)
+        tensors = [o for o in out_leaves if isinstance(o, Tensor)]
+        offs = _offsets([o.shape for o in tensors])
+        m = offs[-1]
+        in_trees = [_pytree.tree_flatten(args[a]) for a in nums]
+        if m == 0:
+            rows = [[_zeros((0,) + tuple(x.shape), x.dtype) for x in leaves] for leaves, _ in in_trees]
+        else:
+            basis = [_eye_columns(m, offs[k], o.shape, o.dtype) for k, o in enumerate(tensors)]
+
+            def pull(*cts):
+                it = iter(cts)
+                ct_tree = _pytree.tree_unflatten(out_tree, [next(it) if isinstance(o, Tensor) else o
+                                                            for o in out_leaves])
+                return [_pytree.tree_flatten(g)[0] for g in vjp_fn(ct_tree)]
+
+            rows = _map_basis(pull, basis, chunk_size)
+        jac_leaves = []
+        for k, o in enumerate(tensors):
+            per_arg = []
+            for (leaves, tree), arg_rows in zip(in_trees, rows):
+                blocks = [r[offs[k]:offs[k + 1]].reshape(tuple(o.shape) + tuple(x.shape))
+                          for r, x in zip(arg_rows, leaves)]
+                per_arg.append(_pytree.tree_unflatten(tree, blocks))
+            jac_leaves.append(_pick(per_arg, argnums))
+        it = iter(jac_leaves)
+        jac = _pytree.tree_unflatten(out_tree, [next(it) if isinstance(o, Tensor) else o for o in out_leaves])
+        return (jac, aux) if has_aux else jac
+
+    return _traced_as_one_graph(jac_fn, func, transform, "jacrev")
+
+
+def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
+    """Returns a function computing the Jacobian of `func` by forward mode.
+
+    Same result layout as `jacrev` (leaf shape ``out + in``). The primal computation is
+    linearized once and the linear map is applied to the basis of input tangents in one graph.
+    `randomness` says how random operations in `func` behave: ``"error"`` (the default) raises,
+    ``"same"`` draws once for all basis directions, ``"different"`` draws per direction.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import jacfwd
+    >>> jacfwd(lambda x: x.sum() * x)(tp.tensor([1.0, 2.0]))
+    tensor([[4., 1.],
+            [2., 5.]])
+    """
+    transform = f"jacfwd({_argnums_str(argnums)})"
+    _check_randomness(randomness, transform)
+
+    def jac_fn(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), transform)
+        in_trees = [_pytree.tree_flatten(args[a]) for a in nums]
+        x_leaves = [x for leaves, _ in in_trees for x in leaves]
+        offs = _offsets([x.shape for x in x_leaves])
+        n = offs[-1]
+        if randomness == "different":
+            output, aux = _call_with_aux(func, args, kwargs, has_aux, transform)
+
+            def push(*ts):
+                return _directional(func, args, kwargs, nums, in_trees, ts, has_aux, transform)
+        else:
+            output, jvp_fn, aux = _linearize_call(func, args, kwargs, nums, has_aux, transform,
+                                                  allow_random=randomness != "error")
+
+            def push(*ts):
+                return _pytree.tree_flatten(jvp_fn(*_regroup(in_trees, ts)))[0]
+        out_leaves, out_tree = _pytree.tree_flatten(output)
+        tensors = [o for o in out_leaves if isinstance(o, Tensor)]
+        if n == 0:
+            cols = [_zeros((0,) + tuple(o.shape), o.dtype) for o in tensors]
+        else:
+            basis = [_eye_columns(n, offs[j], x.shape, x.dtype) for j, x in enumerate(x_leaves)]
+            cols = [c for c in _map_basis(push, basis, None, randomness) if isinstance(c, Tensor)]
+        jac_leaves = []
+        for o, col in zip(tensors, cols):
+            per_arg, j = [], 0
+            for leaves, tree in in_trees:
+                blocks = []
+                for x in leaves:
+                    nx, no = x.ndim, o.ndim
+                    if not o.dtype.is_floating_point:  # as in jacrev: zeros in the input's dtype
+                        blocks.append(_zeros(tuple(o.shape) + tuple(x.shape), x.dtype))
+                    else:
+                        block = col[offs[j]:offs[j + 1]].reshape(tuple(x.shape) + tuple(o.shape))
+                        blocks.append(block.permute(*range(nx, nx + no), *range(nx)) if nx and no else block)
+                    j += 1
+                per_arg.append(_pytree.tree_unflatten(tree, blocks))
+            jac_leaves.append(_pick(per_arg, argnums))
+        it = iter(jac_leaves)
+        jac = _pytree.tree_unflatten(out_tree, [next(it) if isinstance(o, Tensor) else o for o in out_leaves])
+        return (jac, aux) if has_aux else jac
+
+    return _traced_as_one_graph(jac_fn, func, transform, "jacfwd")
+
+
+def hessian(func: Callable, argnums=0) -> Callable:
+    """Returns a function computing the Hessian of `func`: ``jacfwd(jacrev(func, argnums), argnums)``.
+
+    The reverse-mode gradient is an ordinary graph, so forward mode differentiates it
+    (forward-over-reverse); the result equals ``jacrev(jacrev(func))``.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(tp.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return _wraps(jacfwd(jacrev(func, argnums), argnums), func, "hessian")
+
+
+# --- helpers of the Jacobians ----------------------------------------------------------------------
+def _traced_as_one_graph(jac_fn: Callable, func: Callable, transform: str, what: str) -> Callable:
+    """`jac_fn` traced into one graph, simplified, and executed (or inlined into an outer trace)."""
+    def wrapper(*args, **kwargs):
+        closed = trace_function(jac_fn, args, kwargs, transform=transform, name=getattr(func, "__name__", None))
+        leaves = _pytree.tree_flatten((tuple(args), kwargs))[0]
+        inputs = [leaf for leaf in leaves if isinstance(leaf, Tensor)] + closed.capture_tensors()
+        return closed.unflatten_outputs(closed.write_back(inputs, _run(closed.graph, inputs)))
+
+    return _wraps(wrapper, func, what)
+
+
+def _zeros(shape, dtype) -> Tensor:
+    from .. import ops
+
+    return ops.creation.zeros(tuple(shape), dtype=dtype)
+
+
+def _regroup(in_trees, flat) -> list:
+    """Flat tangent leaves back into one tree per differentiated argument."""
+    it = iter(flat)
+    return [_pytree.tree_unflatten(tree, [next(it) for _ in leaves]) for leaves, tree in in_trees]
+
+
+def _call_with_aux(func, args, kwargs, has_aux: bool, transform: str):
+    out = func(*args, **kwargs)
+    if not has_aux:
+        return out, None
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{transform}: has_aux=True requires func to return a pair (output, aux), "
+                        f"but it returned {_describe(out)}")
+    return out[0], out[1]
+
+
+def _directional(func, args, kwargs, nums, in_trees, ts, has_aux: bool, transform: str) -> list:
+    """The tangent outputs of `func` along `ts` (flat leaves of the differentiated args), traced afresh."""
+    tangents = _regroup(in_trees, ts)
+
+    def along(*diff):
+        full = list(args)
+        for a, d in zip(nums, diff):
+            full[a] = d
+        return _call_with_aux(func, full, kwargs, has_aux, transform)[0]
+
+    _, t_out = jvp(along, tuple(args[a] for a in nums), tuple(tangents))
+    return _pytree.tree_flatten(t_out)[0]
+
+
+def _reject_random(tr: _Traced) -> None:
+    names = sorted({n.prim.name for n in tr.graph.nodes if n.prim.random})
+    if names:
+        raise RuntimeError(f"{tr.transform}: func draws random numbers ({', '.join(names)}), and with "
+                           f"randomness='error' that is ambiguous; pass randomness='same' (one draw for every "
+                           f"direction) or 'different' (a fresh draw per direction)")

@@ -1,0 +1,364 @@
+"""`vmap` and `chunk_vmap`: map a per-sample function over a batch dimension.
+
+The function is traced once on per-sample tensors (the batched arguments
+with their mapped dimension removed) into a graph; the batching pass
+(`ir.passes.batching`) turns that graph into one that handles the whole batch,
+and the result is executed, or inlined into an enclosing transform's trace,
+which is how `vmap(vmap(f))`, `vmap(grad(f))` and `grad(vmap(f))` compose.
+
+Semantics follow `torch.func.vmap`:
+
+- `in_dims` applies to the positional arguments only: an int or None for all
+  of them, or a tuple with one entry per argument, each a prefix of that
+  argument's pytree structure. Keyword arguments, arguments with in_dim None
+  and tensors closed over by the function are the same for every sample: they
+  reach the function as the ordinary tensors they are.
+- `out_dims` is an int for every output or a prefix of the output structure;
+  None is allowed only for outputs that do not depend on the batch. An output
+  that does not depend on the batch but has an int out dim is broadcast.
+- `randomness`: 'error' rejects random draws, 'same' makes one draw shared by
+  all samples, 'different' gives every sample its own draw: a draw of n
+  elements takes a key for n * batch_size elements from the global generator
+  and sample i uses counters i * n ... i * n + n - 1 of it, so the values do
+  not depend on `chunk_size`.
+- `chunk_size` runs the batched graph on slices of the batch (the last one
+  may be smaller) and concatenates the results; `chunk_vmap` splits the batch
+  into `chunks` pieces. Both give the same values as the unchunked call.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+from ir import TensorType, dtypes
+from ir.passes.batching import RANDOMNESS, batch_graph, batched_outputs
+
+from .. import _pytree
+from .._tensor import Tensor
+from .._trace import RandomKey, bind, call_graph, trace_function, transform_stack
+
+__all__ = ["vmap", "chunk_vmap"]
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable:
+    """Returns a function that maps `func` over an added batch dimension.
+
+    Write `func` for one sample; the returned function takes batched arguments
+    (mapped over dimension `in_dims`) and returns batched results (with the batch
+    dimension at `out_dims`). See the module docstring for the full contract.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import vmap
+    >>> def dot(x, y):
+    ...     return (x * y).sum()
+    >>> x, y = tp.ones(4, 3), tp.arange(12.0).reshape(4, 3)
+    >>> vmap(dot)(x, y)
+    tensor([ 3., 12., 21., 30.])
+    >>> vmap(dot, in_dims=(1, None))(x.T, y[0])          # x mapped over its last dim, y shared
+    tensor([3., 3., 3., 3.])
+    >>> vmap(lambda r: (r.sum(), r.max()), out_dims=(0, 0), chunk_size=3)(y)
+    (tensor([ 3., 12., 21., 30.]), tensor([ 2.,  5.,  8., 11.]))
+    """
+    _check_options("vmap", func, randomness, chunk_size=chunk_size)
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        return _VmapCall("vmap", func, args, kwargs, in_dims, out_dims, randomness).run(chunk_size)
+
+    return wrapped
+
+
+def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
+               chunks: int = 2) -> Callable:
+    """`vmap` splitting the batch into `chunks` pieces (of ``ceil(batch / chunks)`` samples each).
+
+    Prefer ``vmap(..., chunk_size=...)``, which bounds the memory in samples and so
+    does not change with the batch size.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import chunk_vmap
+    >>> chunk_vmap(lambda r: r.sum(), chunks=3)(tp.ones(5, 2))
+    tensor([2., 2., 2., 2., 2.])
+    """
+    _check_options("chunk_vmap", func, randomness)
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"chunk_vmap: chunks must be a positive int, got {chunks!r}")
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        call = _VmapCall("chunk_vmap", func, args, kwargs, in_dims, out_dims, randomness)
+        return call.run(max(1, math.ceil(call.size / chunks)))
+
+    return wrapped
+
+
+# --- the call --------------------------------------------------------------------------------------
+def _check_options(api: str, func, randomness, chunk_size=None) -> None:
+    if not callable(func):
+        raise TypeError(f"{api}: func must be callable, got {type(func).__name__}")
+    if randomness not in RANDOMNESS:
+        raise ValueError(f"{api}: randomness must be one of {', '.join(map(repr, RANDOMNESS))}, got {randomness!r}")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"{api}: chunk_size must be a positive int or None, got {chunk_size!r}")
+
+
+def _fn_name(func, identifier: bool = True) -> str:
+    """The function's name for messages (``<lambda>`` too), or as a graph name (an identifier)."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    return name if name.isidentifier() or not identifier else "f"
+
+
+class _Slot:
+    """Placeholder for a tensor output while out_dims is matched against the output structure."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+class _VmapCall:
+    """One call of a vmapped function: checks the arguments, traces, batches, runs."""
+
+    def __init__(self, api: str, func, args: tuple, kwargs: dict, in_dims, out_dims, randomness: str):
+        self.api = api
+        self.func = func
+        self.where = f"{api}({_fn_name(func, identifier=False)}, in_dims={in_dims!r})"
+        self.transform = f"{api}(in_dims={in_dims!r})"
+        self.in_dims = in_dims
+        self.out_dims = out_dims
+        self.randomness = randomness
+        self.leaves, self.tree = _pytree.tree_flatten((tuple(args), kwargs))
+        self.paths = _leaf_paths((tuple(args), kwargs), ("args", "kwargs"))
+        dims = self._expand_in_dims(tuple(args))
+        dims += [None] * (len(self.leaves) - len(dims))  # keyword arguments are never batched
+        self.batched = self._check_batched(dims)          # [(leaf index, dim)]
+        self.size = self._batch_size()
+
+    # --- in_dims ----------------------------------------------------------------------------------
+    def _expand_in_dims(self, args: tuple) -> list:
+        in_dims = self.in_dims
+        if isinstance(in_dims, (tuple, list)):
+            if len(in_dims) != len(args):
+                raise ValueError(f"{self.where}: in_dims has {len(in_dims)} entries but {len(args)} positional "
+                                 f"arguments were given; give one entry per positional argument")
+        elif in_dims is not None and (isinstance(in_dims, bool) or not isinstance(in_dims, int)):
+            raise TypeError(f"{self.where}: in_dims must be an int, None, or a tuple with one entry per "
+                            f"positional argument, got {type(in_dims).__name__}")
+        try:
+            dims = _pytree.broadcast_prefix(in_dims, args, what="in_dims")
+        except ValueError as e:
+            raise ValueError(f"{self.where}: {e}; in_dims must be a prefix of the arguments' structure") from None
+        for d in dims:
+            if d is not None and (isinstance(d, bool) or not isinstance(d, int)):
+                raise TypeError(f"{self.where}: in_dims entries must be ints or None, got {d!r}")
+        return dims
+
+    def _check_batched(self, dims: list) -> list[tuple[int, int]]:
+        batched = []
+        for i, (leaf, d) in enumerate(zip(self.leaves, dims)):
+            if d is None:
+                continue
+            if not isinstance(leaf, Tensor):
+                raise ValueError(f"{self.where}: in_dim {d} given for {self.paths[i]}, which is not a tensor "
+                                 f"but {type(leaf).__name__} {leaf!r:.40}; vmap maps over tensors only, "
+                                 f"so use None for this argument")
+            n = leaf.ndim
+            if not -n <= d < n:
+                valid = f"expected a dim in [{-n}, {n - 1}]" if n else "a 0-d tensor has no dimension to map over"
+                raise ValueError(f"{self.where}: in_dim {d} is out of range for {self.paths[i]} of shape "
+                                 f"{tuple(leaf.shape)} ({valid})")
+            batched.append((i, d % n))
+        if not batched:
+            raise ValueError(f"{self.where}: no input is batched: every in_dim is None (keyword arguments are "
+                             f"never batched); give at least one positional tensor argument a mapped dimension")
+        return batched
+
+    def _batch_size(self) -> int:
+        sizes = {self.leaves[i].shape[d] for i, d in self.batched}
+        if len(sizes) > 1:
+            listing = ", ".join(f"{self.paths[i]} has size {self.leaves[i].shape[d]} at dim {d}"
+                                for i, d in self.batched)
+            raise ValueError(f"{self.where}: batched inputs have different sizes in the mapped dimension "
+                             f"({listing}); every batched input needs the same batch size")
+        return sizes.pop()
+
+    # --- tracing ----------------------------------------------------------------------------------
+    def _trace(self):
+        positions = [i for i, _ in self.batched]
+
+        def per_sample(*xs):
+            leaves = list(self.leaves)
+            for i, x in zip(positions, xs):
+                leaves[i] = x
+            args, kwargs = _pytree.tree_unflatten(self.tree, leaves)
+            try:
+                return self.func(*args, **kwargs)
+            except (TypeError, ValueError, IndexError) as e:  # name the transforms, as `bind` does for primitives
+                if type(e) not in (TypeError, ValueError, IndexError) or "(under " in str(e):
+                    raise
+                raise type(e)(f"{e} (under {transform_stack()})") from None
+
+        types = []
+        for i, d in self.batched:
+            t = self.leaves[i]._type()
+            types.append(TensorType(t.shape[:d] + t.shape[d + 1:], t.dtype))
+        return trace_function(per_sample, tuple(self.leaves[i] for i in positions), {}, transform=self.transform,
+                              in_types=types, name=_fn_name(self.func))
+
+    def _inputs(self, closed) -> tuple[list, list]:
+        """The batched graph's inputs and their batch dims: the batched arguments, then the captures."""
+        inputs = [self.leaves[i] for i, _ in self.batched]
+        dims: list = [d for _, d in self.batched]
+        if self.randomness == "error" and any(n.prim.random for n in closed.graph.nodes):
+            raise RuntimeError(f"{self.where}: called a random operation while randomness='error'; pass "
+                               f"randomness='different' (a fresh draw per sample) or 'same' (one draw shared by "
+                               f"every sample), or draw the random values outside of {self.api}")
+        for source in closed.captures:
+            if isinstance(source, RandomKey) and self.randomness == "different":
+                inputs.append(_split_key(source.count, self.size))
+                dims.append(0)
+            else:
+                inputs.append(source.materialize() if isinstance(source, RandomKey) else source)
+                dims.append(None)
+        return inputs, dims
+
+    # --- out_dims ---------------------------------------------------------------------------------
+    def _out_dims(self, closed, in_batched: list[bool], n_own: int) -> list:
+        """One out dim (normalized, or None) per output of the function (the first `n_own` graph outputs)."""
+        graph = closed.graph
+        skeleton = closed.unflatten_outputs([_Slot(k) for k in range(n_own)])
+        out_dims = self.out_dims
+        if isinstance(skeleton, _Slot) and isinstance(out_dims, (tuple, list)) and len(out_dims) == 1:
+            out_dims = out_dims[0]  # out_dims=(0,) for a single tensor output, as torch accepts
+        try:
+            flat = _pytree.broadcast_prefix(out_dims, skeleton, what="out_dims")
+        except ValueError as e:
+            raise ValueError(f"{self.where}: {e}; out_dims must be an int, None, or a prefix of the structure "
+                             f"the function returns") from None
+        leaves, _ = _pytree.tree_flatten(skeleton)
+        paths = _leaf_paths(skeleton, "output")
+        batched = batched_outputs(graph, in_batched)
+        result: list = [None] * n_own
+        for leaf, d, path in zip(leaves, flat, paths):
+            if d is not None and (isinstance(d, bool) or not isinstance(d, int)):
+                raise TypeError(f"{self.where}: out_dims entries must be ints or None, got {d!r} for {path}")
+            if not isinstance(leaf, _Slot):
+                if d is not None:
+                    raise TypeError(f"{self.where}: the function returned a {type(leaf).__name__} as {path}; "
+                                    f"vmap can only return tensors there (use out_dims=None for outputs that "
+                                    f"are passed through unchanged)")
+                continue
+            k = leaf.index
+            rank = graph.outputs[k].ndim
+            if d is None:
+                if batched[k]:
+                    raise ValueError(f"{self.where}: out_dims is None for {path}, but that output depends on the "
+                                     f"batched inputs (per-sample shape {graph.outputs[k].shape}); None is only "
+                                     f"allowed for outputs that are the same for every sample")
+                continue
+            if not -(rank + 1) <= d <= rank:
+                raise ValueError(f"{self.where}: out_dim {d} is out of range for {path}, which has per-sample "
+                                 f"shape {graph.outputs[k].shape} (expected a dim in [{-(rank + 1)}, {rank}])")
+            result[k] = d % (rank + 1)
+        return result
+
+    def _write_dims(self, closed, in_dims: list, n_own: int) -> list:
+        """The out dim of each in-place write-back output: the written input's own batch dim.
+
+        Writes into a batched argument reach the caller's tensor (as in torch). A value that depends
+        on the batch cannot be written into an input that is shared by every sample.
+        """
+        graph = closed.graph
+        batched = batched_outputs(graph, [d is not None for d in in_dims])
+        dims = []
+        for j, idx in enumerate(closed.mutated):
+            d = in_dims[idx]
+            if d is None and batched[n_own + j]:
+                raise RuntimeError(f"{self.where}: in-place write into {self._describe_input(closed, idx)}, which "
+                                   f"is not batched (every sample shares it), of a value that depends on the "
+                                   f"batched inputs; write into a batched argument, or return the value instead")
+            dims.append(d)
+        return dims
+
+    def _describe_input(self, closed, idx: int) -> str:
+        if idx < closed.num_args:
+            i, _ = self.batched[idx]
+            return self.paths[i]
+        source = closed.captures[idx - closed.num_args]
+        for i, leaf in enumerate(self.leaves):
+            if leaf is source or (isinstance(leaf, Tensor) and getattr(leaf, "_base", None) is source):
+                what = "in_dim None" if self.paths[i].startswith("args") else "a keyword argument"
+                return f"{self.paths[i]} ({what})"
+        shape = tuple(source.shape) if isinstance(source, Tensor) else "?"
+        return f"a tensor of shape {shape} captured from outside the function"
+
+    # --- running ----------------------------------------------------------------------------------
+    def run(self, chunk_size: int | None):
+        closed = self._trace()
+        inputs, in_dims = self._inputs(closed)
+        n_own = len(closed.graph.outputs) - len(closed.mutated)  # then one output per in-place write-back
+        out_dims = self._out_dims(closed, [d is not None for d in in_dims], n_own)
+        out_dims += self._write_dims(closed, in_dims, n_own)
+        graphs: dict[int, Any] = {}
+
+        def batched(size: int):
+            if size not in graphs:
+                graphs[size] = batch_graph(closed.graph, in_dims, size, out_dims, randomness=self.randomness)
+            return graphs[size]
+
+        if chunk_size is None or chunk_size >= self.size:
+            outs = call_graph(batched(self.size), inputs)
+            return closed.unflatten_outputs(closed.write_back(inputs, outs))
+        pieces = []
+        for start in range(0, self.size, chunk_size):
+            n = min(chunk_size, self.size - start)
+            sliced = [t if d is None else _narrow(t, d, start, n) for t, d in zip(inputs, in_dims)]
+            pieces.append(call_graph(batched(n), sliced))
+        outs = [pieces[0][k] if d is None else bind("concatenate", *(p[k] for p in pieces), axis=d)
+                for k, d in enumerate(out_dims)]
+        return closed.unflatten_outputs(closed.write_back(inputs, outs))
+
+
+def _narrow(t: Tensor, d: int, start: int, n: int) -> Tensor:
+    starts, limits, strides = [0] * t.ndim, list(t.shape), [1] * t.ndim
+    starts[d], limits[d] = start, start + n
+    return bind("slice", t, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides))
+
+
+def _split_key(count: int, size: int) -> Tensor:
+    """Keys for `size` samples of a draw of `count` elements: [seed, base + i * count] for sample i.
+
+    One key for ``count * size`` elements is taken from the generator (concrete at top level, a capture
+    of the enclosing trace under another transform) and split with tensor ops.
+    """
+    key = RandomKey(count * size).materialize()
+    iota = bind("iota", shape=(size, 2), dtype=dtypes.int64, dimension=0)
+    column = bind("iota", shape=(size, 2), dtype=dtypes.int64, dimension=1)  # 0 for the seed, 1 for the counter
+    offsets = bind("mul", bind("mul", iota, column), bind("full", shape=(size, 2), dtype=dtypes.int64, value=count))
+    return bind("add", bind("broadcast_in_dim", key, shape=(size, 2), broadcast_dimensions=(1,)), offsets)
+
+
+def _leaf_paths(tree: Any, root: str | tuple[str, ...]) -> list[str]:
+    """A readable path per leaf of `tree`, in `tree_flatten` order: ``args[1]['w']``, ``output[0]``."""
+    paths: list[str] = []
+
+    def go(x, path: str):
+        leaves, td = _pytree.tree_flatten(x, is_leaf=lambda y: y is not x)
+        if td.kind == "leaf":
+            paths.append(path)
+        elif td.kind == "dict":
+            for k in td.meta:
+                go(x[k], f"{path}[{k!r}]")
+        elif td.kind != "none":
+            for i, c in enumerate(x):
+                go(c, f"{path}[{i}]")
+
+    if isinstance(root, tuple):  # the (args, kwargs) pair: name the halves
+        for part, name in zip(tree, root):
+            go(part, name)
+    else:
+        go(tree, root)
+    return paths

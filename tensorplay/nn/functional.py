@@ -1,0 +1,723 @@
+"""`tensorplay.nn.functional`: the stateless operations behind the layers.
+
+Every function here is a composite over tensorplay ops (no new primitives),
+so vmap, grad, jvp and compile work on all of them. Convolution and pooling
+gather their windows with a pad and one strided slice per kernel offset
+(im2col), then contract with `einsum`/reduce.
+
+>>> import tensorplay as tp
+>>> import tensorplay.nn.functional as F
+>>> F.relu(tp.tensor([-1.0, 2.0]))
+tensor([0., 2.])
+>>> F.cross_entropy(tp.zeros(2, 4), tp.tensor([0, 3]))
+tensor(1.3863)
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from math import prod
+
+import numpy as np
+
+from ir import dtypes
+
+from .._tensor import Tensor
+from .._trace import bind, transform_stack
+from ..ops import activation as _act
+from ..ops import elementwise as ew
+from ..ops import indexing as _idx
+from ..ops import linalg as _la
+from ..ops import reduction as _red
+from ..ops import shape as _sh
+from ..ops._common import as_tensor_operand, constant, convert, get_default_dtype
+from ..ops.creation import rand
+
+__all__ = [
+    "linear", "bilinear", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+    "batch_norm", "layer_norm", "dropout", "embedding", "one_hot", "relu", "relu6", "leaky_relu", "gelu", "silu",
+    "elu", "softplus", "hardtanh", "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax", "mse_loss",
+    "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "pad",
+    "normalize",
+]
+
+
+# --- helpers --------------------------------------------------------------------------------------
+def _ntuple(value, n: int, name: str, op: str) -> tuple[int, ...]:
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            value = tuple(value) * n
+        if len(value) != n:
+            raise ValueError(f"{op}: expected {name} to be a single int or a tuple of {n} ints, got {value}")
+        return tuple(int(v) for v in value)
+    return (int(value),) * n
+
+
+def _reduce_loss(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return _red.mean(loss)
+    if reduction == "sum":
+        return _red.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction (expected 'mean', 'sum' or 'none')")
+
+
+def _same_dtype(op: str, **tensors) -> None:
+    items = [(k, t) for k, t in tensors.items() if t is not None]
+    first_name, first = items[0]
+    for name, t in items[1:]:
+        if t.dtype is not first.dtype:
+            raise TypeError(f"{op}: {first_name} ({first.dtype.name}) and {name} ({t.dtype.name}) should have the "
+                            f"same dtype")
+
+
+# --- linear ---------------------------------------------------------------------------------------
+def linear(input, weight, bias=None) -> Tensor:
+    """``input @ weight.T + bias`` (weight is ``(out_features, in_features)``).
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.linear(tp.ones(2, 3), tp.ones(4, 3), tp.zeros(4)).shape
+    tensorplay.Size(2, 4)
+    """
+    x, w = as_tensor_operand(input), as_tensor_operand(weight)
+    if w.ndim not in (1, 2):
+        raise ValueError(f"linear: weight must be 1-D or 2-D, got shape {tuple(w.shape)}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[-1]:
+        raise ValueError(f"linear: input of shape {tuple(x.shape)} does not match weight of shape {tuple(w.shape)} "
+                         f"(mat1 and mat2 shapes cannot be multiplied)")
+    _same_dtype("linear", input=x, weight=w, bias=bias)
+    out = _la.matmul(x, _sh.t(w) if w.ndim == 2 else w)
+    return out if bias is None else ew.add(out, bias)
+
+
+def bilinear(input1, input2, weight, bias=None) -> Tensor:
+    """``x1^T A x2 + b`` for each output feature (weight is ``(out, in1, in2)``)."""
+    out = _la.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else ew.add(out, bias)
+
+
+# --- padding and windows --------------------------------------------------------------------------
+def pad(input, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (last_lo, last_hi, second_last_lo, ...)``.
+
+    Only ``mode="constant"`` with non-negative widths is supported.
+    """
+    x = as_tensor_operand(input)
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim ({x.ndim})")
+    if any(p < 0 for p in pad):
+        raise NotImplementedError(f"pad: negative padding {list(pad)} is not supported")
+    low, high = [0] * x.ndim, [0] * x.ndim
+    for i in range(len(pad) // 2):
+        low[x.ndim - 1 - i], high[x.ndim - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    return _pad_dims(x, low, high, 0 if value is None else value)
+
+
+def _pad_dims(x: Tensor, low, high, value) -> Tensor:
+    if not any(low) and not any(high):
+        return x
+    v = float(value) if x.dtype.is_floating_point else int(value)
+    return bind("pad", x, low=tuple(low), high=tuple(high), interior=(0,) * x.ndim, value=v)
+
+
+def _windows(x: Tensor, kernel, stride, dilation, out_size) -> Tensor:
+    """(N, C, *spatial) -> (N, C, K, *out): one strided slice per kernel offset, stacked on dim 2."""
+    lead = tuple(x.shape[:2])
+    parts = []
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        starts = tuple(o * d for o, d in zip(offset, dilation))
+        limits = tuple(s + (o - 1) * st + 1 for s, o, st in zip(starts, out_size, stride))
+        part = bind("slice", x, start_indices=(0, 0) + starts, limit_indices=lead + limits,
+                    strides=(1, 1) + tuple(stride))
+        parts.append(bind("reshape", part, shape=lead + (1,) + tuple(out_size)))
+    return parts[0] if len(parts) == 1 else _sh.cat(parts, 2)
+
+
+def _conv_padding(padding, kernel, dilation, stride, n: int, op: str):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [0] * n, [0] * n
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            return [t // 2 for t in total], [t - t // 2 for t in total]
+        raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of 'valid' or 'same'")
+    p = _ntuple(padding, n, "padding", op)
+    if any(v < 0 for v in p):
+        raise ValueError(f"{op}: negative padding is not supported, got {p}")
+    return list(p), list(p)
+
+
+def _batched(x: Tensor, n: int, op: str, what: str = "input"):
+    if x.ndim == n + 1:
+        return _sh.unsqueeze(x, 0), True
+    if x.ndim == n + 2:
+        return x, False
+    raise ValueError(f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) {what} to {op}, but got {what} "
+                     f"of size: {list(x.shape)}")
+
+
+def _out_size(spatial, lo, hi, kernel, stride, dilation, op: str, shape) -> tuple[int, ...]:
+    out = []
+    for L, a, b, k, s, d in zip(spatial, lo, hi, kernel, stride, dilation):
+        span = d * (k - 1) + 1
+        if L + a + b < span:
+            raise ValueError(f"{op}: Calculated padded input size per channel: ({L + a + b}). Kernel size: "
+                             f"({span}). Kernel size can't be greater than actual input size (input {list(shape)})")
+        out.append((L + a + b - span) // s + 1)
+    return tuple(out)
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups: int, n: int, op: str) -> Tensor:
+    x, w = as_tensor_operand(input), as_tensor_operand(weight)
+    if w.ndim != n + 2:
+        raise ValueError(f"{op}: expected weight of {n + 2} dims (out_channels, in_channels/groups, kernel...), "
+                         f"got shape {tuple(w.shape)}")
+    x, unbatched = _batched(x, n, op)
+    _same_dtype(op, input=x, weight=w, bias=bias)
+    N, C = x.shape[0], x.shape[1]
+    Cout, Cg = w.shape[0], w.shape[1]
+    kernel = tuple(w.shape[2:])
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{op}: non-positive groups is not supported, got {groups}")
+    if Cout % groups:
+        raise ValueError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                         f"but got weight of size {list(w.shape)} instead")
+    if Cg * groups != C:
+        raise ValueError(f"{op}: Given groups={groups}, weight of size {list(w.shape)}, expected input"
+                         f"{list(x.shape)} to have {Cg * groups} channels, but got {C} channels instead")
+    stride = _ntuple(stride, n, "stride", op)
+    dilation = _ntuple(dilation, n, "dilation", op)
+    if any(s < 1 for s in stride) or any(d < 1 for d in dilation):
+        raise ValueError(f"{op}: stride {stride} and dilation {dilation} must be positive")
+    lo, hi = _conv_padding(padding, kernel, dilation, stride, n, op)
+    out_size = _out_size(x.shape[2:], lo, hi, kernel, stride, dilation, op, x.shape)
+    xp = _pad_dims(x, [0, 0] + lo, [0, 0] + hi, 0)
+    cols = _windows(xp, kernel, stride, dilation, out_size)               # (N, C, K, *out)
+    K, P = prod(kernel), prod(out_size)
+    cols = _sh.reshape(cols, (N, groups, Cg * K, P))
+    wg = _sh.reshape(w, (groups, Cout // groups, Cg * K))
+    out = _la.einsum("gok,ngkp->ngop", wg, cols)
+    out = _sh.reshape(out, (N, Cout) + out_size)
+    if bias is not None:
+        out = ew.add(out, _sh.reshape(bias, (Cout,) + (1,) * n))
+    return _sh.squeeze(out, 0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
+    """1-D cross-correlation of ``(N, C_in, L)`` (or unbatched ``(C_in, L)``) with ``(C_out, C_in/groups, k)``.
+
+    `padding` is an int, a 1-tuple, ``"valid"`` or ``"same"``.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.conv1d(tp.ones(1, 1, 5), tp.ones(1, 1, 3)).tolist()
+    [[[3.0, 3.0, 3.0]]]
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation of ``(N, C_in, H, W)`` (or ``(C_in, H, W)``) with ``(C_out, C_in/groups, kh, kw)``.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.conv2d(tp.ones(2, 3, 5, 5), tp.ones(4, 3, 3, 3), padding=1).shape
+    tensorplay.Size(2, 4, 5, 5)
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def _pool(input, kernel_size, stride, padding, dilation, ceil_mode, n: int, op: str, kind: str,
+          count_include_pad: bool = True) -> Tensor:
+    x = as_tensor_operand(input)
+    x, unbatched = _batched(x, n, op)
+    kernel = _ntuple(kernel_size, n, "kernel_size", op)
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else _ntuple(stride, n, "stride", op)
+    pads = _ntuple(padding, n, "padding", op)
+    dilation = _ntuple(dilation, n, "dilation", op)
+    if ceil_mode:
+        raise NotImplementedError(f"{op}: ceil_mode=True is not supported")
+    if any(2 * p > k for p, k in zip(pads, kernel)):
+        raise ValueError(f"{op}: pad should be at most half of effective kernel size, but got pad={pads}, "
+                         f"kernel_size={kernel}")
+    out_size = _out_size(x.shape[2:], pads, pads, kernel, stride, dilation, op, x.shape)
+    if kind == "max":
+        fill = float("-inf") if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min)
+        xp = _pad_dims(x, [0, 0] + list(pads), [0, 0] + list(pads), fill)
+        out = _red.amax(_windows(xp, kernel, stride, dilation, out_size), 2)
+    else:
+        xp = _pad_dims(x, [0, 0] + list(pads), [0, 0] + list(pads), 0)
+        total = _red.sum(_windows(xp, kernel, stride, dilation, out_size), 2)
+        if count_include_pad or not any(pads):
+            out = ew.div(total, float(prod(kernel)))
+        else:
+            ones = constant(1.0, x.dtype, (1, 1) + tuple(x.shape[2:]))
+            ones = _pad_dims(ones, [0, 0] + list(pads), [0, 0] + list(pads), 0)
+            count = _red.sum(_windows(ones, kernel, stride, dilation, out_size), 2)
+            out = ew.div(total, count)
+    return _sh.squeeze(out, 0) if unbatched else out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False) -> Tensor:
+    """Maximum over sliding windows of the last dim."""
+    return _pool(input, kernel_size, stride, padding, dilation, ceil_mode, 1, "max_pool1d", "max")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False) -> Tensor:
+    """Maximum over sliding windows of the last two dims (stride defaults to the kernel size).
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.max_pool2d(tp.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+    return _pool(input, kernel_size, stride, padding, dilation, ceil_mode, 2, "max_pool2d", "max")
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of the last dim."""
+    return _pool(input, kernel_size, stride, padding, 1, ceil_mode, 1, "avg_pool1d", "avg", count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of the last two dims (stride defaults to the kernel size)."""
+    return _pool(input, kernel_size, stride, padding, 1, ceil_mode, 2, "avg_pool2d", "avg", count_include_pad)
+
+
+# --- normalization --------------------------------------------------------------------------------
+def _check_no_vmap_update(op: str) -> None:
+    stack = transform_stack()
+    if "vmap" in stack:
+        raise RuntimeError(
+            f"{op}: batch norm in training mode updates its running statistics in place, which is ambiguous "
+            f"under vmap (transform stack: {stack}): each sample or model would write the same buffer. Call "
+            f"tensorplay.func.replace_all_batch_norm_modules_(model) (or batch_norm_without_running_stats(module)) "
+            f"to normalize with batch statistics only, or put the module in eval() mode to use its running "
+            f"statistics.")
+
+
+def _update_running(buf: Tensor, stat: Tensor, momentum) -> None:
+    keep = ew.sub(1.0, momentum) if isinstance(momentum, Tensor) else 1.0 - momentum
+    new = ew.add(ew.mul(buf, keep), ew.mul(bind("stop_gradient", stat), momentum))
+    buf.copy_(convert(new, buf.dtype))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum=0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) of ``(N, C, *)`` input.
+
+    In training mode the batch statistics are used and, when given, `running_mean` and
+    `running_var` are updated in place: ``running = (1 - momentum) * running + momentum * stat``
+    (the variance with Bessel's correction). `momentum` may be a float or a 0-d tensor. In
+    evaluation mode the running statistics are used.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> rm, rv = tp.zeros(2), tp.ones(2)
+    >>> y = F.batch_norm(tp.tensor([[1.0, 2.0], [3.0, 6.0]]), rm, rv, training=True)
+    >>> rm
+    tensor([0.2000, 0.4000])
+    """
+    x = as_tensor_operand(input)
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input of at least 2 dims (N, C, ...), got shape {tuple(x.shape)}")
+    C = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (C,):
+            raise ValueError(f"batch_norm: {name} should have shape ({C},) for input of shape {tuple(x.shape)}, "
+                             f"got {tuple(t.shape)}")
+    axes = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, C) + (1,) * (x.ndim - 2)
+    if training:
+        count = x.numel() // C if C else 0
+        if count <= 1:
+            raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got input size "
+                             f"{list(x.shape)}")
+        mean = _red.mean(x, axes)
+        centered = ew.sub(x, _sh.reshape(mean, bshape))
+        var = _red.mean(ew.mul(centered, centered), axes)
+        if running_mean is not None or running_var is not None:
+            _check_no_vmap_update("batch_norm")
+            if momentum is None:
+                raise ValueError("batch_norm: momentum must be a number or a 0-d tensor when running statistics "
+                                 "are updated (BatchNorm modules turn momentum=None into a cumulative average)")
+            if running_mean is not None:
+                _update_running(running_mean, mean, momentum)
+            if running_var is not None:
+                _update_running(running_var, ew.mul(var, count / (count - 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
+        mean, var = convert(running_mean, x.dtype), convert(running_var, x.dtype)
+        centered = ew.sub(x, _sh.reshape(mean, bshape))
+    out = ew.mul(centered, _sh.reshape(ew.rsqrt(ew.add(var, eps)), bshape))
+    if weight is not None:
+        out = ew.mul(out, _sh.reshape(weight, bshape))
+    if bias is not None:
+        out = ew.add(out, _sh.reshape(bias, bshape))
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing `normalized_shape` dims (biased variance), then scale and shift.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.layer_norm(tp.tensor([[1.0, 3.0]]), (2,))
+    tensor([[-1.0000,  1.0000]])
+    """
+    x = as_tensor_operand(input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k:]) != shape:
+        raise ValueError(f"layer_norm: Given normalized_shape={list(shape)}, expected input with shape "
+                         f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}")
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mean = _red.mean(x, axes, keepdim=True)
+    centered = ew.sub(x, mean)
+    var = _red.mean(ew.mul(centered, centered), axes, keepdim=True)
+    out = ew.mul(centered, ew.rsqrt(ew.add(var, eps)))
+    if weight is not None:
+        out = ew.mul(out, weight)
+    if bias is not None:
+        out = ew.add(out, bias)
+    return out
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input / max(||input||_p, eps)`` along `dim`."""
+    n = _red.norm(input, p, dim, keepdim=True)
+    return ew.div(input, ew.clamp(n, min=eps))
+
+
+# --- dropout and embedding ------------------------------------------------------------------------
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability `p` and scale the rest by ``1 / (1 - p)``; identity when not training.
+
+    The mask comes from `tensorplay.rand`, so under vmap it follows the `randomness` option.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.dropout(tp.ones(3), 0.5, training=False)
+    tensor([1., 1., 1.])
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    x = as_tensor_operand(input)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        out = ew.mul(x, 0.0)
+    else:
+        dtype = x.dtype if x.dtype.is_floating_point else get_default_dtype()
+        keep = ew.ge(rand(tuple(x.shape), dtype=dtype), p)
+        out = ew.mul(ew.where(keep, x, 0.0), 1.0 / (1.0 - p))
+    if inplace:
+        return x.copy_(out)
+    return out
+
+
+def embedding(input, weight, padding_idx: int | None = None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` at the integer indices `input`: shape ``input.shape + (embedding_dim,)``.
+
+    The row at `padding_idx` receives no gradient.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.embedding(tp.tensor([[0, 2]]), tp.eye(3)).tolist()
+    [[[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]
+    """
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+    idx, w = as_tensor_operand(input), as_tensor_operand(weight)
+    if idx.dtype.is_floating_point or idx.dtype.is_bool:
+        raise TypeError(f"embedding: Expected tensor for argument #1 'indices' to have one of the following scalar "
+                        f"types: Long, Int; but got {idx.dtype.name} instead")
+    if w.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got {tuple(w.shape)}")
+    num = w.shape[0]
+    if idx._trace is None and idx.numel():
+        arr = idx._data
+        if arr.min() < 0 or arr.max() >= num:
+            bad = arr[(arr < 0) | (arr >= num)].flat[0]
+            raise IndexError(f"embedding: index {bad} is out of range for num_embeddings={num}")
+    rows = _idx.index_select(w, 0, _sh.reshape(idx, (-1,)))
+    rows = _sh.reshape(rows, tuple(idx.shape) + (w.shape[1],))
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings={num}")
+        padding_idx %= num
+        is_pad = _sh.unsqueeze(ew.eq(idx, padding_idx), -1)
+        rows = ew.where(is_pad, bind("stop_gradient", rows), rows)
+    return rows
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last dim."""
+    return _idx.one_hot(tensor, num_classes)
+
+
+# --- activations ----------------------------------------------------------------------------------
+def relu(input, inplace: bool = False) -> Tensor:
+    """max(input, 0)."""
+    out = ew.relu(input)
+    return input.copy_(out) if inplace else out
+
+
+def relu6(input, inplace: bool = False) -> Tensor:
+    """min(max(input, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """clamp(input, min_val, max_val)."""
+    out = ew.clamp(input, min_val, max_val)
+    return input.copy_(out) if inplace else out
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """input where positive, else negative_slope * input."""
+    x = as_tensor_operand(input)
+    out = ew.where(ew.gt(x, 0), x, ew.mul(x, negative_slope))
+    return x.copy_(out) if inplace else out
+
+
+def gelu(input, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit: ``x * Phi(x)`` (exact, with erf) or its tanh approximation.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.gelu(tp.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.8413])
+    """
+    x = ew._float_operand(input, "gelu")
+    if approximate == "none":
+        return ew.mul(ew.mul(x, 0.5), ew.add(ew.erf(ew.mul(x, 1.0 / math.sqrt(2.0))), 1.0))
+    if approximate == "tanh":
+        inner = ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
+        return ew.mul(ew.mul(x, 0.5), ew.add(ew.tanh(inner), 1.0))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(input, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x)."""
+    x = as_tensor_operand(input)
+    out = ew.mul(x, ew.sigmoid(x))
+    return x.copy_(out) if inplace else out
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where positive, else alpha * (exp(x) - 1)."""
+    x = as_tensor_operand(input)
+    out = ew.where(ew.gt(x, 0), x, ew.mul(ew.expm1(ew.minimum(x, 0.0)), alpha))
+    return x.copy_(out) if inplace else out
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, linear above `threshold`."""
+    x = as_tensor_operand(input)
+    bx = ew.mul(x, beta)
+    soft = ew.div(ew.log1p(ew.exp(ew.minimum(bx, threshold))), beta)
+    return ew.where(ew.gt(bx, threshold), x, soft)
+
+
+def tanh(input) -> Tensor:
+    return ew.tanh(input)
+
+
+def sigmoid(input) -> Tensor:
+    return ew.sigmoid(input)
+
+
+def logsigmoid(input) -> Tensor:
+    """log(sigmoid(x)), computed stably as ``-softplus(-x)``."""
+    x = as_tensor_operand(input)
+    return ew.neg(ew.add(ew.relu(ew.neg(x)), ew.log1p(ew.exp(ew.neg(ew.abs(x))))))
+
+
+def _softmax_dim(ndim: int) -> int:
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim: int | None = None, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (PyTorch's legacy implicit dim when None)."""
+    x = as_tensor_operand(input)
+    return _act.softmax(x, _softmax_dim(x.ndim) if dim is None else dim, dtype)
+
+
+def log_softmax(input, dim: int | None = None, dtype=None) -> Tensor:
+    """x - logsumexp(x) along `dim`."""
+    x = as_tensor_operand(input)
+    return _act.log_softmax(x, _softmax_dim(x.ndim) if dim is None else dim, dtype)
+
+
+# --- losses ---------------------------------------------------------------------------------------
+def mse_loss(input, target, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or elementwise) squared error.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.mse_loss(tp.tensor([1.0, 2.0]), tp.tensor([1.0, 4.0]))
+    tensor(2.)
+    """
+    d = ew.sub(input, target)
+    return _reduce_loss(ew.mul(d, d), reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or elementwise) absolute error."""
+    return _reduce_loss(ew.abs(ew.sub(input, target)), reduction, "l1_loss")
+
+
+def binary_cross_entropy(input, target, weight=None, reduction: str = "mean") -> Tensor:
+    """-(t log p + (1 - t) log(1 - p)) for probabilities `input` (logs clamped at -100, as in PyTorch)."""
+    p = as_tensor_operand(input)
+    logp = ew.maximum(ew.log(p), -100.0)
+    log1mp = ew.maximum(ew.log(ew.sub(1.0, p)), -100.0)
+    loss = ew.neg(ew.add(ew.mul(target, logp), ew.mul(ew.sub(1.0, target), log1mp)))
+    if weight is not None:
+        loss = ew.mul(loss, weight)
+    return _reduce_loss(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean",
+                                     pos_weight=None) -> Tensor:
+    """Binary cross entropy of sigmoid(input), computed stably from the logits."""
+    x = as_tensor_operand(input)
+    log_sig = logsigmoid(x)
+    log_one_minus = logsigmoid(ew.neg(x))
+    pos = ew.mul(target, log_sig)
+    if pos_weight is not None:
+        pos = ew.mul(pos, pos_weight)
+    loss = ew.neg(ew.add(pos, ew.mul(ew.sub(1.0, target), log_one_minus)))
+    if weight is not None:
+        loss = ew.mul(loss, weight)
+    return _reduce_loss(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def _class_targets(input: Tensor, target: Tensor, op: str):
+    """Put input in (N, C, *) and target in (N, *) form; returns (input, target, unbatched)."""
+    if input.ndim == 0:
+        raise ValueError(f"{op}: input must have at least 1 dim (C,), got a 0-d tensor")
+    unbatched = input.ndim == 1
+    if unbatched:
+        if target.ndim != 0:
+            raise ValueError(f"{op}: for unbatched input of shape {tuple(input.shape)} the target must be 0-d, "
+                             f"got shape {tuple(target.shape)}")
+        input, target = _sh.unsqueeze(input, 0), _sh.unsqueeze(target, 0)
+    expected = (input.shape[0],) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ValueError(f"{op}: Expected target of shape {expected} for input of shape {tuple(input.shape)}, "
+                         f"got {tuple(target.shape)}")
+    return input, target, unbatched
+
+
+def _picked_weights(target: Tensor, weight, ignore_index: int, C: int, op: str):
+    """(valid mask, safe target, per-element class weight with ignored entries zeroed)."""
+    if target.dtype.is_floating_point or target.dtype.is_bool:
+        raise TypeError(f"{op}: expected class indices of an integer dtype as target, got {target.dtype.name}")
+    if target._trace is None and target.numel():
+        arr = target._data
+        bad = arr[((arr < 0) | (arr >= C)) & (arr != ignore_index)]
+        if bad.size:
+            raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (number of classes: {C})")
+    valid = ew.ne(target, ignore_index)
+    safe = ew.where(valid, target, 0)
+    if weight is None:
+        return valid, safe, None
+    w = as_tensor_operand(weight)
+    if tuple(w.shape) != (C,):
+        raise ValueError(f"{op}: weight should be a 1-D tensor of {C} class weights, got shape {tuple(w.shape)}")
+    wt = _sh.reshape(_idx.index_select(w, 0, _sh.reshape(safe, (-1,))), tuple(safe.shape))
+    return valid, safe, ew.where(valid, wt, 0.0)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+             reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of class indices `target` under log-probabilities `input` ``(N, C, *)`` or ``(C,)``.
+
+    With ``reduction="mean"`` the sum is divided by the total weight of the non-ignored targets.
+    """
+    if size_average is not None or reduce is not None:
+        raise TypeError("nll_loss: size_average and reduce are deprecated; use reduction=")
+    x, t = as_tensor_operand(input), as_tensor_operand(target)
+    x, t, unbatched = _class_targets(x, t, "nll_loss")
+    C = x.shape[1]
+    valid, safe, wt = _picked_weights(t, weight, ignore_index, C, "nll_loss")
+    picked = _sh.squeeze(_idx.gather(x, 1, _sh.unsqueeze(safe, 1)), 1)
+    if wt is None:
+        wt = convert(valid, x.dtype)
+    loss = ew.neg(ew.mul(picked, wt))
+    if reduction == "none":
+        return _sh.squeeze(loss, 0) if unbatched else loss
+    if reduction == "sum":
+        return _red.sum(loss)
+    if reduction == "mean":
+        return ew.div(_red.sum(loss), _red.sum(wt))
+    raise ValueError(f"nll_loss: {reduction!r} is not a valid value for reduction")
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy between logits `input` ``(N, C, *)`` / ``(C,)`` and class indices or class probabilities.
+
+    Class-index targets support `weight`, `ignore_index` and `label_smoothing`; probability
+    targets (a float tensor of the input's shape) support `weight` and `label_smoothing`.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> logits = tp.tensor([[2.0, 0.0, 0.0]])
+    >>> F.cross_entropy(logits, tp.tensor([0]))
+    tensor(0.2395)
+    """
+    if size_average is not None or reduce is not None:
+        raise TypeError("cross_entropy: size_average and reduce are deprecated; use reduction=")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    x, t = as_tensor_operand(input), as_tensor_operand(target)
+    if x.ndim == 0:
+        raise ValueError("cross_entropy: input must have at least 1 dim (C,), got a 0-d tensor")
+    cdim = 0 if x.ndim == 1 else 1
+    C = x.shape[cdim]
+    logp = _act.log_softmax(x, cdim)
+    wshape = (C,) + (1,) * (x.ndim - cdim - 1)
+    if t.dtype.is_floating_point:
+        if tuple(t.shape) != tuple(x.shape):
+            raise ValueError(f"cross_entropy: probability targets must have the input's shape {tuple(x.shape)}, "
+                             f"got {tuple(t.shape)}")
+        if label_smoothing > 0:
+            t = ew.add(ew.mul(t, 1.0 - label_smoothing), label_smoothing / C)
+        terms = ew.mul(logp, t)
+        if weight is not None:
+            terms = ew.mul(terms, _sh.reshape(weight, wshape))
+        loss = ew.neg(_red.sum(terms, cdim))
+        if reduction == "mean":
+            return ew.div(_red.sum(loss), float(max(x.numel() // C, 1))) if x.numel() else _red.sum(loss)
+        return _reduce_loss(loss, reduction, "cross_entropy")
+    nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0.0:
+        return nll
+    lp, tt, unbatched = _class_targets(logp, t, "cross_entropy")
+    valid, _, wt = _picked_weights(tt, weight, ignore_index, C, "cross_entropy")
+    terms = lp if weight is None else ew.mul(lp, _sh.reshape(weight, (C,) + (1,) * (lp.ndim - 2)))
+    smooth = ew.where(valid, ew.neg(_red.sum(terms, 1)), 0.0)
+    if reduction == "none":
+        smooth = _sh.squeeze(smooth, 0) if unbatched else smooth
+    elif reduction == "sum":
+        smooth = _red.sum(smooth)
+    else:
+        denom = _red.sum(convert(valid, smooth.dtype)) if wt is None else _red.sum(wt)
+        smooth = ew.div(_red.sum(smooth), denom)
+    return ew.add(ew.mul(nll, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / C))

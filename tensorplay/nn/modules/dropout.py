@@ -1,0 +1,32 @@
+"""`Dropout`."""
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+class Dropout(Module):
+    """Zero elements with probability `p` during training (scaling the rest by 1/(1-p)); identity in eval.
+
+    The mask is drawn with `tensorplay.rand`, so under vmap it follows the
+    `randomness` option ("error" by default).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> drop = nn.Dropout(0.5)
+    >>> drop.eval()(tp.ones(3))
+    tensor([1., 1., 1.])
+    """
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

@@ -1,0 +1,51 @@
+"""`LayerNorm`."""
+from __future__ import annotations
+
+from ...ops.creation import ones, zeros
+from .. import functional as F
+from ..parameter import Parameter
+from .module import Module
+
+
+class LayerNorm(Module):
+    """Normalize over the trailing `normalized_shape` dims, with optional elementwise affine.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> ln = nn.LayerNorm(4)
+    >>> ln
+    LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)
+    >>> ln(tp.randn(2, 4)).shape
+    tensorplay.Size(2, 4)
+    """
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            self.weight.fill_(1)
+            if self.bias is not None:
+                self.bias.zero_()
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")

@@ -1,0 +1,58 @@
+"""`Adam` and `AdamW`."""
+from __future__ import annotations
+
+from ..ops.creation import zeros_like
+from .functional import _check_adam, adam_update
+from .optimizer import Optimizer, _write
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with PyTorch's update rule, updating the parameters in place.
+
+    `weight_decay` adds ``weight_decay * param`` to the gradient (L2); see `AdamW` for the
+    decoupled form. Gradients come from `step` as for `SGD`.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import optim
+    >>> w = tp.tensor([1.0, -1.0])
+    >>> opt = optim.Adam({"w": w}, lr=0.1)
+    >>> opt.step({"w": tp.tensor([2.0, -3.0])})
+    >>> w
+    tensor([ 0.9000, -0.9000])
+    """
+
+    _decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                 amsgrad: bool = False, *, maximize: bool = False):
+        _check_adam(lr, betas, eps, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _update(self, param, grad, group, state) -> None:
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = zeros_like(param)
+            state["exp_avg_sq"] = zeros_like(param)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = zeros_like(param)
+        state["step"] += 1
+        beta1, beta2 = group["betas"]
+        new, m, v, mx = adam_update(param, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                                    state["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                                    weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
+                                    maximize=group["maximize"], decoupled=self._decoupled)
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = mx
+        _write(param, new)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: ``param *= 1 - lr * weight_decay`` before the Adam step."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
+                 amsgrad: bool = False, *, maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

@@ -1,0 +1,13 @@
+"""tests/ad run on the reference interpreter unless a test is marked `compiled` (the llvmlite
+backend is exercised by tests/codegen; here it would only add compile time)."""
+import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "compiled: run with the default (compiled) backend")
+
+
+@pytest.fixture(autouse=True)
+def _interpreter_backend(request, monkeypatch):
+    if request.node.get_closest_marker("compiled") is None:
+        monkeypatch.setenv("TENSORPLAY_BACKEND", "interpreter")

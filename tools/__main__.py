@@ -1,0 +1,6 @@
+"""``python -m tools`` runs the `tensorplay-ir` command line (see `tools.cli`)."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,439 @@
+"""``tensorplay-ir``: look at what tensorplay does to a function, stage by stage.
+
+::
+
+    tensorplay-ir dump  MODULE:FUNC --arg f32[8,3] [--transform SPEC ...] [--pass SPEC ...]
+                        [--print-after-all] [--llvm] [--asm] [--stats] [--stage N|final]
+    tensorplay-ir dump  FILE.tpir [--transform ...] [--pass ...] ...
+    tensorplay-ir run   FILE.tpir [--seed N] [--rtol R] [--atol A]
+    tensorplay-ir verify FILE.tpir [FILE.tpir ...]
+    tensorplay-ir viz   (MODULE:FUNC --arg ... | FILE.tpir) [--transform ...] [--stage N|final] -o OUT.svg|.html|.dot
+    tensorplay-ir list  {transforms,passes,prims}
+
+``python -m tools.cli`` is the same program. Exit status: 0 success, 1
+invalid IR (``verify``) or results outside tolerance (``run``), 2 bad input
+(unknown module or function, malformed spec or IR, unknown transform, missing
+file), reported as one ``tensorplay-ir: error: ...`` line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from typing import Sequence, TextIO
+
+PROG = "tensorplay-ir"
+
+__all__ = ["main", "build_parser", "CLIError"]
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status `status`."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors are one line (no usage dump) and go through `CLIError`."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+# ----------------------------------------------------------------------------------------------
+# Inputs
+# ----------------------------------------------------------------------------------------------
+def _is_ir_file(target: str) -> bool:
+    return target.endswith((".tpir", ".mlir")) or (os.path.isfile(target) and not target.endswith(".py")
+                                                    and ":" not in os.path.basename(target))
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CLIError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise CLIError(f"{path} is a directory, not an IR file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CLIError(f"cannot read {path}: {e}") from None
+
+
+def _parse_ir_file(path: str):
+    from ir.text import ParseError, parse_graph
+
+    text = _read(path)
+    try:
+        return parse_graph(text)
+    except ParseError as e:
+        raise CLIError(f"{path}:{e.line}:{e.column}: {e.message}") from None
+
+
+def _specs(values: Sequence[str] | None, what: str):
+    from .cli_specs import parse_call_spec
+
+    return [parse_call_spec(v, what) for v in values or ()]
+
+
+def _stages(args):
+    """Build the pipeline stages for `dump` and `viz`."""
+    from .cli_pipeline import build_stages
+    from .cli_specs import load_target, parse_tensor_spec
+
+    transforms = _specs(args.transform, "transform")
+    passes = _specs(args.passes, "pass")
+    from .cli_pipeline import transform_def
+
+    for t in transforms:
+        transform_def(t)  # validate every spec before doing any work
+    tensor_specs = [parse_tensor_spec(a) for a in args.arg] if args.arg else None
+    if _is_ir_file(args.target):
+        graph = _parse_ir_file(args.target)
+        return build_stages(graph=graph, source=args.target, specs=tensor_specs, transforms=transforms,
+                            passes=passes, seed=args.seed)
+    fn = load_target(args.target)
+    return build_stages(fn=fn, specs=tensor_specs or [], transforms=transforms, passes=passes, seed=args.seed)
+
+
+def _select_stage(stages, which: str | None):
+    if which is None or which == "final":
+        return stages[-1]
+    try:
+        i = int(which)
+    except ValueError:
+        raise CLIError(f"--stage must be a stage number or 'final', got {which!r}") from None
+    if not -len(stages) <= i < len(stages):
+        raise CLIError(f"--stage {i} is out of range: there are {len(stages)} stages (0..{len(stages) - 1})")
+    return stages[i]
+
+
+def _compile(graph):
+    try:
+        import codegen
+    except ImportError as e:
+        raise CLIError(f"the compiled backend is not available: {e}") from None
+    try:
+        return codegen.compile_graph(graph)
+    except NotImplementedError as e:
+        raise CLIError(f"cannot compile @{graph.name}: {e}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# dump
+# ----------------------------------------------------------------------------------------------
+def _banner(title: str) -> str:
+    return f"// -----// {title} //----- //"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def _print_stats(out: TextIO, stages, exe) -> None:
+    rows = [("stage", "what", "inputs", "nodes", "outputs", "time", "in passes")]
+    for s in stages:
+        rows.append((str(s.index), s.label, str(len(s.graph.inputs)), str(len(s.graph.nodes)),
+                     str(len(s.graph.outputs)), _ms(s.seconds), _ms(s.pass_seconds)))
+        for p in s.passes:
+            rows.append(("", "  " * (p.depth + 1) + f"pass {p.name}", "", str(len(p.graphs[0][1].nodes)), "",
+                         _ms(p.seconds), ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(_banner("stats"), file=out)
+    for r in rows:
+        cells = [r[0].rjust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]
+        print("  ".join(cells).rstrip(), file=out)
+    trace_total = sum(s.seconds - s.pass_seconds for s in stages if s.kind in ("trace", "transform"))
+    pass_total = sum(s.pass_seconds if s.kind != "pass" else s.seconds for s in stages)
+    print(f"tracing {_ms(trace_total)}; passes {_ms(pass_total)}", file=out)
+    if exe is None:
+        return
+    st = dict(getattr(exe, "stats", {}) or {})
+    final = stages[-1].graph
+    kernels = st.get("kernels", len(getattr(exe, "kernels", [])))
+    print(f"compile @{final.name}: {kernels} kernels after fusion of {len(final.nodes)} nodes", file=out)
+    parts = []
+    for key, label in (("schedule_s", "fusion/scheduling"), ("lower_s", "lowering to LLVM IR"),
+                       ("llvm_parse_s", "LLVM parse+verify"), ("llvm_opt_s", "LLVM optimisation"),
+                       ("codegen_s", "machine code + JIT"), ("total_s", "total")):
+        if key in st:
+            parts.append(f"{label} {_ms(st[key])}")
+    others = {k: v for k, v in st.items() if k not in {"schedule_s", "lower_s", "llvm_parse_s", "llvm_opt_s",
+                                                       "codegen_s", "total_s", "kernels"}}
+    if parts:
+        print("  " + "; ".join(parts), file=out)
+    for k, v in others.items():
+        print(f"  {k}: {_ms(v) if k.endswith('_s') else v}", file=out)
+    for k in getattr(exe, "kernels", []) or []:
+        if isinstance(k, dict):
+            nodes = k.get("nodes", [])
+            print(f"  kernel {k.get('name', '?')}: {k.get('kind', '?')} over {list(k.get('domain', ()))}, "
+                  f"{len(nodes)} node(s): {' '.join(map(str, nodes))}", file=out)
+
+
+def cmd_dump(args) -> int:
+    """Print each stage's graph (and, on request, every pass, LLVM IR, assembly and statistics)."""
+    from ir.text import print_graph
+
+    out = sys.stdout
+    stages = _stages(args)
+    chosen = None if args.stage is None else _select_stage(stages, args.stage)
+    for s in stages:
+        if chosen is not None and s is not chosen:
+            continue
+        if args.print_after_all:
+            for p in s.passes:
+                for field, g in p.graphs:
+                    suffix = "" if len(p.graphs) == 1 else f" ({field})"
+                    print(_banner(f"stage {s.index} > pass {p.name}{suffix}"), file=out)
+                    print(print_graph(g), file=out)
+        print(_banner(s.title), file=out)
+        print(print_graph(s.graph), file=out)
+    exe = None
+    if args.llvm or args.asm or args.stats:
+        exe = _compile((chosen or stages[-1]).graph)
+    if args.llvm:
+        print(_banner("optimised LLVM IR"), file=out)
+        print(exe.llvm_ir.rstrip("\n"), file=out)
+    if args.asm:
+        print(_banner("host assembly"), file=out)
+        print(exe.asm.rstrip("\n"), file=out)
+    if args.stats:
+        _print_stats(out, stages if chosen is None else [chosen], exe)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# run / verify / viz / list
+# ----------------------------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    """Run an IR file on random inputs, compiled and interpreted, and compare."""
+    import ir
+
+    from .cli_run import compare_outputs, random_inputs
+
+    graph = _parse_ir_file(args.file)
+    arrays = random_inputs(graph, args.seed)
+    t0 = time.perf_counter()
+    reference = ir.interpret(graph, arrays)
+    t1 = time.perf_counter()
+    exe = _compile(graph)
+    t2 = time.perf_counter()
+    compiled = exe(*arrays)
+    t3 = time.perf_counter()
+    print(f"@{graph.name}: {len(graph.inputs)} inputs, {len(graph.nodes)} nodes, {len(graph.outputs)} outputs; "
+          f"seed {args.seed}")
+    print(f"interpreter {_ms(t1 - t0)}; compile {_ms(t2 - t1)}; compiled run {_ms(t3 - t2)}")
+    failed = 0
+    for d in compare_outputs(graph, compiled, reference, args.rtol, args.atol):
+        status = "ok" if d.ok else "MISMATCH"
+        failed += not d.ok
+        print(f"output {d.index} {d.type}: max abs diff {d.max_abs:.3g}, max rel diff {d.max_rel:.3g}: {status}")
+    if failed:
+        print(f"{PROG}: {failed} output(s) differ beyond tolerance", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_verify(args) -> int:
+    """Parse and verify IR files; print ``FILE:LINE:COL: error: message`` per problem."""
+    from ir.text import parse_graph
+    from ir.verify import verify_text
+
+    status = 0
+    for path in args.files:
+        text = _read(path)
+        errors = verify_text(text)
+        if not errors:
+            g = parse_graph(text)
+            if not args.quiet:
+                print(f"{path}: ok: @{g.name}, {len(g.inputs)} inputs, {len(g.nodes)} nodes, "
+                      f"{len(g.outputs)} outputs")
+            continue
+        status = 1
+        for e in errors:
+            print(f"{path}:{e.line}:{e.column}: error: {e.message}")
+            if e.source_line is not None and not args.no_source:
+                print(f"  {e.source_line}")
+                print(f"  {' ' * (e.column - 1)}^")
+    return status
+
+
+def cmd_viz(args) -> int:
+    """Draw one stage of the pipeline to SVG, HTML or DOT."""
+    from .viz import write_graph
+
+    suffix = os.path.splitext(args.output)[1].lower()
+    if suffix not in (".svg", ".html", ".htm", ".dot", ".gv"):
+        raise CLIError(f"cannot tell the output format from {args.output!r}: use a .svg, .html or .dot file name")
+    stages = _stages(args)
+    stage = _select_stage(stages, args.stage)
+    kernels = None
+    note = ""
+    if args.colour_by in ("auto", "kernel"):
+        try:
+            kernels = _compile(stage.graph)
+        except CLIError as e:
+            if args.colour_by == "kernel":
+                raise
+            note = f" (no kernels: {e}; coloured by op family)"
+    stats = {"stage": stage.title}
+    if kernels is not None:
+        n_k = getattr(kernels, "stats", {}).get("kernels", len(getattr(kernels, "kernels", [])))
+        stats["kernels"] = n_k
+    try:
+        fmt = write_graph(stage.graph, args.output, kernels=kernels, title=f"@{stage.graph.name} \u2014 {stage.title}",
+                          stats=stats)
+    except OSError as e:
+        raise CLIError(f"cannot write {args.output}: {e.strerror or e}") from None
+    print(f"wrote {args.output} ({fmt}, {stage.title}, {len(stage.graph.nodes)} nodes){note}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    """List the transforms, passes or primitives the CLI knows."""
+    if args.what == "transforms":
+        from .cli_pipeline import TRANSFORMS
+
+        for t in TRANSFORMS.values():
+            opts = ", ".join(t.options) or "-"
+            print(f"{t.name:16} options: {opts:42} {t.doc}")
+    elif args.what == "passes":
+        from .cli_pipeline import pass_functions
+
+        for name, fn in pass_functions().items():
+            doc = (fn.__doc__ or "").strip().split("\n")[0]
+            print(f"{name:32} {doc}")
+    else:
+        from . import cli_doctable
+
+        if args.update_doc:
+            try:
+                changed = cli_doctable.update_doc(args.update_doc)
+            except FileNotFoundError:
+                raise CLIError(f"no such file: {args.update_doc}") from None
+            except ValueError as e:
+                raise CLIError(str(e)) from None
+            print(f"{args.update_doc}: primitive table {'updated' if changed else 'already up to date'}")
+        elif args.markdown:
+            print(cli_doctable.primitive_table())
+        else:
+            print(cli_doctable.rule_matrix())
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Parser and entry point
+# ----------------------------------------------------------------------------------------------
+def _add_pipeline_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", help="MODULE:FUNC (a module path or a .py file, then the function) or FILE.tpir")
+    p.add_argument("--arg", action="append", metavar="SPEC",
+                   help="an example argument of the final function: f32[64,784], i64[3], f32[] (repeatable)")
+    p.add_argument("--transform", action="append", metavar="SPEC",
+                   help="apply a transform, e.g. grad, 'vmap(in_dims=(None, 0))' (repeatable; applied in order, "
+                        "so '--transform grad --transform vmap' is vmap(grad(f)))")
+    p.add_argument("--pass", dest="passes", action="append", metavar="SPEC",
+                   help="run a pass of ir/passes on the last graph, e.g. simplify or 'batching.batch_graph(...)'")
+    p.add_argument("--seed", type=int, default=0, help="seed for the example argument values (default 0)")
+    p.add_argument("--stage", metavar="N|final", help="select one stage (0 = traced)")
+    p.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of `tensorplay-ir`."""
+    parser = _Parser(prog=PROG, description="Inspect tensorplay's graph IR: trace, transform, verify, run and draw.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="Exit status: 0 ok, 1 invalid IR or mismatching results, 2 bad input.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    d = sub.add_parser("dump", help="print the graph after tracing, each transform and each pass")
+    _add_pipeline_options(d)
+    d.add_argument("--print-after-all", action="store_true",
+                   help="also print the graph returned by every pass the transforms run")
+    d.add_argument("--llvm", action="store_true", help="print the optimised LLVM IR of the final graph")
+    d.add_argument("--asm", action="store_true", help="print the host assembly of the final graph")
+    d.add_argument("--stats", action="store_true",
+                   help="node counts per stage, kernels after fusion, time in tracing, passes, LLVM and codegen")
+    d.set_defaults(handler=cmd_dump)
+
+    r = sub.add_parser("run", help="run an IR file compiled and interpreted on random inputs and compare")
+    r.add_argument("file", help="FILE.tpir")
+    r.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
+    r.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: 1e-4 f32, 1e-9 f64)")
+    r.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: 1e-5 f32, 1e-12 f64)")
+    r.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    r.set_defaults(handler=cmd_run)
+
+    v = sub.add_parser("verify", help="parse and verify IR files")
+    v.add_argument("files", nargs="+", metavar="FILE.tpir")
+    v.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
+    v.add_argument("--no-source", action="store_true", help="do not quote the offending line under each error")
+    v.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    v.set_defaults(handler=cmd_verify)
+
+    z = sub.add_parser("viz", help="draw a graph to .svg, .html or .dot, coloured by fused kernel")
+    _add_pipeline_options(z)
+    z.add_argument("-o", "--output", required=True, metavar="OUT", help="graph.svg, graph.html or graph.dot")
+    z.add_argument("--colour-by", "--color-by", dest="colour_by", choices=("auto", "kernel", "family"),
+                   default="auto", help="fill nodes by fused kernel or by op family (default: kernel if possible)")
+    z.set_defaults(handler=cmd_viz)
+
+    li = sub.add_parser("list", help="list transforms, passes or primitives")
+    li.add_argument("what", choices=("transforms", "passes", "prims"))
+    li.add_argument("--markdown", action="store_true", help="prims: print the Markdown table of docs/ir.md")
+    li.add_argument("--update-doc", metavar="FILE.md", help="prims: rewrite the generated table in FILE.md")
+    li.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    li.set_defaults(handler=cmd_list)
+    return parser
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    first = text.split("\n", 1)[0].strip() if text else ""
+    return first or type(e).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `tensorplay-ir` with `argv` (default: ``sys.argv[1:]``); return the exit status."""
+    from ir.text import ParseError
+
+    from .cli_specs import SpecError
+
+    parser = build_parser()
+    show_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
+    try:
+        args = parser.parse_args(argv)
+        status = args.handler(args)
+        sys.stdout.flush()
+        return status
+    except CLIError as e:
+        print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
+        return e.status
+    except (SpecError, ParseError) as e:
+        print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+        except OSError:
+            pass
+        return 0
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - user code and transforms raise anything; one line, exit 2
+        if show_traceback:
+            traceback.print_exc()
+        print(f"{PROG}: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
