@@ -14,20 +14,20 @@ import os
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
-
 import numpy as np
 
 from ir.core import Graph
 from ir.interpreter import check_arguments
 from . import jit
 from .module import BufferPlan, build_module, splittable
-from .schedule import Kernel, schedule
+from .schedule import schedule
 
 
 
+# Executables whose kernels are all flat elementwise loops over the same number of elements
+# run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this a thread hand-off costs more than it saves
-_THREADS = max(1, min(os.cpu_count() or 1, 8))
+_THREADS = max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
 _pool_instance: ThreadPoolExecutor | None = None
 
 
@@ -165,7 +165,8 @@ class Executable:
 
     @property
     def kernels(self) -> list[dict]:
-        """One entry per kernel: name, kind, loop domain, fused node names (in order)."""
+        """One entry per kernel: name, kind, loop domain, fused node names and their positions
+        in `graph.nodes` (in order), and whether it runs as one flat loop."""
         return [k.describe() for k in self._kernels]
 
     def __repr__(self) -> str:

@@ -2,7 +2,7 @@
 
 - reductions (sum, prod, max, min): one driver, parameterised by a `Monoid`;
   producers are fused (the operand is an expression evaluated in the loop);
-- argmax / argmin: a (value, index) scan over one axis, producers fused;
+- argmax / argmin: max then first-match, two vectorised passes, producers fused;
 - index_add: copy then scatter-accumulate, over materialised operands;
 - dot_general: in `dot.py`.
 
@@ -25,7 +25,9 @@ from . import irutil as u
 from .context import Index, KernelContext
 from .lower import Lowering, _register, convert
 
-_FAST = ("reassoc", "contract")
+# reassociation lets LLVM vectorise float reductions; no "contract": fusing a producer's multiply
+# into the accumulation (an FMA) would make results depend on which loop (vector or remainder) ran
+_FAST = ("reassoc",)
 
 
 @dataclass(frozen=True)
@@ -120,33 +122,38 @@ for _name in MONOIDS:
 
 # --- argmax / argmin ---------------------------------------------------------------------------
 def emit_arg_reduction(ctx: KernelContext, node: Node, largest: bool) -> None:
-    """Index of the first extremum along ``axis``; a NaN counts as the extremum (numpy's rule)."""
+    """Index of the first extremum along ``axis``; a NaN counts as the extremum (numpy's rule).
+
+    Two vectorisable passes per output element instead of one (value, index) scan, which
+    LLVM does not vectorise: m = max (NaN-propagating), then the smallest j with x[j] == m
+    (or x[j] NaN when m is) as an integer min-reduction."""
     b = ctx.b
     x, out = node.inputs[0], node.out
     axis = node.attrs["axis"]
     n = x.shape[axis]
     dtype = x.dtype
     t = u.reg_type(dtype)
+    monoid = MONOIDS["reduce_max" if largest else "reduce_min"]
     with u.loop_nest(b, out.shape, "o") as ivs:
         def at(j):
             return ctx.value(x, Index(x.shape, dims=ivs[:axis] + [j] + ivs[axis:]))
         best_slot = u.alloca_at_entry(b, t, "best")
         pos_slot = u.alloca_at_entry(b, u.I64, "pos")
-        b.store(at(u.i64(0)), best_slot)
-        b.store(u.i64(0), pos_slot)
+        b.store(u.const(t, monoid.identity(dtype)), best_slot)
         with u.for_range(b, u.i64(n), "r") as j:
+            b.store(monoid.combine(b, b.load(best_slot, typ=t), at(j), dtype), best_slot)
+            ctx.forget()
+        best = b.load(best_slot, typ=t)
+        b.store(u.i64(n), pos_slot)
+        with u.for_range(b, u.i64(n), "s") as j:
             v = at(j)
-            best = b.load(best_slot, typ=t)
             if dtype.is_floating_point:
-                # update when v beats best or v is NaN, unless best is already NaN
-                better = b.fcmp_unordered(">" if largest else "<", v, best)
-                better = b.and_(better, b.fcmp_ordered("ord", best, best))
-            elif dtype.is_bool:
-                better = b.icmp_unsigned(">" if largest else "<", v, best)
+                hit = b.or_(b.fcmp_ordered("==", v, best),
+                            b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_unordered("uno", best, best)))
             else:
-                better = b.icmp_signed(">" if largest else "<", v, best)
-            b.store(b.select(better, v, best), best_slot)
-            b.store(b.select(better, j, b.load(pos_slot, typ=u.I64)), pos_slot)
+                hit = b.icmp_unsigned("==", v, best)
+            cand = b.select(hit, j, u.i64(n))
+            b.store(u.intrinsic(b, "llvm.smin", [b.load(pos_slot, typ=u.I64), cand]), pos_slot)
             ctx.forget()
         pos = b.load(pos_slot, typ=u.I64)
         ctx.store(out, Index(out.shape, dims=ivs), convert(b, pos, dt.int64, out.dtype))

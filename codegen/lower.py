@@ -10,7 +10,8 @@ A lowering has one of two kinds, each with one signature:
   ``node.out`` (reductions, arg-reductions, dot_general, index_add).
 
 Semantics follow the numpy `impl` of each primitive exactly for integers and
-booleans: `rem` by zero gives 0 (and INT_MIN % -1 gives 0), float->int
+booleans: integer `div` truncates toward zero, `div` and `rem` by zero give 0,
+INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0, float->int
 conversion truncates and gives INT_MIN for NaN/inf/out-of-range values (what
 numpy's cast does on x86), `take`/`index_add` clamp indices into range.
 Floating-point transcendentals come from `vecmath` (vectorisable polynomials,
@@ -60,7 +61,7 @@ def _always(node: Node) -> bool:
 def elementwise(name: str, fn: Callable, cheap: bool = True) -> None:
     """Register `fn(b, args, dtype) -> value`, applied to the operands at the output index.
 
-    `dtype` is the operands' element type (the first operand's for select/convert)."""
+    `dtype` is the operands' element type (for select: the type of the selected values)."""
     def emit(ctx: KernelContext, node: Node, idx: Index) -> ir.Value:
         dtype = node.inputs[-1].dtype if node.prim.name == "select" else node.inputs[0].dtype
         return fn(ctx.b, ctx.operands(node, idx), dtype, **node.attrs)
@@ -119,6 +120,8 @@ elementwise("stop_gradient", lambda b, a, dtype: a[0])
 elementwise("add", by_kind(f=lambda b, x, y: b.fadd(x, y), i=lambda b, x, y: b.add(x, y)))
 elementwise("sub", by_kind(f=lambda b, x, y: b.fsub(x, y), i=lambda b, x, y: b.sub(x, y)))
 elementwise("mul", by_kind(f=lambda b, x, y: b.fmul(x, y), i=lambda b, x, y: b.mul(x, y)))
+
+
 def _div_int(b, x, y):
     # C division truncating toward zero, as the impl: x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps).
     zero, one = _zero(x), u.const(x.type, 1)

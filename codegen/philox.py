@@ -6,10 +6,12 @@ Element j of a draw for one key uses the Philox block at counter
 of zero-extended i32 words, which x86 vectorises (vpmuludq).
 
 `random_uniform` is bit-exact in both dtypes (every step is exact).
-`random_normal` is Box-Muller in float64 like the reference; it uses the
-vectorised `vecmath.log` and `vecmath.cos` (float64, < 1 ulp each) instead of
-numpy's, so the float64 value before rounding may differ from the reference in
-the last bit or two; after rounding to float32 it is almost always identical.
+`random_normal` is Box-Muller in float64 exactly as the reference writes it,
+but with the vectorised `vecmath.log` and `vecmath.cos` (float64, each within
+1 ulp of the exact value, as numpy's are) instead of numpy's. So the float64
+value may differ from the reference by a few ulp (at most 3 in the tests);
+rounded to float32 it is identical except for rare 1-ulp double-rounding cases
+(< 0.1% of draws).
 """
 from __future__ import annotations
 

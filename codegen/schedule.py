@@ -43,6 +43,7 @@ class Kernel:
     outputs: list[Value] = field(default_factory=list)
     inputs: list[Value] = field(default_factory=list)
     flat: bool = False  # loop kernel iterated as one 1-D loop over the linear index
+    node_indices: list[int] = field(default_factory=list)  # positions of `nodes` in graph.nodes
 
     def fused_values(self) -> set[Value]:
         """Values computed by expression inside this kernel (everything but a kernel-kind root)."""
@@ -50,7 +51,8 @@ class Kernel:
 
     def describe(self) -> dict:
         return {"name": self.name, "kind": self.kind, "domain": self.domain,
-                "nodes": [n.prim.name for n in self.nodes], "flat": self.flat}
+                "nodes": [n.prim.name for n in self.nodes], "node_indices": list(self.node_indices),
+                "flat": self.flat}
 
 
 def _lowering(node: Node) -> Lowering:
@@ -62,8 +64,11 @@ def _lowering(node: Node) -> Lowering:
 
 def schedule(graph: Graph) -> list[Kernel]:
     """Partition `graph.nodes` into kernels, returned in an order that respects their dependencies."""
+    live = _live_nodes(graph)
     consumers: dict[Value, list[Node]] = {}
     for n in graph.nodes:
+        if n not in live:
+            continue
         for v in n.inputs:
             lst = consumers.setdefault(v, [])
             if not lst or lst[-1] is not n:
@@ -76,17 +81,15 @@ def schedule(graph: Graph) -> list[Kernel]:
     kernels: list[Kernel] = []
 
     def new_kernel(node: Node, kind: str, domain: tuple[int, ...]) -> Kernel:
-        k = Kernel(f"k{len(kernels)}_{node.prim.name}", kind, node, domain, [node])
-        if kind == "loop" or LOWERINGS[node.prim.name].kind == "expr":
-            k.outputs.append(node.out)
-        else:
-            k.outputs.append(node.out)
+        k = Kernel(f"k{len(kernels)}_{node.prim.name}", kind, node, domain, [node], [node.out])
         kernels.append(k)
         kernel_of[node] = k
         paths[node] = {()}
         return k
 
     for node in reversed(graph.nodes):
+        if node not in live:
+            continue  # dead code: nothing reads it
         low = _lowering(node)
         if low.kind == "kernel":
             operand = node.inputs[0] if node.inputs else None
@@ -120,6 +123,7 @@ def schedule(graph: Graph) -> list[Kernel]:
     for i, k in enumerate(kernels):
         k.name = f"k{i}_{k.root.prim.name}"
         k.nodes.sort(key=order.__getitem__)
+        k.node_indices = [order[n] for n in k.nodes]
         k.outputs.sort(key=lambda v: order[v.node])
         mine = set(k.nodes)
         seen: set[Value] = set()
@@ -131,6 +135,19 @@ def schedule(graph: Graph) -> list[Kernel]:
         if k.kind == "loop":
             k.flat = all(LOWERINGS[n.prim.name].linear(n) for n in k.nodes)
     return kernels
+
+
+def _live_nodes(graph: Graph) -> set[Node]:
+    """Nodes some graph output depends on."""
+    live: set[Node] = set()
+    stack = [v.node for v in graph.outputs if v.node is not None]
+    while stack:
+        n = stack.pop()
+        if n in live:
+            continue
+        live.add(n)
+        stack.extend(v.node for v in n.inputs if v.node is not None)
+    return live
 
 
 def _accepts(k: Kernel) -> bool:

@@ -127,7 +127,7 @@ def main() -> None:
         for name, ps in pieces.items():
             f.write(f"# (lo, hi, center, coefficients of erfc(center + t))\n{name} = (\n")
             for lo, hi, c, cs, e in ps:
-                f.write(f"    ({lo!r}, {hi!r}, {c!r}, (" + ", ".join(repr(x) for x in cs) + ")),\n")
+                f.write(f"    ({lo!r}, {hi!r}, {c!r}, (\n" + "".join(f"        {x!r},\n" for x in cs) + "    )),\n")
             f.write(")\n")
     print("wrote", path)
 

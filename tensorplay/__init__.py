@@ -68,10 +68,10 @@ def make_graph(fn, *example_args, **example_kwargs) -> ClosedGraph:
     >>> import tensorplay as tp
     >>> g = tp.make_graph(lambda x: tp.sin(x).sum(), tp.ones(3))
     >>> print(g)  # doctest: +NORMALIZE_WHITESPACE
-    func @f(%0: tensor<3xf32>) -> tensor<f32> {
-      %1 = tp.sin %0 : tensor<3xf32>
-      %2 = tp.reduce_sum %1 {axes = [0]} : tensor<f32>
-      return %2
+    func @f(%arg0: tensor<3xf32>) -> tensor<f32> {
+      %0 = tp.sin %arg0 : tensor<3xf32>
+      %1 = tp.reduce_sum %0 {axes = [0]} : tensor<f32>
+      return %1
     }
     """
     return trace_function(fn, example_args, example_kwargs, transform="make_graph")
@@ -91,3 +91,12 @@ class no_grad:
 
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Subpackages load on first use (`tp.nn.Linear`, `tp.func.vmap`), keeping `import tensorplay` light.
+    if name in ("nn", "optim", "func"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")

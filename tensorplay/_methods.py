@@ -149,6 +149,16 @@ def _view(self, *shape):
     return out
 
 
+def _diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """The diagonal of the (dim1, dim2) planes as a new last dim: always a view, as in torch."""
+    from .ops._common import normalize_dim
+
+    a, b = normalize_dim(dim1, self.ndim, "diagonal"), normalize_dim(dim2, self.ndim, "diagonal")
+    if a == b:
+        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
+    return _views.make_diagonal(self, int(offset), a, b)
+
+
 def _is_view(self) -> bool:
     """True when this tensor is a view of another one (its `_base`), as torch's ``_is_view()``.
 
@@ -247,7 +257,7 @@ METHODS = {
     "expand_as": sh.expand_as, "broadcast_to": sh.broadcast_to, "split": sh.split, "chunk": sh.chunk,
     "tensor_split": sh.tensor_split, "unbind": sh.unbind, "flip": sh.flip, "roll": sh.roll,
     "narrow": sh.narrow, "select": sh.select, "repeat": sh.repeat, "tile": sh.tile,
-    "repeat_interleave": sh.repeat_interleave, "diagonal": sh.diagonal,
+    "repeat_interleave": sh.repeat_interleave, "diagonal": _diagonal,
     "view_as": lambda self, other: _view(self, tuple(other.shape)),
     "reshape_as": lambda self, other: sh.reshape(self, tuple(other.shape)),
     # indexing

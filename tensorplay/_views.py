@@ -119,8 +119,71 @@ def reshape_strides(shape, strides, new_shape) -> tuple[int, ...] | None:
     return tuple(nstr)
 
 
+# --- macro view steps: views that no single primitive expresses ---------------------------------------
+def diagonal_steps(shape: tuple, attrs: dict) -> tuple:
+    """The primitive steps computing ``diagonal(offset, dim1, dim2)`` of a tensor of `shape`.
+
+    As values they are exact; as a view they are not always expressible (the flattening
+    reshape copies when the plane is strided), so the step keeps its own layout rule.
+    """
+    offset, a, b = attrs["offset"], attrs["dim1"], attrs["dim2"]
+    rest = [d for d in range(len(shape)) if d not in (a, b)]
+    perm = tuple(rest + [a, b])
+    n, m = shape[a], shape[b]
+    batch = tuple(shape[d] for d in rest)
+    rows = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    start = offset if offset >= 0 else -offset * m
+    stop = start + (rows - 1) * (m + 1) + 1 if rows else start
+    steps = []
+    if perm != tuple(range(len(shape))):
+        steps.append(("transpose", {"permutation": perm}))
+    steps.append(("reshape", {"shape": batch + (n * m,)}))
+    k = len(batch)
+    steps.append(("slice", {"start_indices": (0,) * k + (min(start, n * m),),
+                            "limit_indices": batch + (min(stop, n * m),),
+                            "strides": (1,) * k + (m + 1,)}))
+    return tuple(steps)
+
+
+def diagonal_layout(layout: Layout, attrs: dict) -> Layout:
+    shape, strides = layout
+    a, b = attrs["dim1"], attrs["dim2"]
+    out = step_shape(shape, "diagonal", attrs)
+    rest = [d for d in range(len(shape)) if d not in (a, b)]
+    return out, tuple(strides[d] for d in rest) + (strides[a] + strides[b],)
+
+
+def diagonal_eager(arr: np.ndarray, attrs: dict) -> np.ndarray:
+    """A writable numpy view of the diagonal (np.diagonal's own view is read-only)."""
+    offset, a, b = attrs["offset"], attrs["dim1"], attrs["dim2"]
+    d = np.diagonal(arr, offset, a, b)
+    key = [slice(None)] * arr.ndim
+    key[a] = slice(max(-offset, 0), None)
+    key[b] = slice(max(offset, 0), None)
+    return np.lib.stride_tricks.as_strided(arr[tuple(key)], shape=d.shape, strides=d.strides)
+
+
+MACROS = {"diagonal": diagonal_steps}  # name -> (shape, attrs) -> primitive steps
+
+
+def expand_steps(shape: tuple, steps) -> tuple:
+    """`steps` with every macro step replaced by its primitive steps."""
+    out = []
+    for name, attrs in steps:
+        if name in MACROS:
+            out.extend(MACROS[name](shape, attrs))
+        else:
+            out.append((name, attrs))
+        shape = step_shape(shape, name, attrs)
+    return tuple(out)
+
+
 def step_shape(shape: tuple, name: str, attrs: dict) -> tuple:
     """The shape after one view step."""
+    if name == "diagonal":
+        for n, a in diagonal_steps(tuple(shape), attrs):
+            shape = step_shape(shape, n, a)
+        return tuple(shape)
     if name in ("reshape", "broadcast_in_dim"):
         return tuple(attrs["shape"])
     if name == "transpose":
@@ -134,6 +197,8 @@ def step_shape(shape: tuple, name: str, attrs: dict) -> tuple:
 def layout_step(layout: Layout, name: str, attrs: dict) -> Layout | None:
     """The layout after one view step (None: a reshape that has to copy)."""
     shape, strides = layout
+    if name == "diagonal":
+        return diagonal_layout(layout, attrs)
     out = step_shape(shape, name, attrs)
     if name == "reshape":
         st = reshape_strides(shape, strides, out)
@@ -171,6 +236,13 @@ def layout_of(trace, root: Tensor, steps=()) -> Layout:
         lay = nxt if nxt is not None else (step_shape(lay[0], name, attrs),
                                            contiguous_strides(step_shape(lay[0], name, attrs)))
     return lay
+
+
+def layout_key(t: Tensor):
+    """What a trace depends on in `t`'s layout (None when C-contiguous): part of compile cache keys,
+    since whether a reshape is a view (and so whether a write through it reaches `t`) depends on it."""
+    lay = outside_layout(t)
+    return None if lay is None else lay[1]
 
 
 def outside_layout(t: Tensor) -> Layout | None:
@@ -292,9 +364,33 @@ def sync_view(t: Tensor) -> None:
 
 
 def replay(builder, value: Value, steps) -> Value:
-    for name, attrs in steps:
+    for name, attrs in expand_steps(value.shape, steps):
         value = builder.emit(name, value, **attrs)
     return value
+
+
+def apply_steps(t: Tensor, steps) -> Tensor:
+    """`t` viewed through `steps` with tensor ops (eager views, or traced views of `t`)."""
+    for name, attrs in steps:
+        t = make_diagonal(t, **attrs) if name == "diagonal" else _tr.bind(name, t, **attrs)
+    return t
+
+
+def make_diagonal(t: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
+    """The diagonal view of `t` (dims already normalized): always a view, as in torch."""
+    attrs = {"offset": offset, "dim1": dim1, "dim2": dim2}
+    trace = owner(t)
+    if trace is None:
+        out = Tensor._wrap(diagonal_eager(t._data, attrs))
+        base = t._base
+        out._base = t if base is None else base
+        out._steps = t._steps + (("diagonal", attrs),)
+        return out
+    root, steps = _root_and_steps(trace, t)
+    value = replay(trace.builder, trace.lift(t), (("diagonal", attrs),))
+    out = Tensor._symbolic(trace, value)
+    out._base, out._steps, out._stamp = root, steps + (("diagonal", attrs),), root._stamp
+    return out
 
 
 # === creating views ===========================================================================================
@@ -424,6 +520,7 @@ def scatter(b, base: Value, steps, new: Value) -> Value:
     """The value of `base` after writing `new` into its view `steps` (the view's inverse, step by step)."""
     if not steps:
         return new
+    steps = expand_steps(base.shape, steps)
     # operand values are needed only below a slice (to keep the elements it does not cover)
     last_slice = max((i for i, (name, _) in enumerate(steps) if name == "slice"), default=-1)
     types, vals = [base.type], [base]
@@ -590,10 +687,7 @@ def write_back(closed, inputs: Sequence[Tensor], outputs: Sequence[Tensor], *,
         for k, alias in enumerate(getattr(closed, "output_aliases", ()) or ()):
             if alias is not None and k < n:
                 idx, steps = alias
-                t = inputs[idx]
-                for name, attrs in steps:
-                    t = _tr.bind(name, t, **attrs)
-                user[k] = t
+                user[k] = apply_steps(inputs[idx], steps)
     return user
 
 

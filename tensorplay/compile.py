@@ -13,7 +13,8 @@ from typing import Any, Callable
 from . import _pytree
 from ._exec import executor
 from ._tensor import Tensor
-from ._trace import ClosedGraph, RandomKey, call_graph, trace_function
+from ._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
+from ._views import layout_key
 
 
 class CompiledFunction:
@@ -31,7 +32,7 @@ class CompiledFunction:
         sig = []
         for leaf in leaves:
             if isinstance(leaf, Tensor):
-                sig.append(("T", tuple(leaf.shape), leaf.dtype.name))
+                sig.append(("T", tuple(leaf.shape), leaf.dtype.name, layout_key(leaf)))
             else:
                 try:
                     hash(leaf)
@@ -61,7 +62,7 @@ class CompiledFunction:
         tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
         captures = closed.capture_tensors()
         inputs = tensors + captures
-        if any(t._trace is not None for t in inputs):
+        if _STACK or any(t._trace is not None for t in inputs):  # under a trace: inline (see call_graph)
             outs = call_graph(closed.graph, inputs)
         else:
             outs = [Tensor._wrap(a) for a in run([t._data for t in inputs])]

@@ -84,18 +84,22 @@ def _specs(values: Sequence[str] | None, what: str):
 
 def _stages(args):
     """Build the pipeline stages for `dump` and `viz`."""
-    from .cli_pipeline import build_stages
+    from .cli_pipeline import build_stages, transform_def
     from .cli_specs import load_target, parse_tensor_spec
 
     transforms = _specs(args.transform, "transform")
     passes = _specs(args.passes, "pass")
-    from .cli_pipeline import transform_def
-
     for t in transforms:
         transform_def(t)  # validate every spec before doing any work
     tensor_specs = [parse_tensor_spec(a) for a in args.arg] if args.arg else None
     if _is_ir_file(args.target):
         graph = _parse_ir_file(args.target)
+        if tensor_specs is not None and not transforms:
+            given = [s.type for s in tensor_specs]
+            if given != graph.in_types:
+                raise CLIError(f"--arg {' '.join(map(str, tensor_specs))} does not match the inputs of "
+                               f"@{graph.name} ({', '.join(map(str, graph.in_types))}); "
+                               f"--arg is only needed with --transform")
         return build_stages(graph=graph, source=args.target, specs=tensor_specs, transforms=transforms,
                             passes=passes, seed=args.seed)
     fn = load_target(args.target)
@@ -218,6 +222,10 @@ def cmd_run(args) -> int:
 
     from .cli_run import compare_outputs, random_inputs
 
+    for name in ("rtol", "atol"):
+        value = getattr(args, name)
+        if value is not None and not value >= 0:
+            raise CLIError(f"--{name} must be a non-negative number, got {value}")
     graph = _parse_ir_file(args.file)
     arrays = random_inputs(graph, args.seed)
     t0 = time.perf_counter()

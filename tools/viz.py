@@ -32,7 +32,7 @@ from ir.nx import to_networkx
 from .viz_layout import layered_layout
 
 __all__ = ["to_networkx", "to_dot", "graph_to_svg", "graph_to_html", "write_graph", "op_family",
-           "kernel_map", "render_with_graphviz", "FAMILY_COLOURS", "KERNEL_COLOURS"]
+           "kernel_map", "render_with_graphviz", "FAMILY_COLOURS", "KERNEL_COLOURS", "DEAD"]
 
 # ColorBrewer Set3 (12 pastel colours) and a few extra, cycled for kernels.
 KERNEL_COLOURS = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
@@ -50,6 +50,7 @@ _INDEXING = {"take", "index_add", "gather", "scatter_add"}
 _MODULE_FAMILY = {"elementwise": "elementwise", "shape": "layout", "reduce": "reduction", "linalg": "contraction",
                   "random": "random"}
 
+DEAD = "(not computed)"  # legend entry for nodes in no kernel: dead code the backend eliminates
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace"
 CHAR_W = 7.3   # width of one character at 12px in the monospace stack above
 SMALL_CHAR_W = 6.1
@@ -150,7 +151,10 @@ def _colouring(graph: Graph, kernels: Any) -> tuple[dict[Node, str], dict[str, s
             if k is not None and k not in names:
                 names.append(k)
         colours = {k: KERNEL_COLOURS[i % len(KERNEL_COLOURS)] for i, k in enumerate(names)}
-        return {n: kmap[n] for n in graph.nodes if n in kmap}, colours, "kernel"
+        groups = {n: kmap.get(n, DEAD) for n in graph.nodes}
+        if DEAD in groups.values():  # nodes the backend drops because no output needs them
+            colours[DEAD] = "#ffffff"
+        return groups, colours, "kernel"
     fam = {n: op_family(n.prim.name) for n in graph.nodes}
     used = sorted(set(fam.values()))
     return fam, {f: FAMILY_COLOURS.get(f, FAMILY_COLOURS["other"]) for f in used}, "family"
@@ -183,7 +187,8 @@ def to_dot(graph: Graph, *, kernels: Any = "auto", clusters: bool = True, title:
         if d["kind"] == "op":
             colour = colours.get(groups.get(d["node"]), FAMILY_COLOURS["other"])
             label = f"{d['op']}\n{vid}"
-            return (f"{indent}{_dot_str(vid)} [label={_dot_str(label)}, fillcolor={_dot_str(colour)}, "
+            style = ', style="rounded,filled,dashed"' if groups.get(d["node"]) == DEAD else ""
+            return (f"{indent}{_dot_str(vid)} [label={_dot_str(label)}, fillcolor={_dot_str(colour)}{style}, "
                     f"tooltip={_dot_str(d['text'])}];")
         shape = "ellipse" if d["kind"] == "input" else "box"
         label = f"{d['label']}\n{d['type']}" if d["kind"] == "input" else d["label"]
@@ -193,6 +198,8 @@ def to_dot(graph: Graph, *, kernels: Any = "auto", clusters: bool = True, title:
     clustered: set[str] = set()
     if mode == "kernel" and clusters:
         for i, (k, colour) in enumerate(colours.items()):
+            if k == DEAD:
+                continue
             members = [vid for vid, d in G.nodes(data=True) if d["kind"] == "op" and groups.get(d["node"]) == k]
             lines.append(f"  subgraph cluster_{i} {{")
             lines.append(f'    label={_dot_str(k)}; style="dashed,rounded"; color="#888888"; fontname="monospace";')
@@ -356,7 +363,8 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
             group = groups.get(d["node"])
             fill = colours.get(group, FAMILY_COLOURS["other"])
             attrs = f' data-op="{_esc(d["op"])}" data-{mode}="{_esc(group or "")}"'
-            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{fill}"/>'
+            dash = ' stroke-dasharray="4 3"' if group == DEAD else ""
+            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{fill}"{dash}/>'
                     f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["op"])}</text>'
                     f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(vid)}</text>')
         elif kind == "input":
@@ -393,10 +401,10 @@ _HTML_STYLE = """
 #{uid} .tp-bar {{ display: flex; gap: 8px; align-items: center; padding: 4px 8px; border-bottom: 1px solid #eee;
   font-size: 12px; color: #333; flex-wrap: wrap; }}
 #{uid} .tp-bar button {{ font: inherit; padding: 1px 8px; cursor: pointer; }}
-#{uid} .tp-main {{ display: flex; max-height: 720px; }}
+#{uid} .tp-main {{ display: flex; max-height: 92vh; }}
 #{uid} .tp-canvas {{ flex: 1 1 auto; overflow: hidden; cursor: grab; min-height: 200px; }}
 #{uid} .tp-canvas svg {{ display: block; }}
-#{uid} .tp-ir {{ flex: 0 0 auto; max-width: 48%; overflow: auto; margin: 0; padding: 6px 8px; font-size: 11px;
+#{uid} .tp-ir {{ flex: 0 1 auto; max-width: 40%; overflow: auto; margin: 0; padding: 6px 8px; font-size: 11px;
   border-left: 1px solid #eee; background: #fafafa; white-space: pre; }}
 #{uid} .tp-ir span.hl {{ background: #ffe08a; }}
 #{uid} .tp-ir span[data-name] {{ cursor: pointer; }}
@@ -415,9 +423,10 @@ _HTML_SCRIPT = r"""
   function apply() { svg.setAttribute('viewBox', vb.join(' ')); }
   function fit() {
     vb = full.slice();
-    var w = canvas.clientWidth || full[2];
-    svg.setAttribute('width', String(Math.min(w, full[2] * 1.5)));
-    svg.setAttribute('height', String(Math.min(680, full[3] * Math.min(w, full[2] * 1.5) / full[2])));
+    var w = Math.min(canvas.clientWidth || full[2], full[2] * 1.5);
+    var maxH = Math.max(480, Math.min(1000, (window.innerHeight || 800) - 60));
+    svg.setAttribute('width', String(w));
+    svg.setAttribute('height', String(Math.min(maxH, full[3] * w / full[2])));
     apply();
   }
   function zoom(factor, cx, cy) {

@@ -87,7 +87,8 @@ def functionalize(func: Callable, *, remove: str = "mutations") -> Callable:
 
 def private_copies(tensors: list[Tensor], keep_aliasing: bool = True) -> list[Tensor]:
     """Copies of `tensors` owning fresh storage; with `keep_aliasing`, copies of aliased
-    tensors alias each other the same way (one copy per storage, views re-derived on it).
+    tensors alias each other the same way: one copy per storage, the views re-derived on it
+    (so an expanded argument stays expanded and read-only).
 
     >>> import tensorplay as tp
     >>> x = tp.arange(4.0)
@@ -98,33 +99,28 @@ def private_copies(tensors: list[Tensor], keep_aliasing: bool = True) -> list[Te
     >>> x
     tensor([0., 1., 2., 3.])
     """
-    out: list = [None] * len(tensors)
-    eager = [i for i, t in enumerate(tensors) if _views.owner(t) is None]
-    traced = [i for i, t in enumerate(tensors) if _views.owner(t) is not None]
     if not keep_aliasing:
-        for i in range(len(tensors)):
-            out[i] = tensors[i].clone()
-        return out
-    for i, c in zip(eager, _numpy_copies([tensors[i]._data for i in eager])):
-        out[i] = Tensor._wrap(c)
-    _fix_view_metadata([tensors[i] for i in eager], [out[i] for i in eager])
+        return [t.clone() for t in tensors]
+    out: list = [None] * len(tensors)
     roots: dict[int, Tensor] = {}
-    for i in traced:
-        t = tensors[i]
+    plain = []  # eager tensors without a known base: aliasing only numpy knows about
+    bases = {id(t._base) for t in tensors if t._base is not None}
+    for i, t in enumerate(tensors):
+        if t._base is None and id(t) not in bases and _views.owner(t) is None:
+            plain.append(i)
+            continue
         root = t if t._base is None else t._base
         copy = roots.get(id(root))
         if copy is None:
             copy = roots[id(root)] = root.clone()
         out[i] = _replay(copy, t._steps)
+    for i, c in zip(plain, _numpy_copies([tensors[i]._data for i in plain])):
+        out[i] = Tensor._wrap(c)
     return out
 
 
 def _replay(t: Tensor, steps) -> Tensor:
-    from .._trace import bind
-
-    for name, attrs in steps:
-        t = bind(name, t, **attrs)
-    return t
+    return _views.apply_steps(t, steps)
 
 
 def _owner_array(a: np.ndarray) -> np.ndarray:
@@ -155,12 +151,3 @@ def _numpy_copies(arrays: list[np.ndarray]) -> list[np.ndarray]:
             out[i] = np.ndarray(a.shape, a.dtype, buffer=raw, offset=offset, strides=a.strides)
             out[i].flags.writeable = a.flags.writeable  # an expanded argument stays unwritable
     return out
-
-
-def _fix_view_metadata(originals: list[Tensor], copies: list[Tensor]) -> None:
-    """Copies of views of copied bases keep their `_base` (so traced code sees the aliasing)."""
-    by_id = {id(t): c for t, c in zip(originals, copies)}
-    for t, c in zip(originals, copies):
-        if t._base is not None and id(t._base) in by_id and np.may_share_memory(c._data, by_id[id(t._base)]._data):
-            c._base = by_id[id(t._base)]
-            c._steps = t._steps

@@ -251,6 +251,8 @@ def rearrange(tensor, pattern: str, **axes_lengths) -> Tensor:
     from .._methods import sh  # the shape ops (reshape, permute, stack)
     from ..ops._common import as_tensor_operand
 
+    if not isinstance(pattern, str):
+        raise TypeError(f"rearrange: pattern must be a string, got {type(pattern).__name__}")
     if isinstance(tensor, (list, tuple)):
         if not tensor:
             raise _error(pattern, "cannot stack an empty list of tensors")

@@ -20,7 +20,6 @@ from math import prod
 
 import numpy as np
 
-from ir import dtypes
 
 from .._tensor import Tensor
 from .._trace import bind, transform_stack

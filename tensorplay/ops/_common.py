@@ -14,7 +14,6 @@ from typing import Sequence
 import numpy as np
 
 from ir import dtypes, get_primitive as _gp
-from ir.core import freeze_attr
 from ir.dtypes import DType
 
 from .._tensor import Tensor
@@ -74,22 +73,16 @@ def ebind(prim, *operands, **attrs):
     The eager path of `bind` runs the primitive's shape rule on freshly built `TensorType`s before
     the numpy impl. Shape rules are pure functions of (operand shapes, dtypes, attrs), so once a
     signature has passed we only run the impl (and wrap its result as `bind` does). Anything
-    unusual -- an active trace, a random primitive, unhashable attrs, a first-seen signature --
-    goes through `bind` itself.
+    unusual -- an active trace, a random primitive, a traced operand, unhashable (list) attrs, a
+    first-seen signature -- goes through `bind` itself.
     """
     if _tr._STACK or prim.random:
         return bind(prim, *operands, **attrs)
-    arrays = []
-    for t in operands:
-        if t._trace is not None:
-            return bind(prim, *operands, **attrs)
-        arrays.append(t._data)
-    if attrs:
-        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
-    try:
-        key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else ())
+    arrays = [t._data for t in operands]
+    try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
+        key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else None)
         hit = key in _CHECKED
-    except TypeError:  # unhashable attribute
+    except (AttributeError, TypeError):
         return bind(prim, *operands, **attrs)
     if not hit:
         out = bind(prim, *operands, **attrs)  # type check (raises the usual errors) + impl

@@ -30,12 +30,37 @@ def _float_operand(x, op: str = "") -> Tensor:
     return x if dtype_of(x).is_floating_point else convert(x, get_default_dtype())
 
 
+_PY_CATEGORY = {bool: 0, int: 1, float: 2}
+_CATEGORY = {d: dtypes.category(d) for d in dtypes.ALL}
+
+
 def _operands(input, other, op: str, dtype=None):
-    """(a, b, dtype): the two operands promoted and broadcast; a fast path when they already agree."""
-    if isinstance(input, Tensor) and isinstance(other, Tensor):
-        da, db = dtype_of(input), dtype_of(other)
-        if da is db and (dtype is None or dtype is da) and shape_of(input) == shape_of(other):
-            return input, other, da
+    """(a, b, dtype): the two operands promoted and broadcast.
+
+    Fast paths for the common cases -- two tensors of one shape and dtype, a tensor and a Python
+    number -- give the same result as the general `result_type` + `prepare`.
+    """
+    if isinstance(input, Tensor):
+        if isinstance(other, Tensor):
+            da, db = dtype_of(input), dtype_of(other)
+            if da is db and (dtype is None or dtype is da) and shape_of(input) == shape_of(other):
+                return input, other, da
+        else:
+            cat = _PY_CATEGORY.get(type(other))
+            if cat is not None:
+                d = dtype_of(input)
+                if dtype is None:
+                    dtype = d if cat <= _CATEGORY[d] else (dtypes.int64 if cat == 1 else get_default_dtype())
+                a = input if d is dtype else convert(input, dtype)
+                return a, constant(other, dtype, shape_of(a), (a,)), dtype
+    elif isinstance(other, Tensor):
+        cat = _PY_CATEGORY.get(type(input))
+        if cat is not None:
+            d = dtype_of(other)
+            if dtype is None:
+                dtype = d if cat <= _CATEGORY[d] else (dtypes.int64 if cat == 1 else get_default_dtype())
+            b = other if d is dtype else convert(other, dtype)
+            return constant(input, dtype, shape_of(b), (b,)), b, dtype
     if dtype is None:
         dtype = result_type(input, other, op=op)
     a, b = prepare((input, other), op, dtype)

@@ -375,12 +375,10 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         q, r = divmod(n, sections)
         return split(x, [q + 1] * r + [q] * (sections - r), d)
     out, prev = [], 0
-    for i in list(ios) + [n]:
-        i = int(i)
-        i = builtins.min(builtins.max(i + n if i < 0 else i, 0), n)
-        hi = builtins.max(i, prev)
-        out.append(slice_dim(x, d, prev, hi, 1))
-        prev = hi
+    for i in [int(i) for i in ios] + [n]:  # input[prev:i] with Python's slicing rules
+        lo, hi = (builtins.min(builtins.max(v + n if v < 0 else v, 0), n) for v in (prev, i))
+        out.append(slice_dim(x, d, lo, builtins.max(lo, hi), 1))
+        prev = i
     return tuple(out)
 
 

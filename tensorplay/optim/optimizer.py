@@ -9,12 +9,9 @@ attribute when called without arguments. Parameters are updated in place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable
+from typing import Callable
 
 from .._tensor import Tensor
-
-_required = object()
-
 
 class Optimizer:
     """Base class: holds ``param_groups`` (dicts with ``"params"`` and hyper-parameters) and ``state``."""
@@ -60,8 +57,6 @@ class Optimizer:
         if names is not None:
             group["param_names"] = names
         for k, v in self.defaults.items():
-            if v is _required and k not in group:
-                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {k}")
             group.setdefault(k, v)
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in existing for p in params):
@@ -173,5 +168,3 @@ class Optimizer:
 def _write(param: Tensor, value: Tensor) -> None:
     param.copy_(value)
 
-
-Params = Iterable[Any]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .functional import _check_sgd, sgd_update
-from .optimizer import Optimizer, _required, _write
+from .optimizer import Optimizer, _write
 
 
 class SGD(Optimizer):
@@ -30,8 +30,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False):
-        if lr is not _required:
-            _check_sgd(lr, momentum, dampening, weight_decay, nesterov)
+        _check_sgd(lr, momentum, dampening, weight_decay, nesterov)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 

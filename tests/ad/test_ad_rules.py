@@ -48,7 +48,8 @@ def test_every_primitive_in_a_linear_graph_has_a_transpose_rule():
     assert {"add", "mul", "dot_general", "broadcast_in_dim", "reduce_sum", "select"} <= used
 
 
-FLOAT_OPERAND_SAMPLES = {p.name: [s for s in ALL_SAMPLES if s.prim == p.name and any(a.dtype.kind == "f" for a in s.args)]
+FLOAT_OPERAND_SAMPLES = {p.name: [s for s in ALL_SAMPLES
+                                  if s.prim == p.name and any(a.dtype.kind == "f" for a in s.args)]
                          for p in NON_DIFFERENTIABLE}
 
 

@@ -26,7 +26,11 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     big = np.int64(np.iinfo(ibits).min)
     ia = np.where(ia < 0, big - ia, ia)
     ib = np.where(ib < 0, big - ib, ib)
-    d = np.abs(ia.astype(np.float64) - ib.astype(np.float64))
+    with np.errstate(over="ignore"):
+        diff = ia - ib  # exact unless the signs differ and the values are huge (then it is huge anyway)
+    same_sign = (ia >= 0) == (ib >= 0)
+    far = np.abs(ia.astype(np.float64)) + np.abs(ib.astype(np.float64))
+    d = np.where(same_sign, np.abs(diff).astype(np.float64), far)
     both_nan = np.isnan(a) & np.isnan(b)
     zeros = (a == 0) & (b == 0)
     return np.where(both_nan | zeros, 0.0, d)

@@ -109,7 +109,8 @@ def test_introspection_for_the_cli():
     exe = codegen.compile_graph(_sin_plus((64,), name="intro"))
     assert "define" in exe.llvm_ir and "<16 x float>" in exe.llvm_ir  # vectorised
     assert "ret" in exe.asm
-    assert exe.kernels == [{"name": "k0_add", "kind": "loop", "domain": (64,), "nodes": ["sin", "add"], "flat": True}]
+    assert exe.kernels == [{"name": "k0_add", "kind": "loop", "domain": (64,), "nodes": ["sin", "add"],
+                            "node_indices": [0, 1], "flat": True}]
     for key in ("schedule_s", "lower_s", "llvm_opt_s", "codegen_s", "total_s"):
         assert exe.stats[key] >= 0
 

@@ -209,3 +209,12 @@ def test_column_and_full_reductions():
             g = _graph(lambda b, v: [b.emit(prim, v, axes=axes)], TensorType(x.shape, dt.float64))
             np.testing.assert_allclose(codegen.compile_graph(g)(x)[0], ir.interpret(g, [x])[0], rtol=1e-12,
                                        err_msg=f"{prim} {axes}")
+
+
+def test_dead_nodes_are_not_computed():
+    def build(b, x):
+        b.exp(b.sin(x))  # unused
+        b.reduce_sum(x, axes=(0,))  # unused
+        return [b.neg(x)]
+    exe = codegen.compile_graph(_graph(build, F32(6)))
+    assert [k["nodes"] for k in exe.kernels] == [["neg"]]

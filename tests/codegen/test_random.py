@@ -29,9 +29,9 @@ def test_uniform_bits_are_identical(key, shape, dtype):
 
 @pytest.mark.parametrize("dtype", [dt.float32, dt.float64], ids=lambda d: d.short)
 def test_normal_matches_reference(dtype):
-    """float64 Box-Muller with our log/cos: within 2 ulp in float64; float32 nearly always bit-identical."""
+    """float64 Box-Muller with our log/cos: within 3 ulp in float64; float32 nearly always bit-identical."""
     got, want = _run("random_normal", KEYS, (50_000,), dtype)
     d = ulp_distance(got, want)
-    assert d.max() <= (1 if dtype is dt.float32 else 2)
+    assert d.max() <= (1 if dtype is dt.float32 else 3)
     if dtype is dt.float32:
         assert (d == 0).mean() > 0.999

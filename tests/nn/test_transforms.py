@@ -89,6 +89,7 @@ def _loss_one(model):
     return loss
 
 
+@pytest.mark.compiled_backend
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_per_sample_grads_match_loop(kind):
     tp.manual_seed(0)
@@ -254,6 +255,7 @@ def test_functional_call_inside_grad_restores_module():
 
 
 # --- a whole training step under tp.compile -------------------------------------------------------------
+@pytest.mark.compiled_backend
 def test_compiled_functional_training_step():
     from tensorplay.optim import functional as optf
 

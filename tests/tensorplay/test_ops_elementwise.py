@@ -209,7 +209,8 @@ def test_pow_specials():
     x = tp.tensor([2, -3, 0], dtype=tp.int32)
     check(x ** 0, [1, 1, 1], tp.int32)
     check(x ** 2, [4, 9, 0], tp.int32)
-    check(x ** 0.5, np.power(np.array([2, -3, 0], np.float32), 0.5), tp.float32)
+    with quiet():
+        check(x ** 0.5, np.power(np.array([2, -3, 0], np.float32), 0.5), tp.float32)
     check(2 ** tp.tensor([0, 3, 10]), [1, 8, 1024], tp.int64)
     check(tp.tensor([True, False]) ** 2, [1, 0], tp.int64)
     check(tp.tensor([2.0]) ** tp.tensor(3, dtype=tp.int64), [8.0], tp.float32)

@@ -311,6 +311,8 @@ BAD_INPUT = [
     ([], "required: COMMAND"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     (["run", "tests"], "is a directory"),
+    (["run", os.path.join("tests", "filecheck", "verify_ok.tpir"), "--atol", "-1"], "--atol must be a non-negative"),
+    (["dump", os.path.join("tests", "filecheck", "verify_ok.tpir"), "--arg", "f32[9]"], "does not match the inputs"),
 ]
 
 

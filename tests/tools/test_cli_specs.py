@@ -175,3 +175,36 @@ def test_compare_outputs():
     ok, bad = compare_outputs(g, [a, a + np.float32(1e-3)], [a.copy(), a.copy()])
     assert ok.ok and ok.max_abs == 0.0
     assert not bad.ok and bad.max_abs == pytest.approx(1e-3, rel=1e-3)
+
+
+TRANSFORM_CASES = [  # (spec, function in fixtures/models.py, final --arg specs)
+    ("vmap(in_dims=(None, 0))", "loss", ["f32[3]", "f32[4,5,3]"]),
+    ("chunk_vmap(in_dims=(None, 0), chunks=2)", "loss", ["f32[3]", "f32[4,5,3]"]),
+    ("grad", "loss", ["f32[3]", "f32[5,3]"]),
+    ("grad_and_value(argnums=(0, 1))", "loss", ["f32[3]", "f32[5,3]"]),
+    ("jacrev", "two_outputs", ["f32[3]"]),
+    ("jacfwd", "two_outputs", ["f32[3]"]),
+    ("hessian", "loss", ["f32[3]", "f32[5,3]"]),
+    ("jvp", "loss", ["f32[3]", "f32[5,3]", "f32[3]", "f32[5,3]"]),
+    ("linearize", "loss", ["f32[3]", "f32[5,3]", "f32[3]", "f32[5,3]"]),
+    ("vjp", "loss", ["f32[3]", "f32[5,3]"]),
+    ("functionalize", "bump", ["f32[3]"]),
+    ("compile", "loss", ["f32[3]", "f32[5,3]"]),
+]
+
+
+def test_every_transform_is_covered():
+    assert {parse_call_spec(s).name for s, _, _ in TRANSFORM_CASES} == set(TRANSFORMS)
+
+
+@pytest.mark.parametrize("spec,fname,args", TRANSFORM_CASES, ids=[c[0] for c in TRANSFORM_CASES])
+def test_every_transform_builds_a_verified_stage(spec, fname, args):
+    from ir.verify import verify
+    from tests.tools.fixtures import models
+
+    stages = build_stages(fn=getattr(models, fname), specs=[parse_tensor_spec(a) for a in args],
+                          transforms=[parse_call_spec(spec)])
+    assert len(stages) == 2
+    final = stages[-1].graph
+    verify(final)
+    assert [tuple(t.shape) for t in final.in_types[:len(args)]] == [parse_tensor_spec(a).shape for a in args]

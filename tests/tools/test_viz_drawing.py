@@ -355,3 +355,15 @@ def test_write_graph_by_suffix(tmp_path):
     assert viz.write_graph(g, str(tmp_path / "a.dot")) == "dot"
     with pytest.raises(ValueError, match="output format"):
         viz.write_graph(g, str(tmp_path / "a.png"))
+
+
+def test_nodes_in_no_kernel_are_marked_not_computed():
+    g = square_graph()
+    n0, n1 = g.nodes
+    root = ET.fromstring(viz.graph_to_svg(g, kernels=[{"name": "k0_mul", "nodes": [n0]}]))
+    ops = {e.get("data-name"): e for e in root.iter(f"{SVG_NS}g") if e.get("class") == "node op"}
+    assert ops["%0"].get("data-kernel") == "k0_mul"
+    assert ops["%1"].get("data-kernel") == viz.DEAD
+    legend = [t.text for t in root.iter(f"{SVG_NS}text")]
+    assert viz.DEAD in legend
+    assert "dashed" in viz.to_dot(g, kernels=[{"name": "k0_mul", "nodes": [n0]}])

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-from ... import ops as _ops  # noqa: F401
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init

@@ -1,0 +1,212 @@
+"""Benchmark 6: compile latency (time to first result) and the cached call path.
+
+    python -m tools.bench.bench_compile_time [--samples 3]
+
+Part 1, time to first result of the MLP 784-256-256-10 loss + gradient (batch 64):
+  `tp.compile(grad(loss))` (trace + AD/simplify passes + schedule + lowering + LLVM O3 +
+  machine code) against `jax.jit(jax.grad(loss))` (trace + lower + XLA compile) and the
+  eager peers' first call (`torch.func.grad`, tensorplay's plain `grad`). Every sample
+  uses a new function object and a batch size not seen before, so no cache answers
+  (tensorplay's codegen cache is keyed by graph structure, jax's by function and shapes).
+  "cold" is the very first compile in the process (engine initialisation included);
+  the other rows are medians over `--samples` warm compiles, with tensorplay's time split
+  by phase (from `Executable.stats`) and jax's from its AOT API (trace / lower / compile).
+
+Part 2, the cached call path on tiny inputs (second and later calls): `tp.compile(f)` on a
+4-element vector and on a tiny MLP loss+grad (8 parameter leaves), against calling the
+codegen `Executable` directly (the floor under tp.compile's Python wrapper), numpy and
+torch eager, and `jax.jit` (whose dispatch path is C++).
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file: make the repository importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tools.bench import _harness as H  # noqa: E402
+from tools.bench import _models as M  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import codegen  # noqa: E402
+from tensorplay.func import grad  # noqa: E402
+
+
+def _timed(fn):
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def _row(suite: H.Suite, case: str, impl: str, samples: list[float], cpu: list[float], note: str = "") -> None:
+    suite.rows.append(H.Row(case, impl, H.Timing(list(samples), 1, list(cpu)), "ok", note))
+
+
+def first_call(args, sizes, batch0, jax, torch) -> H.Suite:
+    suite = H.Suite("time to first result: MLP loss + grad", ref="jax.jit(grad)", unit="ms")
+    P = M.init_mlp(sizes)
+    T = M.tensorplay_fns()
+    tp = T.tp
+    tparams = T.params(P)
+    phases = {k: [] for k in ("trace + passes", "schedule", "lower (IR text)", "llvm parse", "llvm O3",
+                              "machine code")}
+    tp_total, tp_cpu = [], []
+    j_total, j_cpu, j_phase = [], [], {"trace": [], "lower": [], "compile": []}
+    tp_plain, tp_plain_cpu, to_first, to_first_cpu = [], [], [], []
+    truth = None
+    if jax is not None:
+        J = M.jax_fns(jax)
+        jparams = J.params(P)
+    if torch is not None:
+        TO = M.torch_fns(torch)
+        toparams = TO.params(P)
+    # sample 0 is the cold one (first compile in the process); batch sizes never repeat
+    for k in range(args.samples + 1):
+        n = batch0 + k
+        x, y = M.batch(n, sizes[0], sizes[-1], seed=k)
+        xt, yt = T.array(x), T.array(y)
+
+        def tp_loss(ps, xx, yy):  # a new function object per sample
+            return T.loss(ps, xx, yy)
+        f = tp.compile(grad(tp_loss))
+        c0 = codegen.compile_count()
+        out, wall, cpu = _timed(lambda: f(tparams, xt, yt))
+        if codegen.compile_count() == c0:
+            suite.failures.append(f"tp.compile first call for batch {n} did not compile (cache hit?)")
+        closed = f.get_graph(tparams, xt, yt)
+        st = codegen.compile_graph(closed.graph).stats  # cache hit: the executable compiled above
+        if k == 0:
+            _row(suite, "cold (1st in process)", "tp.compile(grad)", [wall], [cpu])
+        else:
+            tp_total.append(wall)
+            tp_cpu.append(cpu)
+            phases["trace + passes"].append(wall - st["total_s"])
+            phases["schedule"].append(st["schedule_s"])
+            phases["lower (IR text)"].append(st["lower_s"] - st["llvm_parse_s"] if "llvm_parse_s" in st
+                                             and st["lower_s"] > st["llvm_parse_s"] else st["lower_s"])
+            phases["llvm parse"].append(st["llvm_parse_s"])
+            phases["llvm O3"].append(st["llvm_opt_s"])
+            phases["machine code"].append(st["codegen_s"])
+        g = grad(tp_loss)
+        _, wall, cpu = _timed(lambda: g(tparams, xt, yt))
+        if k:
+            tp_plain.append(wall)
+            tp_plain_cpu.append(cpu)
+        if jax is not None:
+            xj, yj = J.array(x), J.array(y)
+
+            def j_loss(ps, xx, yy):
+                return J.loss(ps, xx, yy)
+            jf = jax.jit(jax.grad(j_loss))
+            jout, wall, cpu = _timed(lambda: jax.block_until_ready(jf(jparams, xj, yj)))
+            if k == 0:
+                _row(suite, "cold (1st in process)", "jax.jit(grad)", [wall], [cpu])
+            else:
+                j_total.append(wall)
+                j_cpu.append(cpu)
+                jf2 = jax.jit(jax.grad(lambda ps, xx, yy: J.loss(ps, xx, yy)))
+                t0 = time.perf_counter()
+                traced = jf2.trace(jparams, xj, yj)
+                t1 = time.perf_counter()
+                lowered = traced.lower()
+                t2 = time.perf_counter()
+                lowered.compile()
+                t3 = time.perf_counter()
+                j_phase["trace"].append(t1 - t0)
+                j_phase["lower"].append(t2 - t1)
+                j_phase["compile"].append(t3 - t2)
+            msg = H.compare(out, jout, 2e-3, 2e-6)
+            if msg:
+                suite.failures.append(f"first call, batch {n}: tp.compile(grad) vs jax.jit(grad): {msg}")
+        if torch is not None:
+            xto, yto = torch.from_numpy(x), torch.from_numpy(y)
+            tg = torch.func.grad(lambda ps, xx, yy: TO.loss(ps, xx, yy))
+            _, wall, cpu = _timed(lambda: tg(toparams, xto, yto))
+            if k:
+                to_first.append(wall)
+                to_first_cpu.append(cpu)
+        truth = out
+    del truth
+    case = "warm (new fn + shape)"
+    _row(suite, case, "tp.compile(grad)", tp_total, tp_cpu)
+    for name, vals in phases.items():
+        _row(suite, case, f"  tp: {name}", vals, [float("nan")])
+    if jax is not None:
+        _row(suite, case, "jax.jit(grad)", j_total, j_cpu)
+        for name, vals in j_phase.items():
+            _row(suite, case, f"  jax AOT: {name}", vals, [float("nan")])
+    _row(suite, case, "tp grad (plain), 1st call", tp_plain, tp_plain_cpu, "trace+passes+compile")
+    if torch is not None:
+        _row(suite, case, "torch.func.grad, 1st call", to_first, to_first_cpu, "eager")
+    return suite
+
+
+def cached_calls(args, jax, torch) -> H.Suite:
+    suite = H.Suite("cached call path, tiny inputs", ref="jax.jit", unit="us", rtol=1e-5, atol=1e-6)
+    T = M.tensorplay_fns()
+    tp = T.tp
+    # (a) one 4-element input
+    x = np.arange(4, dtype=np.float32)
+    xt = tp.from_numpy(x)
+    f = tp.compile(lambda v: v * 2 + 1)
+    f(xt)
+    exe = codegen.compile_graph(f.get_graph(xt).graph)
+    impls = [H.Impl("numpy", lambda: x * 2 + 1),
+             H.Impl("tp.compile", lambda: f(xt)),
+             H.Impl("codegen Executable", lambda: exe(x)[0], note="no Tensor wrapper")]
+    if jax is not None:
+        xj = jax.numpy.asarray(x)
+        jf = jax.jit(lambda v: v * 2 + 1)
+        impls.append(H.Impl("jax.jit", lambda: jf(xj).block_until_ready()))
+    if torch is not None:
+        xto = torch.from_numpy(x)
+        impls.append(H.Impl("torch eager", lambda: xto * 2 + 1))
+    suite.run_case("x*2+1, 4 elements", impls, args)
+    # (b) tiny MLP loss + grad: 6 parameter tensors + x + y
+    sizes = [4, 8, 8, 2]
+    P = M.init_mlp(sizes)
+    xb, yb = M.batch(2, sizes[0], sizes[-1])
+    tps, xbt, ybt = T.params(P), T.array(xb), T.array(yb)
+    g = tp.compile(grad(T.loss))
+    g(tps, xbt, ybt)
+    closed = g.get_graph(tps, xbt, ybt)
+    gexe = codegen.compile_graph(closed.graph)
+    arrays = [t._data for t in [*[a for wb in tps for a in wb], xbt, ybt] + closed.capture_tensors()]
+    impls = [H.Impl("tp.compile(grad)", lambda: g(tps, xbt, ybt)),
+             H.Impl("codegen Executable", lambda: gexe(*arrays), check=False, note="flat outputs")]
+    if jax is not None:
+        J = M.jax_fns(jax)
+        jps, xj, yj = J.params(P), J.array(xb), J.array(yb)
+        jg = jax.jit(jax.grad(J.loss))
+        impls.append(H.Impl("jax.jit", lambda: jax.block_until_ready(jg(jps, xj, yj))))
+    if torch is not None:
+        TO = M.torch_fns(torch)
+        tops, xto, yto = TO.params(P), torch.from_numpy(xb), torch.from_numpy(yb)
+        tg = torch.func.grad(TO.loss)
+        impls.append(H.Impl("torch.func.grad", lambda: tg(tops, xto, yto)))
+    suite.run_case("MLP 4-8-8-2 loss+grad, batch 2", impls, args, rtol=1e-4, atol=1e-6)
+    return suite
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = H.parser(__doc__.splitlines()[0], repeat=15)
+    ap.add_argument("--samples", type=int, default=None, help="warm first-call samples (default 3)")
+    args = H.parse(ap, argv)
+    if args.samples is None:
+        args.samples = 1 if args.quick else 3
+    sizes = [16, 8, 8, 4] if args.quick else [784, 256, 256, 10]
+    H.header("compile latency and cached call overhead", args)
+    jax, torch = H.import_jax(), H.import_torch()
+    s1 = first_call(args, sizes, 4 if args.quick else 64, jax, torch)
+    s2 = cached_calls(args, jax, torch)
+    notes = ["part 1 rows are single first calls (median over samples for the warm rows); indented rows "
+             "are phases of the row above; 'trace + passes' = first call minus codegen time (so it also "
+             "holds the first execution, well under 1 ms here)."]
+    return H.report([s1, s2], args, notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
