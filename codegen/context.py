@@ -29,7 +29,7 @@ def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major element strides of `shape`."""
     out = [1] * len(shape)
     for k in range(len(shape) - 2, -1, -1):
-        out[k] = out[k + 1] * shape[k + 1]
+        out[k] = out[k + 1] * max(shape[k + 1], 1)  # an empty tensor has no elements to address
     return tuple(out)
 
 

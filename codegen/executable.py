@@ -1,11 +1,13 @@
 """`Executable`: a compiled graph called with numpy arrays, returning numpy arrays.
 
 Everything that does not depend on the argument values is computed once at
-compile time: the expected input types, the output shapes and dtypes, the
-ctypes pointer table and which outputs are fresh buffers, copies of an input,
-or repeats of another output. A call checks the inputs, allocates the outputs
-and one arena for all intermediates, fills the pointer table and makes one
-ctypes call (which releases the GIL).
+compile time: the expected input types (shape, dtype, contiguous strides), the
+output shapes and dtypes, the arena size, the ctypes signature and which
+outputs are fresh buffers, copies of an input, or repeats of another output.
+A call checks the inputs, allocates the outputs and one arena for all
+intermediates, and makes one ctypes call with the array objects' addresses
+(the compiled entry reads their data pointers); ctypes releases the GIL, so a
+large elementwise executable runs its element ranges on several threads.
 """
 from __future__ import annotations
 
@@ -14,15 +16,14 @@ import os
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ir.core import Graph
 from ir.interpreter import check_arguments
 from . import jit
-from .module import BufferPlan, build_module, splittable
+from .module import BufferPlan, build_module, plan_buffers, splittable
 from .schedule import schedule
-
-
 
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
@@ -56,8 +57,6 @@ class Executable:
         self.name = graph.name
         kernels = schedule(graph)
         t1 = time.perf_counter()
-        from .module import plan_buffers
-
         plan = plan_buffers(graph, kernels)
         prefix = f"tp{jit.next_module_id()}_{_sanitize(graph.name)}"
         triple, layout = jit.host_triple_and_layout()

@@ -67,15 +67,7 @@ def write_into(self: Tensor, result, op: str, *, cast: bool = False) -> Tensor:
             raise ValueError(f"{op}: output with shape {tuple(self.shape)} doesn't match the broadcast shape "
                              f"{broadcast_shapes(tuple(self.shape), tuple(result.shape), op=op)}")
         result = sh.expand(result, tuple(self.shape))
-    result = convert(result, self.dtype)
-    hook = _INPLACE_HOOK[0]
-    if hook is not None:
-        return hook(self, result, op)
-    return _views.store(self, result, op)
-
-
-# A debugging hook: when set, ``hook(tensor, value, op)`` replaces every in-place store.
-_INPLACE_HOOK: list = [None]
+    return _views.store(self, convert(result, self.dtype), op)
 
 
 def _inplace(fn, name):

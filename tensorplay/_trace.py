@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ir import Graph, GraphBuilder, TensorType, Value, dtypes
+from ir.passes.simplify import dce
 from ir.primitive import Primitive, get_primitive
 
 from . import _pytree, _views
@@ -136,7 +137,8 @@ class Trace:
         """
         outs = [self.lift(t) for t in outputs]
         self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
-        return Graph(self.arg_values + self.capture_values, self.builder.nodes, outs + written, self.builder.name)
+        graph = Graph(self.arg_values + self.capture_values, self.builder.nodes, outs + written, self.builder.name)
+        return dce(graph)  # inlined transforms leave values they do not return (e.g. grad's primal output)
 
 
 def _check(prim: Primitive, types, attrs) -> TensorType:

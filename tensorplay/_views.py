@@ -669,8 +669,23 @@ def write_back(closed, inputs: Sequence[Tensor], outputs: Sequence[Tensor], *,
     Raises RuntimeError, before anything is written, when a written input shares memory
     with another input the graph reads: the graph could not have seen the write through
     that alias. Returns the first ``len(outputs) - len(closed.mutated)`` outputs.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay._trace import call_graph, trace_function
+    >>> x = tp.zeros(3)
+    >>> closed = trace_function(lambda x: x[1:].add_(1).sum(), (x,))
+    >>> closed.mutated, closed.num_outputs
+    ([0], 1)
+    >>> inputs = [x] + closed.capture_tensors()
+    >>> closed.write_back(inputs, call_graph(closed.graph, inputs))
+    [tensor(2.)]
+    >>> x
+    tensor([0., 1., 1.])
     """
     mutated = list(getattr(closed, "mutated", ()) or ())
+    if len(outputs) != len(closed.graph.outputs):
+        raise ValueError(f"write_back: expected all {len(closed.graph.outputs)} outputs of @{closed.graph.name} "
+                         f"(the function's own, then one per input written in place), got {len(outputs)}")
     outputs = own_outputs(outputs, inputs)
     n = len(outputs) - len(mutated)
     user = list(outputs[:n])
@@ -708,7 +723,10 @@ def own_outputs(outputs: Sequence[Tensor], inputs: Sequence[Tensor]) -> list[Ten
 
 def _check_no_aliased_writes(closed, inputs: Sequence[Tensor], mutated: list[int]) -> None:
     graph = closed.graph
-    used = {id(v) for node in graph.nodes for v in node.inputs} | {id(v) for v in graph.outputs}
+    read = getattr(closed, "_read_inputs", None)
+    if read is None:  # which inputs the graph reads (computed once per ClosedGraph)
+        used = {id(v) for node in graph.nodes for v in node.inputs} | {id(v) for v in graph.outputs}
+        read = closed._read_inputs = frozenset(j for j, v in enumerate(graph.inputs) if id(v) in used)
     n_args = closed.num_args
 
     def name(i):
@@ -716,7 +734,7 @@ def _check_no_aliased_writes(closed, inputs: Sequence[Tensor], mutated: list[int
 
     for i in mutated:
         for j, other in enumerate(inputs):
-            if j == i or not (j in mutated or id(graph.inputs[j]) in used):
+            if j == i or not (j in mutated or j in read):
                 continue
             if _may_alias(inputs[i], other):
                 raise RuntimeError(

@@ -18,7 +18,6 @@ import functools
 import re
 from dataclasses import dataclass
 from math import prod
-from typing import Sequence
 
 from .._tensor import Tensor
 

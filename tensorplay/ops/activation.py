@@ -1,24 +1,28 @@
 """Normalised exponentials: softmax and log_softmax (composites over primitives).
 
-Both shift by the (gradient-stopped) maximum along `dim` for stability; integer inputs
-compute in the default float dtype, `dtype=` converts first. A 0-d input is one element
+Both shift by the (gradient-stopped) maximum along `dim` for stability; the input must be
+floating point, or `dtype=` names the float dtype to convert to first (as in PyTorch). A 0-d input is one element
 (softmax 1, log_softmax 0); an empty `dim` gives an empty result.
 """
 from __future__ import annotations
 
 from ir import get_primitive as _gp
 
-from ._common import convert, copy, ebind, normalize_dim, shape_of
-from .elementwise import _float_operand, exp, sub, div, log
+from .._tensor import Tensor
+from ._common import as_tensor_operand, convert, copy, dtype_of, ebind, normalize_dim, shape_of
+from .elementwise import exp, sub, div, log
 from .reduction import amax, sum
 
 _STOP, _RESHAPE = _gp("stop_gradient"), _gp("reshape")
 
 
 def _normalized(input, dim: int, dtype, op: str, body):
-    x = _float_operand(input, op)
+    x = input if isinstance(input, Tensor) else as_tensor_operand(input)
     if dtype is not None:
         x = convert(x, dtype)
+    if not dtype_of(x).is_floating_point:
+        raise TypeError(f"{op}: expected a floating point tensor (or dtype=), got {dtype_of(x).name} "
+                        f"(shape {tuple(shape_of(x))})")
     shape = tuple(shape_of(x))
     d = normalize_dim(dim, len(shape), op)
     if not shape:  # one element

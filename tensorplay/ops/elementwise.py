@@ -131,9 +131,11 @@ def _rounding(prim: str):
 
     def fn(input):
         x = _tensor_arg(input)
-        return ebind(p, x) if dtype_of(x).is_floating_point else copy(x)
+        d = dtype_of(x)
+        _no_bool(d, prim)
+        return ebind(p, x) if d.is_floating_point else copy(x)
     fn.__name__ = fn.__qualname__ = prim
-    fn.__doc__ = f"Elementwise {prim}; integer tensors are returned unchanged (as a copy)."
+    fn.__doc__ = f"Elementwise {prim}; integer tensors are returned unchanged (as a copy), bool is an error."
     return fn
 
 
@@ -147,8 +149,10 @@ def round(input, *, decimals: int = 0):
     x = _tensor_arg(input)
     if not isinstance(decimals, int) or isinstance(decimals, bool):
         raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
-    if decimals == 0 or not dtype_of(x).is_floating_point:
+    if decimals == 0:
         return _round(x)
+    if not dtype_of(x).is_floating_point:
+        raise TypeError(f"round: decimals={decimals} is not supported for {dtype_of(x).name} tensors")
     scale = 10.0 ** decimals
     if decimals > 0:
         return div(_round(mul(x, scale)), scale)
@@ -185,10 +189,11 @@ def add(input, other, *, alpha=1):
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, with broadcasting and type promotion."""
+    for o in (input, other):  # PyTorch refuses any bool operand (a Python bool is a bool operand too)
+        if isinstance(o, bool) or (isinstance(o, Tensor) and dtype_of(o).is_bool):
+            raise TypeError("sub: subtraction, the `-` operator, with a bool tensor is not supported; "
+                            "to invert a mask use the `~` or `logical_not()` operator instead")
     a, b, dtype = _operands(input, other, "sub")
-    if dtype.is_bool:
-        raise TypeError("sub: subtraction, the `-` operator, with two bool tensors is not supported; "
-                        "use the `^` or `logical_xor()` operator instead")
     if type(alpha) is not int or alpha != 1:
         b = _scaled(b, alpha, dtype, "sub")
     return ebind(_P["sub"], a, b)
@@ -439,7 +444,10 @@ def where(condition, input, other):
     """Elementwise choice: `input` where `condition` holds, else `other` (all broadcast together)."""
     from ._common import broadcast_shapes, broadcast_to_shape
 
-    cond = convert(_tensor_arg(condition), dtypes.bool_)
+    cond = _tensor_arg(condition)
+    if not dtype_of(cond).is_bool:
+        raise TypeError(f"where: expected condition to be a bool tensor, but got dtype {dtype_of(cond).name} "
+                        f"(shape {tuple(shape_of(cond))})")
     a, b, _ = _operands(input, other, "where")
     shape = shape_of(a)
     cshape = shape_of(cond)
@@ -495,7 +503,10 @@ def isfinite(input):
 
 
 def lerp(input, end, weight):
-    """input + weight * (end - input)."""
+    """input + weight * (end - input), for floating point tensors."""
+    for o in (input, end):
+        if isinstance(o, Tensor) and not dtype_of(o).is_floating_point:
+            raise TypeError(f"lerp: expected floating point tensors, got {dtype_of(o).name}")
     return add(input, mul(weight, sub(end, input)))
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import string
 
 from .._tensor import Tensor
-from ._common import (as_tensor_operand, broadcast_shapes, broadcast_to_shape, convert, dtype_of, ebind,
-                      result_type, shape_of)
+from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, dtype_of, ebind, shape_of
 from ir import get_primitive as _gp
 
 _NO_BATCH = ((), ())
@@ -221,8 +220,10 @@ def einsum(equation: str, *operands) -> Tensor:
     if not operands:
         raise ValueError("einsum: expected at least one operand")
     ops = [as_tensor_operand(o) for o in operands]
-    dtype = result_type(*ops)
-    ops = [convert(o, dtype) for o in ops]
+    kinds = {dtype_of(o) for o in ops}
+    if len(kinds) > 1:
+        raise TypeError(f"einsum: expected operands of one dtype, got {[dtype_of(o).name for o in ops]} "
+                        f"for {equation!r}")
     terms, out = _parse_einsum(equation, ops)
     sizes: dict[str, int] = {}
     for t, o in zip(terms, ops):

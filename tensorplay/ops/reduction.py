@@ -147,12 +147,14 @@ def _argfn(prim, name: str):
     def fn(input, dim=None, keepdim: bool = False):
         x = _arg(input)
         shape = shape_of(x)
+        if dtype_of(x).is_bool:
+            raise TypeError(f"{name}(): does not support bool input (shape {tuple(shape)})")
         if dim is None:
             n = 1
             for s in shape:
                 n *= s
             if n == 0:
-                raise ValueError(f"{name}(): expected a non-empty tensor (shape {tuple(shape)})")
+                raise IndexError(f"{name}(): expected a non-empty tensor (shape {tuple(shape)}) when dim is None")
             flat = ebind(_RESHAPE, x, shape=(n,))
             out = ebind(prim, flat, axis=0, index_dtype=dtypes.int64)
             return ebind(_RESHAPE, out, shape=(1,) * len(shape)) if keepdim else out

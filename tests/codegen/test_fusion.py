@@ -218,3 +218,15 @@ def test_dead_nodes_are_not_computed():
         return [b.neg(x)]
     exe = codegen.compile_graph(_graph(build, F32(6)))
     assert [k["nodes"] for k in exe.kernels] == [["neg"]]
+
+
+def test_layout_ops_on_empty_tensors():
+    def build(b, x):
+        r = b.reshape(x, shape=(3, 0))
+        t = b.transpose(b.sin(r), permutation=(1, 0))
+        return [b.reshape(t, shape=(0, 3)), b.reduce_sum(r, axes=(1,)), b.pad(r, low=(0, 1), high=(0, 1),
+                                                                             interior=(0, 0), value=2.0)]
+    g = _graph(build, F32(0, 3))
+    x = np.zeros((0, 3), np.float32)
+    for got, want in zip(codegen.compile_graph(g)(x), ir.interpret(g, [x])):
+        np.testing.assert_array_equal(got, want)

@@ -53,6 +53,11 @@ def test_neg_abs_sign(data):
 @given(data=tensors(special=True), decimals=st.integers(-1, 3))
 def test_rounding(data, decimals):
     t, arr = data
+    if t.dtype is tp.bool:  # not defined for bool in PyTorch
+        for fn in (tp.floor, tp.ceil, tp.round):
+            with pytest.raises(TypeError, match="bool"):
+                fn(t)
+        return
     for name, ref in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round)):
         out = getattr(tp, name)(t)
         check(out, ref(arr) if is_float(t.dtype) else arr, t.dtype)
@@ -60,6 +65,9 @@ def test_rounding(data, decimals):
             assert not np.shares_memory(out.numpy(), t.numpy())  # PyTorch returns a new tensor
     if is_float(t.dtype):
         check(tp.round(t, decimals=decimals), np.round(arr, decimals), t.dtype, rtol=1e-6)
+    elif decimals:
+        with pytest.raises(TypeError, match="decimals"):
+            tp.round(t, decimals=decimals)
 
 
 @given(data=tensors(special=True))
@@ -104,25 +112,30 @@ def test_add_sub_mul(pair):
     dtype = torch_result_type(a, b)
     x, y = _values(a, b, dtype)
     shape = _shape(a, b)
+    if any(isinstance(o, bool) or (isinstance(o, tp.Tensor) and o.dtype is tp.bool) for o in (a, b)):
+        with pytest.raises(TypeError, match="sub.*bool"):  # PyTorch refuses any bool operand of `-`
+            tp.sub(a, b)
     if dtype is tp.bool:
         check(tp.add(a, b), np.broadcast_to(x | y, shape), tp.bool)
         check(tp.mul(a, b), np.broadcast_to(x & y, shape), tp.bool)
-        with pytest.raises(TypeError, match="sub"):
-            tp.sub(a, b)
         return
+    has_bool = any(isinstance(o, bool) or o.dtype is tp.bool for o in (a, b) if isinstance(o, (bool, tp.Tensor)))
     check(tp.add(a, b), np.broadcast_to(x + y, shape), dtype)
-    check(tp.sub(a, b), np.broadcast_to(x - y, shape), dtype)
     check(tp.mul(a, b), np.broadcast_to(x * y, shape), dtype)
     check(tp.add(a, b, alpha=2), np.broadcast_to(x + y * NP[dtype](2), shape), dtype)
-    check(tp.sub(a, b, alpha=3), np.broadcast_to(x - y * NP[dtype](3), shape), dtype)
+    if not has_bool:
+        check(tp.sub(a, b), np.broadcast_to(x - y, shape), dtype)
+        check(tp.sub(a, b, alpha=3), np.broadcast_to(x - y * NP[dtype](3), shape), dtype)
     if isinstance(a, tp.Tensor):
         check(a + b, np.broadcast_to(x + y, shape), dtype)
-        check(a - b, np.broadcast_to(x - y, shape), dtype)
         check(a * b, np.broadcast_to(x * y, shape), dtype)
+        if not has_bool:
+            check(a - b, np.broadcast_to(x - y, shape), dtype)
     else:
         check(b.__radd__(a), np.broadcast_to(x + y, shape), dtype)
-        check(b.__rsub__(a), np.broadcast_to(x - y, shape), dtype)
         check(b.__rmul__(a), np.broadcast_to(x * y, shape), dtype)
+        if not has_bool:
+            check(b.__rsub__(a), np.broadcast_to(x - y, shape), dtype)
     if not is_float(dtype):
         with pytest.raises(TypeError, match="alpha"):
             tp.add(a, b, alpha=0.5)
@@ -411,7 +424,7 @@ def test_default_dtype_float64():
 
 def test_scalar_results_do_not_alias_inputs():
     x = tp.tensor([1, 2, 3])
-    for fn in (tp.floor, tp.ceil, tp.round, lambda v: tp.pow(v, 1), lambda v: v.sign()):
+    for fn in (tp.floor, tp.ceil, tp.round, lambda v: tp.pow(v, 1), lambda v: v.sign(), lambda v: v + 0):
         y = fn(x)
         assert not np.shares_memory(y.numpy(), x.numpy())
 
@@ -424,6 +437,12 @@ def test_scalar_results_do_not_alias_inputs():
     (lambda: tp.mul(tp.ones(2), [1, 2]), TypeError, r"mul.*list"),
     (lambda: tp.div(tp.ones(2), tp.ones(2), rounding_mode="up"), ValueError, r"rounding_mode"),
     (lambda: tp.tensor([True]) - tp.tensor([True]), TypeError, r"sub.*bool"),
+    (lambda: tp.tensor([True]) - 1, TypeError, r"sub.*bool"),
+    (lambda: tp.tensor([1]) - True, TypeError, r"sub.*bool"),
+    (lambda: tp.where(tp.tensor([1, 0]), 1.0, 0.0), TypeError, r"where.*bool.*int64"),
+    (lambda: tp.lerp(tp.tensor([1]), tp.tensor([2]), 0.5), TypeError, r"lerp.*int64"),
+    (lambda: tp.round(tp.tensor([1]), decimals=1), TypeError, r"round.*decimals"),
+    (lambda: tp.floor(tp.tensor([True])), TypeError, r"floor.*bool"),
     (lambda: tp.tensor([1]) // 0, RuntimeError, r"floor_divide.*ZeroDivisionError"),
 ])
 def test_bad_input(call, exc, pattern):

@@ -38,7 +38,7 @@ UNARY = [
 
 def _both(arr, layout):
     a = make_tensor(arr, layout)
-    return a, torch.from_numpy(np.ascontiguousarray(arr))
+    return a, torch.from_numpy(np.array(arr, order="C", copy=True))  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _compare(ours, theirs):
@@ -70,6 +70,8 @@ def _run(fn, tp_args, torch_args):
 @given(dtype=dtypes, shape=shapes(min_dims=2, max_dims=3, max_side=3), layout=layouts, data=st.data())
 def test_unary_matches_torch(name, fn, dtype, shape, layout, data):
     arr = data.draw(arrays(dtype, shape))
+    if arr.size == 0 and name in ("softmax", "log_softmax") and dtype not in (tp.float32, tp.float64):
+        return  # torch skips its dtype check when there is nothing to compute; we always check
     a, ta = _both(arr, layout)
     _run(fn, (a,), (ta,))
 

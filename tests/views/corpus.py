@@ -218,13 +218,13 @@ def _(L, x, y):
 
 
 def _np_set_mask(x, y):
-    x[x > 0.5] = 0.0
+    x[x > 0.7] = 0.0
     return x * 2
 
 
 @program("setitem_mask", _np_set_mask)
 def _(L, x, y):
-    x[x > 0.5] = 0.0
+    x[x > 0.7] = 0.0
     return x * 2
 
 
@@ -338,13 +338,13 @@ def _(L, x, y):
 
 
 def _np_masked_fill(x, y):
-    x[x > 0.5] = -1.0
+    x[x > 0.7] = -1.0
     return x * 1
 
 
 @program("masked_fill_", _np_masked_fill)
 def _(L, x, y):
-    return x.masked_fill_(x > 0.5, -1.0) * 1
+    return x.masked_fill_(x > 0.7, -1.0) * 1
 
 
 def _np_clamp(x, y):

@@ -6,7 +6,6 @@ Also checks the stride model that decides whether a traced reshape is a view (`_
 against numpy on random strided arrays.
 """
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import tensorplay as tp

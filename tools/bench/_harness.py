@@ -307,10 +307,11 @@ class Suite:
         return timings
 
     # -- output --
-    def _ref_time(self, case: str) -> float | None:
+    def _ref_time(self, case: str, cpu: bool = False) -> float | None:
         for r in self.rows:
             if r.case == case and r.impl == self.ref and r.timing is not None:
-                return r.timing.median
+                t = r.timing.cpu_median if cpu else r.timing.median
+                return t if t == t and t > 0 else None
         return None
 
     def _fmt(self, seconds: float) -> str:
@@ -320,18 +321,21 @@ class Suite:
 
     def table(self, markdown: bool = False) -> str:
         head = ["case", "implementation", f"median {self.unit}", f"min {self.unit}", "iqr", f"cpu {self.unit}",
-                f"vs {self.ref}"]
+                f"vs {self.ref}", "cpu vs ref"]
         head += list(self.extra)
         lines = []
         for r in self.rows:
             if r.timing is None:
                 lines.append([r.case, r.impl, r.status] + [""] * (len(head) - 3))
                 continue
-            ref = self._ref_time(r.case)
-            ratio = f"{r.timing.median / ref:.2f}x" if ref else "-"
+            ref, ref_cpu = self._ref_time(r.case), self._ref_time(r.case, cpu=True)
+            phase = r.impl.startswith(" ")  # an indented row is a part of the row above, not an alternative
+            cpu = r.timing.cpu_median
+            ratio = f"{r.timing.median / ref:.2f}x" if ref and not phase else "-"
+            cpu_ratio = f"{cpu / ref_cpu:.2f}x" if ref_cpu and cpu == cpu and not phase else "-"
             cells = [r.case, r.impl + (f" ({r.note})" if r.note else ""), self._fmt(r.timing.median),
-                     self._fmt(r.timing.best), f"{100 * r.timing.iqr_rel:.0f}%", self._fmt(r.timing.cpu_median),
-                     ratio]
+                     self._fmt(r.timing.best), f"{100 * r.timing.iqr_rel:.0f}%",
+                     self._fmt(cpu) if cpu == cpu else "-", ratio, cpu_ratio]
             cells += [f(r.case, r.impl, r.timing) for f in self.extra.values()]
             lines.append(cells)
         if markdown:

@@ -2,8 +2,9 @@
 
     python -m tools.bench.bench_fused_elementwise [--sizes 1e6 1e7] [--torch-compile]
 
-tensorplay eager (one numpy call per op) and `tp.compile` (one fused, vectorised,
-multi-threaded LLVM loop) against numpy, `jax.jit` (XLA fusion) and torch eager;
+tensorplay eager (one numpy call per op) and `tp.compile` (one fused, vectorised LLVM
+loop; with the default TP_BENCH_THREADS=1 an extra row runs the same compiled graph with
+the codegen's thread split enabled, everything else staying on one thread) against numpy, `jax.jit` (XLA fusion) and torch eager;
 `--torch-compile` adds `torch.compile` (inductor; its first compilation takes ~50 s
 here, so it is opt-in). The extra column is the achieved bandwidth: 8 bytes per
 element (read x, write the result) per second.
@@ -31,7 +32,7 @@ def expr_tp(x):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = H.parser(__doc__.splitlines()[0], repeat=15)
+    ap = H.parser(__doc__.splitlines()[0], repeat=21)
     ap.add_argument("--sizes", type=float, nargs="+", default=None)
     ap.add_argument("--torch-compile", action="store_true", help="also time torch.compile (slow first call)")
     args = H.parse(ap, argv)
@@ -52,6 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         impls = [H.Impl("numpy", lambda: expr_np(x)),
                  H.Impl("tp eager", lambda: expr_tp(xt)),
                  H.Impl("tp.compile", lambda: compiled(xt))]
+        threads = min(os.cpu_count() or 1, 8)
+        if threads > 1 and H.THREADS == 1:  # the same graph compiled with the codegen's thread split on
+            import codegen.executable as ce
+            saved, ce._THREADS = ce._THREADS, threads
+            try:
+                exe_mt = ce.Executable(compiled.get_graph(xt).graph)  # bypasses the cache on purpose
+            finally:
+                ce._THREADS = saved
+            impls.append(H.Impl(f"tp executable, {threads} threads", lambda: exe_mt(x)[0],
+                                note="others pinned to 1"))
         if jax is not None:
             import jax.numpy as jnp
             jf = jax.jit(lambda v: jnp.sin(v) * jnp.exp(-v * v) + jnp.tanh(v))

@@ -25,12 +25,12 @@ TRANSFORMS = ("jacrev", "jacfwd", "hessian")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = H.parser(__doc__.splitlines()[0], repeat=15)
+    ap = H.parser(__doc__.splitlines()[0], repeat=21)
     ap.add_argument("--dims", type=int, nargs="+", default=None)
     ap.add_argument("--hidden", type=int, default=None)
     args = H.parse(ap, argv)
-    dims = args.dims or ([4] if args.quick else [16, 64])
-    hidden = args.hidden or (5 if args.quick else 64)
+    dims = args.dims or ([3] if args.quick else [16, 64])
+    hidden = args.hidden or (2 if args.quick else 64)
     H.header(f"Jacobians and Hessian of an MLP d-{hidden}-{hidden}-d (tanh) w.r.t. x, float32", args)
     jax, torch = H.import_jax(), H.import_torch()
     T = M.tensorplay_fns("tanh")

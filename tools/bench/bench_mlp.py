@@ -22,12 +22,12 @@ from tensorplay.func import grad  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = H.parser(__doc__.splitlines()[0], repeat=15)
+    ap = H.parser(__doc__.splitlines()[0], repeat=21)
     ap.add_argument("--batches", type=int, nargs="+", default=None)
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="layer widths (default 784 256 256 10)")
     args = H.parse(ap, argv)
-    batches = args.batches or ([4] if args.quick else [64, 1024])
-    sizes = args.sizes or ([16, 8, 8, 4] if args.quick else [784, 256, 256, 10])
+    batches = args.batches or ([2] if args.quick else [64, 1024])
+    sizes = args.sizes or ([3, 2, 2] if args.quick else [784, 256, 256, 10])
     H.header(f"MLP {'-'.join(map(str, sizes))} ReLU, float32", args)
     jax, torch = H.import_jax(), H.import_torch()
     P = M.init_mlp(sizes)

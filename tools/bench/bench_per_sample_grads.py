@@ -24,12 +24,12 @@ from tensorplay.func import grad, vmap  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = H.parser(__doc__.splitlines()[0], repeat=15)
+    ap = H.parser(__doc__.splitlines()[0], repeat=21)
     ap.add_argument("--batches", type=int, nargs="+", default=None)
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="layer widths (default 32 128 128 10)")
     args = H.parse(ap, argv)
     batches = args.batches or ([3] if args.quick else [64, 256])
-    sizes = args.sizes or ([6, 5, 4] if args.quick else [32, 128, 128, 10])
+    sizes = args.sizes or ([3, 2, 2] if args.quick else [32, 128, 128, 10])
     H.header(f"per-sample gradients, MLP {'-'.join(map(str, sizes))} ReLU, float32", args)
     jax, torch = H.import_jax(), H.import_torch()
     P = M.init_mlp(sizes)
