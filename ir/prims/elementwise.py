@@ -77,7 +77,12 @@ expm1 = unary("expm1", np.expm1)
 sqrt = unary("sqrt", np.sqrt)
 rsqrt = unary("rsqrt", lambda x: 1 / np.sqrt(x))
 tanh = unary("tanh", np.tanh)
-logistic = unary("logistic", lambda x: 0.5 * (1 + np.tanh(0.5 * x)))
+def _logistic(x):
+    e = np.exp(-np.abs(x))  # never overflows; keeps the tiny left tail instead of rounding it to 0
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+logistic = unary("logistic", _logistic)
 erf = unary("erf", _erf)
 abs = unary("abs", np.abs, NUMERIC)
 sign = unary("sign", np.sign, NUMERIC)
