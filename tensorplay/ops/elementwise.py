@@ -8,6 +8,8 @@ inputs in the default float dtype; `+`/`*` on bools are logical or/and.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
@@ -172,7 +174,7 @@ def _scaled(b: Tensor, alpha, dtype, op: str) -> Tensor:
     """alpha * b for add/sub's `alpha`, which must not be float for integral results (as in PyTorch)."""
     if not isinstance(alpha, _SCALARS):
         raise TypeError(f"{op}: alpha must be a Python number, got {type(alpha).__name__}")
-    if isinstance(alpha, float) and not dtype.is_floating_point:
+    if isinstance(alpha, (float, np.floating)) and not dtype.is_floating_point:
         raise TypeError(f"{op}: for integral input tensors, argument alpha must not be a floating point number")
     if dtype.is_bool:
         return b if alpha else constant(False, dtype, shape_of(b), (b,))
@@ -516,8 +518,12 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 / tensor2."""
-    return add(input, mul(div(tensor1, tensor2), value))
+    """input + value * tensor1 / tensor2 (integer tensor1 / tensor2 is an error, as in PyTorch)."""
+    t1, t2 = _tensor_arg(tensor1), _tensor_arg(tensor2)
+    if not dtype_of(t1).is_floating_point and not dtype_of(t2).is_floating_point:
+        raise TypeError(f"addcdiv: integer division is not supported ({dtype_of(t1).name} / {dtype_of(t2).name}); "
+                        f"use addcmul with a float reciprocal or convert to floating point")
+    return add(input, mul(div(t1, t2), value))
 
 
 def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):

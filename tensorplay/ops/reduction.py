@@ -10,12 +10,10 @@ from __future__ import annotations
 import builtins
 from collections import namedtuple
 
-import numpy as np
-
 from ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
-from ._common import (as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled, get_default_dtype,
+from ._common import (as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,
                       normalize_dim, normalize_dims, shape_of)
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -300,6 +298,3 @@ def cumsum(input, dim, *, dtype=None):
         shift *= 2
     return x
 
-
-def _float_default(x):
-    return x if dtype_of(x).is_floating_point else convert(x, get_default_dtype())

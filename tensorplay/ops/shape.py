@@ -11,8 +11,7 @@ import numpy as np
 from ir import get_primitive as _gp
 
 from .._tensor import Tensor
-from .._trace import bind
-from ._common import (as_tensor_operand, broadcast_to_shape, convert, copy, dtype_of, ebind, normalize_dim,
+from ._common import (as_tensor_operand, broadcast_to_shape, convert, copy, ebind, normalize_dim,
                       normalize_dims, result_type, shape_of)
 
 _RESHAPE, _TRANSPOSE, _SLICE, _CONCAT = _gp("reshape"), _gp("transpose"), _gp("slice"), _gp("concatenate")
@@ -489,20 +488,31 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None) -> Tensor:
 
 
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The diagonal of the (dim1, dim2) planes, as a new last dim (a strided slice of the flattened plane)."""
+    """The diagonal of the (dim1, dim2) planes, as a new last dim: a strided slice of the merged plane.
+
+    When the two dims are adjacent (any 2-d tensor, or the usual (-2, -1) of a batch) the plane is
+    merged by a reshape and the result is a view of a contiguous input, as in PyTorch.
+    """
     x = _arg(input)
-    nd = len(shape_of(x))
+    shape = tuple(shape_of(x))
+    nd = len(shape)
     if nd < 2:
-        raise ValueError(f"diagonal: expected a tensor with at least 2 dims, got shape {tuple(shape_of(x))}")
+        raise ValueError(f"diagonal: expected a tensor with at least 2 dims, got shape {shape}")
     a, b = normalize_dim(dim1, nd, "diagonal"), normalize_dim(dim2, nd, "diagonal")
     if a == b:
-        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2} (shape {tuple(shape_of(x))})")
-    y = movedim(x, (a, b), (-2, -1))
-    ys = tuple(shape_of(y))
-    n, m = ys[-2], ys[-1]
+        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2} (shape {shape})")
+    if a > b:  # diagonal(x, k, a, b) == diagonal(x, -k, b, a)
+        a, b, offset = b, a, -offset
+    if b != a + 1:
+        x = movedim(x, (a, b), (-2, -1))
+        shape = tuple(shape_of(x))
+        a, b = nd - 2, nd - 1
+    n, m = shape[a], shape[b]
     rows = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
-    flat = reshape(y, ys[:-2] + (n * m,))
+    flat = reshape(x, shape[:a] + (n * m,) + shape[b + 1:])
     start = offset if offset >= 0 else -offset * m
     if rows == 0:
-        return slice_dim(flat, nd - 2, 0, 0, 1)
-    return slice_dim(flat, nd - 2, start, start + (rows - 1) * (m + 1) + 1, m + 1)
+        diag = slice_dim(flat, a, 0, 0, 1)
+    else:
+        diag = slice_dim(flat, a, start, start + (rows - 1) * (m + 1) + 1, m + 1)
+    return movedim(diag, a, -1)

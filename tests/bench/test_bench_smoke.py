@@ -20,6 +20,17 @@ SCRIPTS = ["bench_fused_elementwise", "bench_mlp", "bench_per_sample_grads", "be
            "bench_dispatch", "bench_compile_time"]
 
 
+@pytest.fixture(autouse=True)
+def _leave_threads_alone(monkeypatch):
+    """The harness pins every library to one thread (environment variables at import, codegen's
+    thread count): not wanted inside a test session, where later tests and their subprocesses
+    would inherit it. TP_BENCH_THREADS=default turns that off; the codegen setting is restored."""
+    monkeypatch.setenv("TP_BENCH_THREADS", "default")
+    import codegen.executable as ce
+
+    monkeypatch.setattr(ce, "_THREADS", ce._THREADS)
+
+
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_script_runs_quick(name, capsys):
     module = importlib.import_module(f"tools.bench.{name}")

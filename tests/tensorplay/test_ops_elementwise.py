@@ -10,7 +10,7 @@ from hypothesis import assume, given, strategies as st
 import tensorplay as tp
 
 from test_ops_support import (DTYPES, NP, arrays, check, dtypes, float_dtypes, is_float, layouts, make_tensor,
-                              np_value, numeric_dtypes, quiet, scalars, shapes, tensors, torch_result_type)
+                              np_value, quiet, scalars, shapes, tensors, torch_result_type)
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 

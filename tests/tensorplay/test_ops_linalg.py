@@ -6,7 +6,7 @@ from hypothesis import assume, given, strategies as st
 
 import tensorplay as tp
 
-from test_ops_support import NP, arrays, check, layouts, make_tensor
+from test_ops_support import arrays, check, layouts, make_tensor
 
 MATMUL_DTYPES = st.sampled_from([tp.float32, tp.float64, tp.int32, tp.int64])
 

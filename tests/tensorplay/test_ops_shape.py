@@ -328,3 +328,15 @@ def test_views_share_storage(data):
     for v in (t.transpose(0, -1), t.narrow(0, 0, 1), t.select(0, 0), tp.split(t, 1)[0], t.unsqueeze(0),
               t.reshape(-1), t.flatten()):
         assert np.shares_memory(v.numpy(), t.numpy())
+
+
+@given(n=st.integers(1, 4), m=st.integers(1, 4), b=st.integers(1, 3), offset=st.integers(-3, 3))
+def test_diagonal_of_adjacent_dims_is_a_view(n, m, b, offset):
+    x = tp.zeros(b, n, m)
+    for d1, d2 in ((-2, -1), (-1, -2), (1, 2)):
+        diag = x.diagonal(offset, d1, d2)
+        if diag.numel():
+            assert np.shares_memory(diag.numpy(), x.numpy())
+    x2 = tp.zeros(n, m)
+    x2.diagonal(offset, 1, 0).add_(1)  # writes reach the matrix, as in PyTorch
+    check(x2, np.eye(n, m, -offset, dtype=np.float32), tp.float32)

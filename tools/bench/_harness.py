@@ -43,12 +43,12 @@ from typing import Any, Callable
 # stalls for a scheduler quantum, which made medians swing 10-50x (IQR > 100%) in trials.
 # TP_BENCH_THREADS=N pins to N threads instead; TP_BENCH_THREADS=default leaves every library
 # at its own default. Read here, before numpy/jax/torch load: OpenBLAS/OpenMP through the
-# environment, XLA through XLA_FLAGS, torch and tensorplay's codegen thread split in
+# environment (tensorplay's codegen: TENSORPLAY_NUM_THREADS), XLA through XLA_FLAGS, torch in
 # `apply_threads()` (called by `parse`).
 _threads_env = os.environ.get("TP_BENCH_THREADS", "1").strip().lower()
 THREADS = 0 if _threads_env in ("default", "0", "") else int(_threads_env)
 if THREADS:
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TENSORPLAY_NUM_THREADS"):
         os.environ[_var] = str(THREADS)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
                                f"{'true' if THREADS > 1 else 'false'} intra_op_parallelism_threads={THREADS}")
@@ -95,7 +95,7 @@ def apply_threads() -> None:
     torch = import_torch()
     if torch is not None:
         torch.set_num_threads(THREADS)
-    try:
+    try:  # TENSORPLAY_NUM_THREADS is read when codegen is imported; it may have been imported already
         import codegen.executable as ce
         ce._THREADS = THREADS  # read when an executable is compiled (`_chunks`) and by its pool
     except ImportError:

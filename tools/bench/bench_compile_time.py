@@ -20,7 +20,6 @@ torch eager, and `jax.jit` (whose dispatch path is C++).
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
@@ -56,7 +55,6 @@ def first_call(args, sizes, batch0, jax, torch) -> H.Suite:
     tp_total, tp_cpu = [], []
     j_total, j_cpu, j_phase = [], [], {"trace": [], "lower": [], "compile": []}
     tp_plain, tp_plain_cpu, to_first, to_first_cpu = [], [], [], []
-    truth = None
     if jax is not None:
         J = M.jax_fns(jax)
         jparams = J.params(P)
@@ -127,8 +125,6 @@ def first_call(args, sizes, batch0, jax, torch) -> H.Suite:
             if k:
                 to_first.append(wall)
                 to_first_cpu.append(cpu)
-        truth = out
-    del truth
     case = "warm (new fn + shape)"
     _row(suite, case, "tp.compile(grad)", tp_total, tp_cpu)
     for name, vals in phases.items():

@@ -56,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         threads = min(os.cpu_count() or 1, 8)
         if threads > 1 and H.THREADS == 1:  # the same graph compiled with the codegen's thread split on
             import codegen.executable as ce
+            graph = compiled.get_graph(xt).graph  # traced and compiled (cached) with the pinned thread count
             saved, ce._THREADS = ce._THREADS, threads
             try:
-                exe_mt = ce.Executable(compiled.get_graph(xt).graph)  # bypasses the cache on purpose
+                exe_mt = ce.Executable(graph)  # bypasses the cache on purpose
+                ce._pool()  # the codegen's worker pool is sized on first use
             finally:
                 ce._THREADS = saved
             impls.append(H.Impl(f"tp executable, {threads} threads", lambda: exe_mt(x)[0],
