@@ -40,8 +40,24 @@ class Value:
 
 
 def freeze_attr(v: Any) -> Any:
-    """Attributes are hashable: lists become tuples, recursively."""
-    if isinstance(v, (list, tuple)):
+    """Attributes are hashable: lists become tuples, recursively.
+
+    An attribute that is already frozen (a scalar, a dtype, a tuple of those or of frozen
+    tuples) is returned as is, without copying: that is the common case, checked first.
+    """
+    cls = v.__class__
+    if cls is tuple:
+        for x in v:
+            c = x.__class__
+            if c is tuple:
+                if freeze_attr(x) is not x:
+                    break
+            elif c is list or isinstance(x, (list, tuple)):
+                break
+        else:
+            return v
+        return tuple(freeze_attr(x) for x in v)
+    if cls is list or isinstance(v, (list, tuple)):
         return tuple(freeze_attr(x) for x in v)
     return v
 
@@ -56,6 +72,20 @@ class Node:
         self.inputs = tuple(inputs)
         self.attrs = dict(attrs)
         self.out = Value(out_type, self)
+
+    @classmethod
+    def typed(cls, prim, inputs: tuple[Value, ...], attrs: dict[str, Any], out_type: TensorType) -> "Node":
+        """A node whose result type is already known (internal fast path for passes that copy nodes).
+
+        `inputs` must be a tuple and `attrs` a frozen dict the node may keep (no copy is made);
+        no type rule runs, so the caller vouches for `out_type` (the verifier re-derives it).
+        """
+        node = object.__new__(cls)
+        node.prim = prim
+        node.inputs = inputs
+        node.attrs = attrs
+        node.out = Value(out_type, node)
+        return node
 
     def __repr__(self) -> str:
         return f"Node({self.prim.name}, {self.inputs}, {self.attrs}) -> {self.out}"
@@ -148,6 +178,27 @@ class GraphBuilder:
         self.nodes.append(node)
         return node.out
 
+    def emit_typed(self, prim, inputs: tuple[Value, ...], attrs: dict[str, Any], out_type: TensorType) -> Value:
+        """Append a node whose result type is known and whose `attrs` are frozen; no type rule runs.
+
+        The fast path of passes that copy or filter nodes: `attrs` is copied (the new graph
+        never shares a mutable dict with the graph it was read from).
+        """
+        node = Node.typed(prim, inputs, dict(attrs), out_type)
+        self.nodes.append(node)
+        return node.out
+
+    def emit_copy(self, node: Node, inputs: tuple[Value, ...]) -> Value:
+        """Re-emit `node` on `inputs`, which must have the types of its own operands (checked).
+
+        Same primitive, attributes and result type; no type rule runs.
+        """
+        for new, old in zip(inputs, node.inputs, strict=True):
+            if new.type is not old.type and new.type != old.type:
+                raise TypeError(f"{node.prim.name}: copying a node onto an operand of type {new.type}, "
+                                f"expected {old.type}")
+        return self.emit_typed(node.prim, inputs, node.attrs, node.out.type)
+
     def __getattr__(self, name: str):
         from .primitive import REGISTRY
 
@@ -177,5 +228,5 @@ def inline(builder: GraphBuilder, graph: Graph, args: Iterable[Value]) -> list[V
     """Re-emit `graph`'s nodes into `builder` with its inputs bound to `args`; return its outputs."""
     env: dict[Value, Value] = dict(zip(graph.inputs, args, strict=True))
     for n in graph.nodes:
-        env[n.out] = builder.emit(n.prim, *(env[v] for v in n.inputs), **n.attrs)
+        env[n.out] = builder.emit_copy(n, tuple([env[v] for v in n.inputs]))
     return [env[v] for v in graph.outputs]

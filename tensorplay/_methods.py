@@ -216,7 +216,8 @@ METHODS = {
     "__neg__": ew.neg, "__pos__": lambda self: self, "__abs__": ew.abs, "__invert__": ew.bitwise_not,
     "__and__": ew.bitwise_and, "__rand__": _swap(ew.bitwise_and), "__or__": ew.bitwise_or,
     "__ror__": _swap(ew.bitwise_or), "__xor__": ew.bitwise_xor, "__rxor__": _swap(ew.bitwise_xor),
-    "__eq__": ew.eq, "__ne__": ew.ne, "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
+    "__eq__": lambda self, other: False if other is None else ew.eq(self, other),
+    "__ne__": lambda self, other: True if other is None else ew.ne(self, other), "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     # math
     "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul, "multiply": ew.mul, "div": ew.div,
@@ -232,6 +233,7 @@ METHODS = {
     "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
     "logical_not": ew.logical_not, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
     "bitwise_not": ew.bitwise_not, "bitwise_and": ew.bitwise_and, "bitwise_or": ew.bitwise_or,
+    "bitwise_xor": ew.bitwise_xor,
     "where": lambda self, condition, other: ew.where(condition, self, other),
     # reductions
     "sum": reduction.sum, "mean": reduction.mean, "prod": reduction.prod, "max": _max_method,

@@ -53,8 +53,10 @@ class Tensor:
 
     def __init__(self, data=None, *, dtype=None):
         from .ops.creation import _to_array
+        from .ops._common import get_default_dtype
 
-        arr = _to_array(data if data is not None else [], dtype)
+        # like torch.Tensor(data): the default float dtype unless one is given
+        arr = _to_array(data if data is not None else [], dtype or get_default_dtype())
         self._data, self._trace, self._value = arr, None, None
         if _STACK:
             _note_local(self)

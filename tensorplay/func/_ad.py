@@ -563,10 +563,11 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
-    """Returns a function computing the Hessian of `func`: ``jacfwd(jacrev(func, argnums), argnums)``.
+    """Returns a function computing the Hessian of `func`: ``jacrev(jacrev(func, argnums), argnums)``.
 
-    The reverse-mode gradient is an ordinary graph, so forward mode differentiates it
-    (forward-over-reverse); the result equals ``jacrev(jacrev(func))``.
+    As the spec describes, the Hessian is the reverse-mode Jacobian of the reverse-mode
+    gradient; because the backward pass is an ordinary graph, ``jacfwd(jacrev(func))``
+    (forward-over-reverse) gives the same values and is tested to.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import hessian
@@ -574,7 +575,7 @@ def hessian(func: Callable, argnums=0) -> Callable:
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return _wraps(jacfwd(jacrev(func, argnums), argnums), func, "hessian")
+    return _wraps(jacrev(jacrev(func, argnums), argnums), func, "hessian")
 
 
 # --- helpers of the Jacobians ----------------------------------------------------------------------
