@@ -1,23 +1,53 @@
 """Pytrees: nested tuples, lists, dicts and namedtuples, flattened to leaves and back."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 
-@dataclass(frozen=True)
 class TreeDef:
-    """The structure of a pytree: a node kind, its metadata, and child structures."""
+    """The structure of a pytree: a node kind, its metadata, and child structures.
+
+    Immutable and hashable; the hash is computed once, and equality is by identity first
+    (treedefs are dictionary keys on hot paths: `tp.compile`'s cache, structure checks).
+    """
+
+    __slots__ = ("kind", "meta", "children", "num_leaves", "_hash")
 
     kind: str            # 'leaf', 'none', 'tuple', 'list', 'dict', 'namedtuple'
-    meta: Any = None     # dict keys (tuple) or namedtuple class
-    children: tuple = ()
+    meta: Any            # dict keys (tuple) or namedtuple class
+    children: tuple
 
-    @property
-    def num_leaves(self) -> int:
-        if self.kind == "leaf":
-            return 1
-        return sum(c.num_leaves for c in self.children)
+    def __init__(self, kind: str, meta: Any = None, children: tuple = ()):
+        sa = object.__setattr__
+        sa(self, "kind", kind)
+        sa(self, "meta", meta)
+        sa(self, "children", children)
+        sa(self, "num_leaves", 1 if kind == "leaf" else sum(c.num_leaves for c in children))
+        sa(self, "_hash", hash((kind, meta, children)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"TreeDef is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"TreeDef is immutable (cannot delete {name!r})")
+
+    def __reduce__(self):
+        return TreeDef, (self.kind, self.meta, self.children)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not TreeDef:
+            return NotImplemented
+        return (self._hash == other._hash and self.kind == other.kind and self.meta == other.meta
+                and self.children == other.children)
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __repr__(self) -> str:
         if self.kind == "leaf":
@@ -34,6 +64,7 @@ class TreeDef:
 
 
 LEAF = TreeDef("leaf")
+NONE = TreeDef("none")
 
 
 def _is_namedtuple(x) -> bool:
@@ -43,23 +74,32 @@ def _is_namedtuple(x) -> bool:
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
     """Flatten `tree` into (leaves, treedef); dict children are ordered by sorted key."""
     leaves: list = []
+    append = leaves.append
 
     def go(x) -> TreeDef:
         if is_leaf is not None and is_leaf(x):
-            leaves.append(x)
+            append(x)
             return LEAF
+        cls = x.__class__
+        if cls is tuple:
+            return TreeDef("tuple", None, tuple([go(c) for c in x]))
+        if cls is list:
+            return TreeDef("list", None, tuple([go(c) for c in x]))
+        if cls is dict:
+            keys = tuple(sorted(x, key=_key_order))
+            return TreeDef("dict", keys, tuple([go(x[k]) for k in keys]))
         if x is None:
-            return TreeDef("none")
-        if _is_namedtuple(x):
-            return TreeDef("namedtuple", type(x), tuple(go(c) for c in x))
+            return NONE
         if isinstance(x, tuple):
-            return TreeDef("tuple", None, tuple(go(c) for c in x))
+            if hasattr(cls, "_fields"):
+                return TreeDef("namedtuple", cls, tuple([go(c) for c in x]))
+            return TreeDef("tuple", None, tuple([go(c) for c in x]))
         if isinstance(x, list):
-            return TreeDef("list", None, tuple(go(c) for c in x))
+            return TreeDef("list", None, tuple([go(c) for c in x]))
         if isinstance(x, dict):
             keys = tuple(sorted(x, key=_key_order))
-            return TreeDef("dict", keys, tuple(go(x[k]) for k in keys))
-        leaves.append(x)
+            return TreeDef("dict", keys, tuple([go(x[k]) for k in keys]))
+        append(x)
         return LEAF
 
     return leaves, go(tree)

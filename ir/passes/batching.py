@@ -93,7 +93,7 @@ def batch_inline(ctx: BatchBuilder, graph: Graph,
         vals = [env[v][0] for v in node.inputs]
         dims = [env[v][1] for v in node.inputs]
         if all(d is None for d in dims) and not node.prim.random:
-            env[node.out] = (ctx.emit(node.prim, *vals, **node.attrs), None)
+            env[node.out] = (ctx.emit_copy(node, tuple(vals)), None)
             continue
         env[node.out] = _apply_rule(ctx, node.prim, vals, dims, node.attrs, node.out.type)
     return [env[v] for v in graph.outputs]

@@ -210,7 +210,7 @@ def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | Non
         ins = [env[v] for v in node.inputs]
         ts = [tangent.get(v) for v in node.inputs]
         if not node.prim.differentiable or all(t is None for t in ts):
-            env[node.out] = b.emit(node.prim, *ins, **node.attrs)
+            env[node.out] = b.emit_copy(node, tuple(ins))
             continue
         if node.prim.jvp is None:
             raise NotImplementedError(f"jvp: primitive {node.prim.name!r} has no JVP rule")

@@ -64,7 +64,7 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
             kenv[v] = kb.add_input(v.type)
     for n in graph.nodes:
         if n.out not in unknown:
-            kenv[n.out] = kb.emit(n.prim, *(kenv[v] for v in n.inputs), **n.attrs)
+            kenv[n.out] = kb.emit_copy(n, tuple([kenv[v] for v in n.inputs]))
 
     ub = GraphBuilder(graph.name + "_unknown")
     residuals: list[Value] = []       # known values of `graph` that the unknown side reads
@@ -77,7 +77,7 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
             return uenv[v]
         if v in constant:
             n: Node = v.node
-            uenv[v] = ub.emit(n.prim, *(read(a) for a in n.inputs), **n.attrs)
+            uenv[v] = ub.emit_copy(n, tuple([read(a) for a in n.inputs]))
         else:
             residuals.append(v)
             uenv[v] = Value(v.type)
@@ -88,7 +88,7 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
     uenv.update(zip([v for v, u in zip(graph.inputs, unknown_inputs) if u], unknown_in))
     for n in graph.nodes:
         if n.out in unknown:
-            uenv[n.out] = ub.emit(n.prim, *(read(v) for v in n.inputs), **n.attrs)
+            uenv[n.out] = ub.emit_copy(n, tuple([read(v) for v in n.inputs]))
     unknown_outs = [read(v) for v, u in zip(graph.outputs, unknown_outputs) if u]
     ub.inputs = res_inputs + unknown_in
 

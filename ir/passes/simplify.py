@@ -158,6 +158,21 @@ def _dot_of_transpose(s, x, y, *, contract, batch):
     return None
 
 
+def _transpose_of_dot(s, x, *, permutation):
+    """A transpose swapping the lhs-free and rhs-free axis groups of a dot_general (batch axes kept in front)
+    is the product with its operands swapped -- when the transpose is the product's only use (otherwise
+    both products would be computed)."""
+    dot = producer(x, "dot_general")
+    if dot is None or not s.single_use(x):
+        return None
+    lhs, rhs = dot.inputs
+    (lc, rc), (lb, rb) = dot.attrs["contract"], dot.attrs["batch"]
+    nb, nm = len(lb), lhs.ndim - len(lc) - len(lb)
+    if permutation != (*range(nb), *range(nb + nm, x.ndim), *range(nb, nb + nm)):
+        return None
+    return s.emit("dot_general", rhs, lhs, contract=(rc, lc), batch=(rb, lb))
+
+
 def _mul_by_zero(s, x, y):
     if x.dtype.is_floating_point:
         return None
@@ -212,6 +227,7 @@ RULES: dict[str, list[Rule]] = {
     "transpose": [
         lambda s, x, *, permutation: x if permutation == tuple(range(x.ndim)) else None,  # identity -> x
         _transpose_transpose,                                                       # transpose∘transpose -> transpose
+        _transpose_of_dot,                                                          # transpose(dot(x, y)) -> dot(y, x)
     ],
     "broadcast_in_dim": [
         lambda s, x, *, shape, broadcast_dimensions:                                # broadcast to own shape -> x
@@ -283,6 +299,11 @@ class _Simplifier:
         self.rules = rules
         self.fold = fold
         self.memo: dict[tuple, Value] = {}
+        self.uses: dict[Value, int] = {}  # new value -> uses of the input-graph values it stands for
+
+    def single_use(self, v: Value) -> bool:
+        """Is `v` used once in the graph being simplified (values a rule made are counted as used once)?"""
+        return self.uses.get(v, 1) <= 1
 
     def const(self, value, type: TensorType) -> Value:
         return self.emit("full", shape=type.shape, dtype=type.dtype, value=_scalar(value, type.dtype))
@@ -339,8 +360,17 @@ def _rewrite(graph: Graph, rules: dict[str, list[Rule]], fold: bool) -> Graph:
     """
     s = _Simplifier(graph.name, rules, fold)
     env: dict[Value, Value] = {v: s.b.add_input(v.type) for v in graph.inputs}
-    for n in _live_nodes(graph.nodes, graph.outputs):
-        env[n.out] = s.simplify(n.prim, tuple([env[v] for v in n.inputs]), n.attrs, n.out.type)
+    live = _live_nodes(graph.nodes, graph.outputs)
+    uses: dict[Value, int] = {}
+    for v in graph.outputs:
+        uses[v] = uses.get(v, 0) + 1
+    for n in live:
+        for v in n.inputs:
+            uses[v] = uses.get(v, 0) + 1
+    counts = s.uses
+    for n in live:
+        new = env[n.out] = s.simplify(n.prim, tuple([env[v] for v in n.inputs]), n.attrs, n.out.type)
+        counts[new] = counts.get(new, 0) + uses[n.out]
     outputs = [env[v] for v in graph.outputs]
     nodes = s.b.nodes
     # dead nodes left behind by rewrites; every node here is new, so filtering copies nothing

@@ -84,7 +84,7 @@ def transpose(graph: Graph, linear: Sequence[bool], with_cotangent: Sequence[boo
             is_linear.add(n.out)
             linear_nodes.append(n)
         else:
-            env[n.out] = b.emit(n.prim, *(env[v] for v in n.inputs), **n.attrs)
+            env[n.out] = b.emit_copy(n, tuple([env[v] for v in n.inputs]))
 
     ct: dict[Value, Value] = {}
 

@@ -162,11 +162,12 @@ def round(input, *, decimals: int = 0):
 
 
 def relu(input):
-    """max(input, 0) elementwise."""
+    """max(input, 0) elementwise; as in PyTorch its derivative at 0 is 0 (a select, not a max)."""
     x = _tensor_arg(input)
     d = dtype_of(x)
     _no_bool(d, "relu")
-    return ebind(_P["max"], x, constant(0, d, shape_of(x), (x,)))
+    zero = constant(0, d, shape_of(x), (x,))
+    return ebind(_P["select"], ebind(_P["le"], x, zero), zero, x)  # NaN stays NaN
 
 
 # --- binary arithmetic ---------------------------------------------------------------------------
@@ -463,11 +464,12 @@ def clamp(input, min=None, max=None):
     """Limit `input` to [min, max]; either bound may be None or a tensor (min > max gives max)."""
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
+    # selects rather than max/min: NaN stays NaN and, as in PyTorch, the derivative is 1 on [min, max]
     out = _tensor_arg(input)
     if min is not None:
-        out = maximum(out, min)
+        out = where(lt(out, min), min, out)
     if max is not None:
-        out = minimum(out, max)
+        out = where(gt(out, max), max, out)
     return out
 
 

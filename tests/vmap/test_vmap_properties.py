@@ -73,7 +73,7 @@ def test_vmap_equals_loop_and_stack(case):
         if os.environ.get("TENSORPLAY_BACKEND") == "interpreter":
             # numpy's reductions may sum in a layout-dependent order, so a differently sized
             # batch can round differently by an ulp; compiled kernels reduce each sample identically
-            np.testing.assert_allclose(chunked.numpy(), out.numpy(), rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(chunked.numpy(), out.numpy(), rtol=1e-5, atol=1e-6)
         else:
             np.testing.assert_array_equal(chunked.numpy(), out.numpy())
 
