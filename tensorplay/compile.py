@@ -85,7 +85,7 @@ class CompiledFunction:
                     push((a.shape, a.dtype, None if a.flags.c_contiguous else layout_key(x)))
                 else:
                     concrete = False
-                    push((tuple(x.shape), x.dtype, layout_key(x)))
+                    push((tuple(x.shape), x.dtype.np, layout_key(x)))
             elif cls is tuple or cls is list:
                 push((cls, len(x)))
                 for c in x:
@@ -100,7 +100,7 @@ class CompiledFunction:
             elif isinstance(x, Tensor):
                 keep(x)
                 concrete = concrete and x._trace is None
-                push((tuple(x.shape), x.dtype, layout_key(x)))
+                push((tuple(x.shape), x.dtype.np, layout_key(x)))
             elif isinstance(x, (tuple, list, dict)):  # subclasses: namedtuples, tp.Size, OrderedDict, ...
                 if isinstance(x, dict):
                     keys = tuple(sorted(x, key=_pytree._key_order))
