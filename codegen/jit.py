@@ -2,6 +2,14 @@
 machine for the host CPU (its name and features), and the O3 pipeline of the
 new pass manager with loop and SLP vectorisation.
 
+Loop unrolling is kept but capped (`UNROLL_OPTIONS`): with O3's defaults, LLVM fully
+unrolls every constant-trip-count loop of a small shape, and unrolling was half of the
+compile time (MLP 784-256-256-10 loss+grad: 217-248 -> 165-174 ms to compile; tiny MLP
+4-8-8-2 loss+grad: 218-242 -> 156-179 ms; hessian d=16: 400-429 -> 127-138 ms), while
+turning it off entirely slows column reductions 1.8x and small loop-nest products 1.4x.
+Interleaving stays on: without it a vectorised reduction has one accumulator and runs
+1.7x slower. (Measured 2026-11-29; tools/bench/README.md, "Notes: compiler performance work".)
+
 Every compiled graph is one LLVM module added to the shared engine; its symbols
 are made unique by the caller (`module_prefix`).
 """
@@ -17,8 +25,16 @@ _lock = threading.Lock()
 _engine: "_Engine | None" = None
 
 
+# LLVM command-line options, read when the pass pipeline runs: at most 4 iterations are unrolled
+# fully, and the unrolled size limit is 100 instead of O3's 300. They are process-wide: another
+# llvmlite user in the same process (numba) would see them too.
+UNROLL_OPTIONS = ("-unroll-threshold=100", "-unroll-full-max-count=4")
+
+
 class _Engine:
     def __init__(self) -> None:
+        for option in UNROLL_OPTIONS:
+            llvm.set_option("tensorplay", option)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())

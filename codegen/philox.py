@@ -6,23 +6,25 @@ Element j of a draw for one key uses the Philox block at counter
 of zero-extended i32 words, which x86 vectorises (vpmuludq).
 
 `random_uniform` is bit-exact in both dtypes (every step is exact).
-`random_normal` is Box-Muller in float64 exactly as the reference writes it,
-but with the vectorised `vecmath.log` and `vecmath.cos` (float64, each within
-1 ulp of the exact value, as numpy's are) instead of numpy's. So the float64
-value may differ from the reference by a few ulp (at most 3 in the tests);
-rounded to float32 it is identical except for rare 1-ulp double-rounding cases
-(< 0.1% of draws).
+`random_normal` is bit-exact too: the exact integer/bit reductions of the two
+words are mirrored here instruction for instruction, and the float part is
+`ir.prims.random.box_muller` itself, run on `_IROps`, which emits each
+operation as one plain ``fadd``/``fsub``/``fmul``/``fdiv``/``llvm.sqrt``
+without fast-math flags. Without the ``contract`` flag LLVM may not fuse a
+multiply and an add into an FMA (the target machine keeps the default
+``FPOpFusion::Standard``; llvmlite exposes no other setting), and without
+``reassoc``/``arcp``/``afn`` it may only apply value-preserving rewrites, so
+the kernel rounds exactly like numpy's float64 ufuncs.
+`tests/codegen/test_random_bits.py` checks the bits and that the kernel's
+assembly has no FMA instruction.
 """
 from __future__ import annotations
-
-import math
 
 from llvmlite import ir
 
 from ir import dtypes as dt
-from ir.prims.random import PHILOX_M, PHILOX_W
+from ir.prims.random import PHILOX_M, PHILOX_W, SQRT_HALF_BITS, box_muller
 from . import irutil as u
-from . import vecmath as vm
 from .context import Index, KernelContext, strides
 
 
@@ -76,13 +78,54 @@ def _uniform(ctx: KernelContext, node, idx: Index) -> ir.Value:
     return b.fmul(b.fadd(b.fmul(hi, u.const(u.F64, 2.0 ** 26)), lo), u.const(u.F64, 2.0 ** -53))
 
 
+class _IROps:
+    """`ir.prims.random.NumpyOps` as LLVM IR on double values: one flag-free instruction per
+    operation (Python floats become exact double constants)."""
+
+    def __init__(self, b: ir.IRBuilder):
+        self.b = b
+
+    @staticmethod
+    def _v(x) -> ir.Value:
+        return x if isinstance(x, ir.Value) else ir.Constant(u.F64, float(x))
+
+    def add(self, x, y):
+        return self.b.fadd(self._v(x), self._v(y))
+
+    def sub(self, x, y):
+        return self.b.fsub(self._v(x), self._v(y))
+
+    def mul(self, x, y):
+        return self.b.fmul(self._v(x), self._v(y))
+
+    def div(self, x, y):
+        return self.b.fdiv(self._v(x), self._v(y))
+
+    def sqrt(self, x):
+        return u.intrinsic(self.b, "llvm.sqrt", [self._v(x)])
+
+    def gt(self, x, y):
+        return self.b.fcmp_ordered(">", self._v(x), self._v(y))
+
+    def select(self, cond, x, y):
+        return self.b.select(cond, self._v(x), self._v(y))
+
+
 def _normal(ctx: KernelContext, node, idx: Index) -> ir.Value:
     b = ctx.b
     w0, w1 = _words(ctx, node, idx)
-    u1 = b.fmul(b.fadd(b.uitofp(w0, u.F64), u.const(u.F64, 1.0)), u.const(u.F64, 2.0 ** -32))
-    u2 = b.fmul(b.uitofp(w1, u.F64), u.const(u.F64, 2.0 ** -32))
-    r = u.intrinsic(b, "llvm.sqrt", [b.fmul(u.const(u.F64, -2.0), vm.log(b, u1))])
-    z = b.fmul(r, vm.cos(b, b.fmul(u.const(u.F64, 2.0 * math.pi), u2)))
+    # random.log_argument: u1 = (w0 + 1) 2^-32 = m 2^k, m in [sqrt(1/2), sqrt(2))
+    ix = b.bitcast(b.sitofp(b.add(b.zext(w0, u.I64), u.i64(1)), u.F64), u.I64)
+    tmp = b.sub(ix, u.i64(SQRT_HALF_BITS))
+    m = b.bitcast(b.sub(ix, b.and_(tmp, u.const(u.I64, 0xFFF << 52))), u.F64)
+    k = b.fsub(b.sitofp(b.lshr(tmp, u.i64(52)), u.F64), u.const(u.F64, 32.0))
+    # random.cos_argument: cos(2 pi w1 2^-32) = +-sin(pi/2 x)
+    q = b.lshr(w1, u.const(u.I32, 30))
+    f = b.and_(w1, u.const(u.I32, 0x3FFFFFFF))
+    a = b.select(b.trunc(q, u.I1), f, b.sub(u.const(u.I32, 1 << 30), f))
+    x = b.fmul(b.sitofp(a, u.F64), u.const(u.F64, 2.0 ** -30))
+    neg = b.trunc(b.xor(q, b.lshr(q, u.const(u.I32, 1))), u.I1)
+    z = box_muller(_IROps(b), m, k, x, neg)
     return z if node.out.dtype is dt.float64 else b.fptrunc(z, u.F32)
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Mapping
 
+from . import dtypes
+from .primitive import REGISTRY, get_primitive
 from .types import TensorType
 
 _ids = itertools.count()
@@ -122,9 +124,18 @@ class Graph:
         body = []
         for n in self.nodes:
             index[n.out] = len(index)
-            body.append((n.prim.name, tuple(index[v] for v in n.inputs),
-                         tuple(sorted((k, _attr_key(a)) for k, a in n.attrs.items())), n.out.type))
-        return (tuple(self.in_types), tuple(body), tuple(index[v] for v in self.outputs))
+            attrs = n.attrs
+            if not attrs:
+                akey = ()
+            elif len(attrs) == 1:
+                ((k, a),) = attrs.items()
+                akey = ((k, _attr_key(a)),)
+            else:
+                akey = tuple(sorted([(k, _attr_key(a)) for k, a in attrs.items()]))
+            t = n.out.type  # types as (shape, dtype): compared and hashed without Python-level methods
+            body.append((n.prim.name, tuple([index[v] for v in n.inputs]), akey, t.shape, t.dtype))
+        return (tuple([(v.type.shape, v.type.dtype) for v in self.inputs]), tuple(body),
+                tuple([index[v] for v in self.outputs]))
 
     def structural_hash(self) -> int:
         return hash(self.structural_key())
@@ -160,21 +171,20 @@ class GraphBuilder:
 
     def emit(self, prim, *inputs: Value, **attrs) -> Value:
         """Append `prim(*inputs, **attrs)` and return its result value."""
-        from .primitive import get_primitive
-
         if isinstance(prim, str):
-            prim = get_primitive(prim)
-        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+            prim = REGISTRY.get(prim) or get_primitive(prim)
+        if attrs:
+            attrs = {k: freeze_attr(v) for k, v in attrs.items()}
         for v in inputs:
-            if not isinstance(v, Value):
+            if v.__class__ is not Value and not isinstance(v, Value):
                 raise TypeError(f"{prim.name}: operands must be IR values, got {type(v).__name__}")
         try:
-            out_type = prim.abstract_eval(*(v.type for v in inputs), **attrs)
+            out_type = prim.abstract_eval(*[v.type for v in inputs], **attrs)
         except TypeError as e:
             if str(e).startswith(prim.name):
                 raise
             raise TypeError(f"{prim.name}: {e}") from None
-        node = Node(prim, inputs, attrs, out_type)
+        node = Node.typed(prim, inputs, attrs, out_type)  # `inputs` and `attrs` are this call's own
         self.nodes.append(node)
         return node.out
 
@@ -200,8 +210,6 @@ class GraphBuilder:
         return self.emit_typed(node.prim, inputs, node.attrs, node.out.type)
 
     def __getattr__(self, name: str):
-        from .primitive import REGISTRY
-
         if name.startswith("_") or name not in REGISTRY:
             raise AttributeError(name)
         prim = REGISTRY[name]
@@ -210,8 +218,6 @@ class GraphBuilder:
     # --- small conveniences used by rules -------------------------------------------------
     def const(self, value, shape: tuple[int, ...] = (), dtype=None) -> Value:
         """A constant filled with the Python scalar `value` (dtype defaults to float32)."""
-        from . import dtypes
-
         return self.emit("full", shape=tuple(shape), dtype=dtype or dtypes.float32, value=value)
 
     def const_like(self, x: Value, value) -> Value:

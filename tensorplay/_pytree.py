@@ -11,7 +11,7 @@ class TreeDef:
     (treedefs are dictionary keys on hot paths: `tp.compile`'s cache, structure checks).
     """
 
-    __slots__ = ("kind", "meta", "children", "num_leaves", "_hash")
+    __slots__ = ("kind", "meta", "children", "num_leaves", "_hash", "_build")
 
     kind: str            # 'leaf', 'none', 'tuple', 'list', 'dict', 'namedtuple'
     meta: Any            # dict keys (tuple) or namedtuple class
@@ -24,6 +24,7 @@ class TreeDef:
         sa(self, "children", children)
         sa(self, "num_leaves", 1 if kind == "leaf" else sum(c.num_leaves for c in children))
         sa(self, "_hash", hash((kind, meta, children)))
+        sa(self, "_build", None)  # set by the first `tree_unflatten`
 
     def __setattr__(self, name, value):
         raise AttributeError(f"TreeDef is immutable (cannot set {name!r})")
@@ -111,27 +112,35 @@ def _key_order(k):
 
 def tree_unflatten(treedef: TreeDef, leaves) -> Any:
     """Rebuild a pytree of structure `treedef` from `leaves` (in flatten order)."""
+    build = treedef._build
+    if build is None:  # compiled once per treedef: a tree of closures, each rebuilding one node
+        build = _builder(treedef)
+        object.__setattr__(treedef, "_build", build)
     it = iter(leaves)
-
-    def go(td: TreeDef):
-        if td.kind == "leaf":
-            return next(it)
-        if td.kind == "none":
-            return None
-        kids = [go(c) for c in td.children]
-        if td.kind == "tuple":
-            return tuple(kids)
-        if td.kind == "list":
-            return kids
-        if td.kind == "dict":
-            return dict(zip(td.meta, kids))
-        return td.meta(*kids)
-
-    out = go(treedef)
+    out = build(it)
     rest = list(it)
     if rest:
         raise ValueError(f"tree_unflatten: {len(rest)} leaves left over for structure {treedef}")
     return out
+
+
+def _builder(td: TreeDef) -> Callable:
+    """A function taking an iterator of leaves and returning the tree of structure `td`."""
+    kind = td.kind
+    if kind == "leaf":
+        return next
+    if kind == "none":
+        return lambda it: None
+    kids = [_builder(c) for c in td.children]
+    if kind == "tuple":
+        return lambda it: tuple([k(it) for k in kids])
+    if kind == "list":
+        return lambda it: [k(it) for k in kids]
+    if kind == "dict":
+        keys = td.meta
+        return lambda it: dict(zip(keys, [k(it) for k in kids]))
+    cls = td.meta
+    return lambda it: cls(*[k(it) for k in kids])
 
 
 def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:

@@ -101,16 +101,19 @@ class CompiledFunction:
                 keep(x)
                 concrete = concrete and x._trace is None
                 push((tuple(x.shape), x.dtype.np, layout_key(x)))
-            elif isinstance(x, (tuple, list, dict)):  # subclasses: namedtuples, tp.Size, OrderedDict, ...
-                if isinstance(x, dict):
-                    keys = tuple(sorted(x, key=_pytree._key_order))
-                    push((cls, keys))
-                    for k in keys:
-                        go(x[k])
-                else:
-                    push((cls, len(x)))
-                    for c in x:
-                        go(c)
+            elif isinstance(x, tuple):  # namedtuples keep their class; other subclasses (tp.Size) are tuples
+                push((cls if hasattr(cls, "_fields") else tuple, len(x)))
+                for c in x:
+                    go(c)
+            elif isinstance(x, list):
+                push((list, len(x)))
+                for c in x:
+                    go(c)
+            elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: a dict, as `tree_flatten` has it
+                keys = tuple(sorted(x, key=_pytree._key_order))
+                push((dict, keys))
+                for k in keys:
+                    go(x[k])
             else:
                 try:
                     hash(x)

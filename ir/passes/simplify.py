@@ -372,9 +372,8 @@ def _rewrite(graph: Graph, rules: dict[str, list[Rule]], fold: bool) -> Graph:
         new = env[n.out] = s.simplify(n.prim, tuple([env[v] for v in n.inputs]), n.attrs, n.out.type)
         counts[new] = counts.get(new, 0) + uses[n.out]
     outputs = [env[v] for v in graph.outputs]
-    nodes = s.b.nodes
     # dead nodes left behind by rewrites; every node here is new, so filtering copies nothing
-    return Graph(s.b.inputs, _live_nodes(nodes, outputs) if len(nodes) else nodes, outputs, graph.name)
+    return Graph(s.b.inputs, _live_nodes(s.b.nodes, outputs), outputs, graph.name)
 
 
 def dce(graph: Graph) -> Graph:
@@ -422,12 +421,6 @@ def simplify(graph: Graph, *, max_rounds: int = 1) -> Graph:
     (['transpose', 'transpose', 'full', 'mul', 'sin', 'add'], ['sin', 'add'])
     """
     out = _rewrite(graph, RULES, fold=True)
-    import os  # TEMP-FIXPOINT
-    if os.environ.get("TP_CHECK_FIXPOINT"):  # TEMP-FIXPOINT
-        again = _rewrite(out, RULES, fold=True)  # TEMP-FIXPOINT
-        if len(again.nodes) != len(out.nodes) or [n.prim.name for n in again.nodes] != [n.prim.name for n in out.nodes]:  # TEMP-FIXPOINT
-            with open("/tmp/perf/fixpoint.log", "a") as f:  # TEMP-FIXPOINT
-                f.write(f"{len(graph.nodes)} {len(out.nodes)} {len(again.nodes)}\n{out}\n{again}\n\n")  # TEMP-FIXPOINT
     for _ in range(max_rounds - 1):
         again = _rewrite(out, RULES, fold=True)
         if len(again.nodes) >= len(out.nodes):

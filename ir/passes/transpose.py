@@ -163,8 +163,9 @@ def grad_graph(graph: Graph, wrt: Sequence[bool], seeds: Sequence[float | None])
     n_tan = len(lin.linear.inputs) - lin.num_residuals
     back = transpose(lin.linear, [False] * lin.num_residuals + [True] * n_tan)
     b = GraphBuilder(graph.name + "_grad")
-    ins = [b.add_input(v.type) for v in graph.inputs]
-    fwd = inline(b, lin.primal, ins)
+    # the primal graph is this call's own intermediate: its nodes start the new graph as they are
+    b.inputs, b.nodes = list(lin.primal.inputs), list(lin.primal.nodes)
+    fwd = lin.primal.outputs
     outs, res = fwd[:len(graph.outputs)], fwd[len(graph.outputs):]
     cts = [b.const(s, o.shape, o.dtype) for s, o in zip(seeds, outs) if s is not None]
     grads = inline(b, back, res + cts)

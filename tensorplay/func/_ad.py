@@ -272,8 +272,11 @@ def _vjp_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, trans
     lin = linearize_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
     back = transpose_pass(lin.linear, [False] * lin.num_residuals + [True] * (len(lin.linear.inputs)
                                                                             - lin.num_residuals))
-    forward, back, n_res = prune_residuals(simplify(lin.primal), simplify(back), lin.num_residuals)
-    outs = call_graph(simplify(forward), tr.inputs)
+    primal = simplify(lin.primal)
+    forward, back, n_res = prune_residuals(primal, simplify(back), lin.num_residuals)
+    if forward is not primal:  # simplified already, unless pruning the residuals left dead nodes
+        forward = simplify(forward)
+    outs = call_graph(forward, tr.inputs)
     n_out = len(tr.graph.outputs)
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])
@@ -363,8 +366,11 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
         _reject_random(tr)
     n_main = tr.num_main
     lin = linearize_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
-    primal, linear, _ = prune_residuals(simplify(lin.primal), simplify(lin.linear), lin.num_residuals)
-    outs = call_graph(simplify(primal), tr.inputs)
+    simple = simplify(lin.primal)
+    primal, linear, _ = prune_residuals(simple, simplify(lin.linear), lin.num_residuals)
+    if primal is not simple:  # simplified already, unless pruning the residuals left dead nodes
+        primal = simplify(primal)
+    outs = call_graph(primal, tr.inputs)
     n_out = len(tr.graph.outputs)
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])

@@ -20,7 +20,6 @@ from ir import dtypes as dt
 # vecmath functions: our bound against the true value (codegen/vecmath.py) plus 3 ulp for
 # numpy's own error (its SIMD float32 kernels and libm are not correctly rounded either).
 ULP = {name: math.ceil(max(bounds)) + 3 for name, bounds in vecmath.ULP_BOUNDS.items()}
-ULP["random_normal"] = 3  # Box-Muller with our float64 log/cos (codegen/philox.py)
 SUMS = {"reduce_sum", "reduce_prod", "dot_general"}
 
 
