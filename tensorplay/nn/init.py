@@ -206,3 +206,14 @@ def _float(tensor: Tensor):
 uniform, normal, constant = uniform_, normal_, constant_
 xavier_uniform, xavier_normal = xavier_uniform_, xavier_normal_
 kaiming_uniform, kaiming_normal = kaiming_uniform_, kaiming_normal_
+
+
+def default_weight_and_bias_(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default for Linear and ConvNd: kaiming_uniform_(a=sqrt(5)) on the weight and
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        if fan_in > 0:
+            bound = 1 / math.sqrt(fan_in)
+            uniform_(bias, -bound, bound)

@@ -1,8 +1,6 @@
 """Convolutions: `Conv1d`, `Conv2d` (composites over pad + strided slices + einsum)."""
 from __future__ import annotations
 
-import math
-
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
@@ -49,12 +47,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init.default_weight_and_bias_(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         n = self._n
