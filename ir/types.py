@@ -6,6 +6,9 @@ from math import prod
 
 from .dtypes import DType
 
+_new = object.__new__
+_setattr = object.__setattr__
+
 
 @dataclass(frozen=True, slots=True)
 class TensorType:
@@ -15,8 +18,18 @@ class TensorType:
     dtype: DType
 
     def __post_init__(self):
-        if not all(isinstance(d, int) and d >= 0 for d in self.shape):
-            raise ValueError(f"invalid shape {self.shape}: dimensions must be non-negative ints")
+        for d in self.shape:  # a plain loop: this runs for every type a shape rule builds
+            if not (d.__class__ is int or isinstance(d, int)) or d < 0:
+                raise ValueError(f"invalid shape {self.shape}: dimensions must be non-negative ints")
+
+    @classmethod
+    def _trusted(cls, shape: tuple[int, ...], dtype: DType) -> "TensorType":
+        """Internal fast construction from an already-valid shape (a tuple of non-negative ints,
+        e.g. a numpy array's shape or another TensorType's): no validation runs."""
+        t = _new(cls)
+        _setattr(t, "shape", shape)
+        _setattr(t, "dtype", dtype)
+        return t
 
     @property
     def ndim(self) -> int:

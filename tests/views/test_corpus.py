@@ -91,13 +91,11 @@ def _vmap_case(prog, wrap):
     check((_np(got), xs.numpy(), ys.numpy()), (_np(loop), lx.numpy(), ly.numpy()))
 
 
-@pytest.mark.skipif(not hasattr(tpf, "vmap"), reason="vmap is not available")
 @pytest.mark.parametrize("prog", PROGRAMS, ids=ids)
 def test_vmap_matches_loop(prog):
     _vmap_case(prog, lambda f: f)
 
 
-@pytest.mark.skipif(not hasattr(tpf, "vmap"), reason="vmap is not available")
 @pytest.mark.parametrize("prog", PROGRAMS[::3], ids=ids[::3])
 def test_vmap_inside_compile_matches_loop(prog):
     _vmap_case(prog, tp.compile)
@@ -142,7 +140,6 @@ def _reference_gradient(prog):
     return grads, 1e-6
 
 
-@pytest.mark.skipif(not hasattr(tpf, "grad"), reason="grad is not available")
 @pytest.mark.parametrize("prog", [p for p in PROGRAMS if p.differentiable],
                          ids=[p.name for p in PROGRAMS if p.differentiable])
 def test_grad_matches_reference_and_writes_back(prog):

@@ -7,8 +7,6 @@ import tensorplay.func as tpf
 from ir.verify import verify
 from tensorplay._trace import call_graph, trace_function
 
-has_vmap = pytest.mark.skipif(not hasattr(tpf, "vmap"), reason="vmap is not available")
-has_grad = pytest.mark.skipif(not hasattr(tpf, "grad"), reason="grad is not available")
 
 VIEW_AND_MUTATION_NODES = {"copy", "copy_", "setitem", "store", "as_strided"}
 
@@ -37,13 +35,12 @@ def test_spec_style_mutation_under_compile_and_vmap():
     x = tp.zeros(3)
     np.testing.assert_array_equal(tp.compile(f)(x).numpy(), [2, 2, 2])
     np.testing.assert_array_equal(x.numpy(), [1, 1, 1])
-    if hasattr(tpf, "vmap"):
-        xs = tp.zeros(2, 3)
-        np.testing.assert_array_equal(tpf.vmap(f)(xs).numpy(), np.full((2, 3), 2.0))
-        np.testing.assert_array_equal(xs.numpy(), np.ones((2, 3)))
-        xt = tp.zeros(3, 2)  # mapped over dim 1: the write lands in the caller's layout
-        tpf.vmap(f, in_dims=1)(xt)
-        np.testing.assert_array_equal(xt.numpy(), np.ones((3, 2)))
+    xs = tp.zeros(2, 3)
+    np.testing.assert_array_equal(tpf.vmap(f)(xs).numpy(), np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(xs.numpy(), np.ones((2, 3)))
+    xt = tp.zeros(3, 2)  # mapped over dim 1: the write lands in the caller's layout
+    tpf.vmap(f, in_dims=1)(xt)
+    np.testing.assert_array_equal(xt.numpy(), np.ones((3, 2)))
 
 
 def test_write_back_helper_by_hand():
@@ -204,7 +201,6 @@ def test_nested_compile_writes_reach_the_outer_caller():
     assert twice(tp.zeros(2)).tolist() == [4, 4] and w.tolist() == [4, 4]
 
 
-@has_vmap
 def test_vmap_write_of_batched_value_into_unbatched_tensor_is_an_error():
     w = tp.zeros(3)
     with pytest.raises((RuntimeError, tp.TracingError), match="in-place write"):
@@ -214,7 +210,6 @@ def test_vmap_write_of_batched_value_into_unbatched_tensor_is_an_error():
     assert w.tolist() == [1, 1, 1]
 
 
-@has_vmap
 def test_vmap_of_a_compiled_function_that_writes_its_argument():
     cf = tp.compile(lambda a: a[1:].mul_(3))
     xs = tp.ones(4, 3)
@@ -222,7 +217,6 @@ def test_vmap_of_a_compiled_function_that_writes_its_argument():
     np.testing.assert_array_equal(xs.numpy(), np.tile([1.0, 3.0, 3.0], (4, 1)))
 
 
-@has_grad
 def test_grad_through_writes_into_views():
     def f(x):
         y = x * 1
@@ -233,7 +227,6 @@ def test_grad_through_writes_into_views():
     np.testing.assert_allclose(g.numpy(), [1 + 2, 1 + 3, 2])
 
 
-@has_grad
 def test_grad_writes_back_buffers_once():
     buf = tp.zeros(3)
 

@@ -9,10 +9,7 @@ import tensorplay.func as func
 from tensorplay.func import vmap
 from vmap_testutil import assert_same
 
-try:
-    grad = func.grad
-except (AttributeError, ImportError) as e:  # the differentiation transforms are written concurrently
-    pytest.skip(f"tensorplay.func.grad is not available: {e}", allow_module_level=True)
+grad = func.grad
 
 
 def T(a) -> tp.Tensor:
@@ -89,9 +86,7 @@ def test_vmap_of_vmap_of_grad():
 
 
 def test_vmap_of_jacobians():
-    jacrev, jacfwd = getattr(func, "jacrev", None), getattr(func, "jacfwd", None)
-    if jacrev is None or jacfwd is None:
-        pytest.skip("jacrev/jacfwd not available")
+    jacrev, jacfwd = func.jacrev, func.jacfwd
     x = T(_rng(5).normal(size=(3, 4)))
 
     def f(v):
@@ -105,11 +100,9 @@ def test_vmap_of_jacobians():
 
 
 def test_per_sample_gradients_of_module_parameters():
-    nn = pytest.importorskip("tensorplay.nn")
-    try:
-        functional_call = func.functional_call
-    except (AttributeError, ImportError):
-        pytest.skip("functional_call not available")
+    import tensorplay.nn as nn
+
+    functional_call = func.functional_call
     model = nn.Linear(3, 2)
     params = {k: v.detach() for k, v in model.named_parameters()}
     xs = T(_rng(6).normal(size=(5, 3)).astype(np.float32))

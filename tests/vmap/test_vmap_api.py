@@ -312,7 +312,7 @@ def test_vmap_inside_compile():
 
 
 def test_vmap_of_module():
-    nn = pytest.importorskip("tensorplay.nn")
+    import tensorplay.nn as nn
     lin = nn.Linear(3, 2)
     x = T(_rng(4).normal(size=(5, 3)).astype(np.float32))
     assert_same(vmap(lin)(x).numpy(), lin(x).numpy())
