@@ -17,8 +17,11 @@ class TensorType:
     shape: tuple[int, ...]
     dtype: DType
 
-    def __post_init__(self):
-        for d in self.shape:  # a plain loop: this runs for every type a shape rule builds
+    def __init__(self, shape: tuple[int, ...], dtype: DType):
+        # written out (the dataclass keeps it): this runs for every type a shape rule builds
+        _setattr(self, "shape", shape)
+        _setattr(self, "dtype", dtype)
+        for d in shape:
             if not (d.__class__ is int or isinstance(d, int)) or d < 0:
                 raise ValueError(f"invalid shape {self.shape}: dimensions must be non-negative ints")
 

@@ -31,8 +31,25 @@ class Size(tuple):
         return prod(self)
 
     def __getitem__(self, key):
-        out = super().__getitem__(key)
-        return Size(out) if isinstance(key, slice) else out
+        out = _tuple_getitem(self, key)
+        return _tuple_new(Size, out) if isinstance(key, slice) else out  # our items are ints already
+
+
+_tuple_new = tuple.__new__
+_tuple_getitem = tuple.__getitem__
+_SIZES: dict = {}  # shape tuple -> its Size (Sizes are immutable, so they are shared); see Tensor.shape
+_SIZES_LIMIT = 4096
+
+
+def _size_of(shape: tuple) -> "Size":
+    """`Size(shape)`, memoised: built once per distinct shape (equal tuples give equal Sizes)."""
+    s = _SIZES.get(shape)
+    if s is None:
+        s = Size(shape)
+        if len(_SIZES) >= _SIZES_LIMIT:
+            _SIZES.clear()
+        _SIZES[shape] = s
+    return s
 
 
 class Tensor:
@@ -97,7 +114,8 @@ class Tensor:
     def _type(self) -> TensorType:
         if self._trace is not None:
             return self._val.type
-        return TensorType(tuple(self._data.shape), dtypes.from_numpy(self._data.dtype))
+        data = self._data
+        return TensorType._trusted(data.shape, dtypes.from_numpy(data.dtype))  # numpy shapes are valid
 
     @property
     def is_traced(self) -> bool:
@@ -107,7 +125,7 @@ class Tensor:
     # --- metadata -------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._val.type.shape if self._trace is not None else self._data.shape)
+        return _size_of(self._val.type.shape if self._trace is not None else self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the length of dimension `dim`."""
@@ -123,7 +141,7 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self._val.type.shape if self._trace is not None else self._data.shape)
 
     def dim(self) -> int:
         return self.ndim

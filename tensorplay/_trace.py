@@ -25,8 +25,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ir import Graph, GraphBuilder, TensorType, Value, dtypes
+from ir.core import freeze_attr
 from ir.passes.simplify import dce
-from ir.primitive import Primitive, get_primitive
+from ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
 
@@ -60,8 +61,6 @@ class RandomKey:
 
     def materialize(self):
         """The key as a tensor of the innermost active trace, or concrete at top level."""
-        from ._tensor import Tensor
-
         trace = current_trace()
         if trace is None:
             return Tensor._wrap(self.read())
@@ -97,8 +96,6 @@ class Trace:
 
     # --- values ---------------------------------------------------------------------------------
     def new_arg(self, type: TensorType):
-        from ._tensor import Tensor
-
         v = Value(type)
         self.arg_values.append(v)
         t = Tensor._symbolic(self, v)
@@ -123,10 +120,10 @@ class Trace:
         return _views.lift_outside(self, t)
 
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
-        from ._tensor import Tensor
-
-        vals = [self.lift(t) for t in operands]
+        vals = [t._value if t._trace is self else _views.lift_outside(self, t) for t in operands]  # self.lift
         out = Tensor._symbolic(self, self.builder.emit(prim, *vals, **attrs))
+        if prim.name not in _VIEW_PRIMS:
+            return out
         return _views.traced_result(prim, attrs, operands, out)
 
     def finish(self, outputs: Sequence) -> Graph:
@@ -153,11 +150,12 @@ def _check(prim: Primitive, types, attrs) -> TensorType:
 
 def bind(name: str | Primitive, *operands, **attrs):
     """Apply primitive `name` to tensors: eagerly via its impl, or by emitting into the top trace."""
-    from ._tensor import Tensor
-    from ir.core import freeze_attr
-
-    prim = get_primitive(name) if isinstance(name, str) else name
-    attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+    if isinstance(name, str):
+        prim = REGISTRY.get(name) or get_primitive(name)
+    else:
+        prim = name
+    if attrs:
+        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
     trace = None
     for t in operands:
         tr = t._trace
@@ -259,8 +257,6 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     Tensor leaves of the arguments become graph inputs (with `in_types[i]` when given, e.g. the
     per-sample type under vmap); other leaves are passed to `fn` unchanged.
     """
-    from ._tensor import Tensor
-
     kwargs = kwargs or {}
     leaves, in_tree = _pytree.tree_flatten((tuple(args), kwargs))
     tensor_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
@@ -290,7 +286,6 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:
     """Run `graph` on tensors: inline it into the innermost trace that owns an input, else execute it."""
-    from ._tensor import Tensor
     from ir.core import inline
 
     trace = None
@@ -306,3 +301,8 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
         return _views.own_outputs([Tensor._wrap(a) for a in execute(graph, [t._data for t in inputs])], inputs)
     vals = [trace.lift(t) for t in inputs]
     return [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
+
+
+from ._tensor import Tensor  # noqa: E402  (bound last: _tensor imports this module at its end)
+
+_VIEW_PRIMS = _views.VIEW_PRIMS

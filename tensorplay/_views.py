@@ -293,8 +293,11 @@ def owner(t: Tensor):
 
 def owning_trace(tensors: Sequence[Tensor], trace=None):
     """The innermost of `trace` and the owners of `tensors` (where an op on them is emitted)."""
+    stack = _tr._STACK
+    top = stack[-1] if stack else None
     for t in tensors:
-        o = owner(t)
+        tr = t._trace
+        o = tr if tr is not None and tr is top else owner(t)  # a tensor of the innermost trace owns itself
         if o is not None and (trace is None or o.level > trace.level):
             trace = o
     return trace
@@ -408,7 +411,8 @@ def eager_result(prim, attrs: dict, operands: Sequence[Tensor], out: np.ndarray)
             t._base = src if base is None else base
             t._steps = src._steps + ((name, attrs),)
         return t
-    if not (out.flags.writeable and out.flags.c_contiguous) or (
+    flags = out.flags
+    if not (flags.writeable and flags.c_contiguous) or (
             out.base is not None and any(np.may_share_memory(out, o._data) for o in operands)):
         out = np.array(out, order="C")
     return Tensor._wrap(out)
@@ -427,8 +431,9 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
     else:
         root = trace.views.proxies[id(src if base is None else base)]
     steps = src._steps
-    if name == "reshape" and layout_step(layout_of(trace, root, steps), name, attrs) is None:
-        return out  # not expressible with strides: a copy, as in eager mode
+    if name == "reshape" and (steps or id(root) in trace.views.layouts) and \
+            layout_step(layout_of(trace, root, steps), name, attrs) is None:
+        return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
     out._base = root
     out._steps = steps + ((name, attrs),)
     out._stamp = root._stamp
