@@ -1,6 +1,6 @@
 """tests/ad run on the reference interpreter unless a test is marked `compiled` (the llvmlite
 backend is exercised by tests/codegen; here it would only add compile time). Set
-TENSORPLAY_AD_COMPILED=1 to run every test of this directory on the compiled backend."""
+TENSORPLAY_BACKEND explicitly (e.g. =compiled) to run every test of this directory on that backend."""
 import os
 
 import pytest
@@ -12,5 +12,5 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _interpreter_backend(request, monkeypatch):
-    if request.node.get_closest_marker("compiled") is None and not os.environ.get("TENSORPLAY_AD_COMPILED"):
+    if request.node.get_closest_marker("compiled") is None and not os.environ.get("TENSORPLAY_BACKEND"):
         monkeypatch.setenv("TENSORPLAY_BACKEND", "interpreter")
