@@ -25,6 +25,15 @@ reference; the machine was shared, so take +-30%):
 The loop nest is competitive only while everything fits in L1/L2 (no cache
 blocking); BLAS matches numpy for large products. Hence BLAS above
 2*32^3 flops, loops below, where the call overhead dominates either way.
+
+Position independence (vmap's chunk_size needs chunked == unchunked bit for bit,
+and the vmap batch folds into m or the gemm batch): the loop nest gives every
+output element the same bits whatever m, n and the batch size are (explicit
+fused multiply-adds, no `contract` flags, see `_mul_add`;
+tests/codegen/test_position_independence.py). The BLAS path is exempt:
+OpenBLAS's blocking and edge kernels depend on m, so its bits per element
+change with m, and the BLAS/loops choice itself depends on m. Products below
+BLAS_MIN_FLOPS for the full batch are therefore chunk-invariant; larger ones agree to gemm's rounding only (set TENSORPLAY_NO_BLAS=1 for exactness).
 """
 from __future__ import annotations
 
@@ -45,14 +54,35 @@ from . import jit
 from .context import Index, KernelContext
 from .lower import Lowering, _register
 
-_FAST = ("reassoc", "contract")
+# Every output element must get the same bits whatever the loop trip counts (vmap's chunking relies
+# on it: the batch folds into m). `contract` flags let the backend fuse a multiply-add or not, per
+# DAG pattern, and it decides differently in a vectorised body and its scalar remainder: never
+# used here. A fused multiply-add is an explicit intrinsic instead:
+# - `llvm.fma` (one rounding, the same in vector and scalar code) in the axpy form, whose loops
+#   run over output elements, and in the dot form when the k loop is short enough to be unrolled
+#   away (then the loop over output elements is what LLVM vectorises, lane by lane);
+# - `llvm.fmuladd` with `reassoc` for a dot-form k loop that survives unrolling: the only
+#   multiply-add reduction LLVM's loop vectoriser accepts (with `llvm.fma` the 64x48 @ 48x40
+#   product runs 8x slower), and there every output element runs the same k-loop code, whose
+#   order depends on k alone; x86 with FMA lowers every fmuladd to an FMA, vector or scalar.
+#   (`jit.reassociation_is_per_element`.)
 
 
-def _mul_add(b: ir.IRBuilder, acc: ir.Value, x: ir.Value, y: ir.Value, fast: bool) -> ir.Value:
+def _intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], fastmath=()) -> ir.Value:
+    t = args[0].type
+    full = f"{name}.{t.intrinsic_name}"
+    fn = b.module.globals.get(full) or ir.Function(b.module, ir.FunctionType(t, [a.type for a in args]), full)
+    return b.call(fn, args, fastmath=fastmath)
+
+
+def _mul_add(b: ir.IRBuilder, acc: ir.Value, x: ir.Value, y: ir.Value, reassociate: bool) -> ir.Value:
+    """acc + x*y, fused for floats; `reassociate` only for a register reduction over a k loop that
+    LLVM vectorises (see above)."""
     if isinstance(x.type, ir.IntType):
         return b.add(acc, b.mul(x, y))
-    flags = _FAST if fast else ("contract",)
-    return b.fadd(acc, b.fmul(x, y, flags=("contract",)), flags=flags)
+    if reassociate:
+        return _intrinsic(b, "llvm.fmuladd", [x, y, acc], fastmath=("reassoc",))
+    return _intrinsic(b, "llvm.fma", [x, y, acc])
 
 
 def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
@@ -83,6 +113,7 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
         return Index(v.shape, dims=dims)
 
     dot_form = not rf or (rhs.ndim - 1) in rc
+    reassociate = jit.reassociation_is_per_element(kshape)
     with u.loop_nest(b, bshape + mshape, "bm") as bm:
         bi, mi = bm[:len(bshape)], bm[len(bshape):]
         if dot_form:
@@ -92,7 +123,7 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
                 with u.loop_nest(b, kshape, "k") as ki:
                     x = ctx.load(lhs, operand_index(lhs, bi, mi, ki, lb, lf, lc))
                     y = ctx.load(rhs, operand_index(rhs, bi, ni, ki, rb, rf, rc))
-                    b.store(_mul_add(b, b.load(slot, typ=zero.type), x, y, True), slot)
+                    b.store(_mul_add(b, b.load(slot, typ=zero.type), x, y, reassociate), slot)
                 ctx.store(out, Index(out.shape, dims=bi + mi + ni), b.load(slot, typ=zero.type))
         else:
             with u.loop_nest(b, nshape, "z") as ni:

@@ -28,7 +28,17 @@ _engine: "_Engine | None" = None
 # LLVM command-line options, read when the pass pipeline runs: at most 4 iterations are unrolled
 # fully, and the unrolled size limit is 100 instead of O3's 300. They are process-wide: another
 # llvmlite user in the same process (numba) would see them too.
-UNROLL_OPTIONS = ("-unroll-threshold=100", "-unroll-full-max-count=4")
+FULL_UNROLL_MAX_COUNT = 4
+UNROLL_OPTIONS = ("-unroll-threshold=100", f"-unroll-full-max-count={FULL_UNROLL_MAX_COUNT}")
+
+
+def reassociation_is_per_element(reduced_trip_counts) -> bool:
+    """Whether a `reassoc` accumulation over loops of these trip counts keeps one fixed order per
+    output element. Yes while one of them survives full unrolling: LLVM then vectorises that loop,
+    in an order that depends on the reduced extents alone. If all are unrolled away, the loop over
+    output elements is vectorised instead and its scalar remainder may be SLP-vectorised as a
+    horizontal reduction in another order: the result would depend on the element's position."""
+    return any(n > FULL_UNROLL_MAX_COUNT for n in reduced_trip_counts)
 
 
 class _Engine:

@@ -22,11 +22,13 @@ from llvmlite import ir
 from ir import dtypes as dt
 from ir.core import Node
 from . import irutil as u
+from . import jit
 from .context import Index, KernelContext
 from .lower import Lowering, _register, convert
 
 # reassociation lets LLVM vectorise float reductions; no "contract": fusing a producer's multiply
-# into the accumulation (an FMA) would make results depend on which loop (vector or remainder) ran
+# into the accumulation (an FMA) would make results depend on which loop (vector or remainder) ran.
+# Register accumulations over short suffixes stay in order (`jit.reassociation_is_per_element`).
 _FAST = ("reassoc",)
 
 
@@ -35,7 +37,7 @@ class Monoid:
     """An associative combine with its identity; `acc` is the accumulator dtype for an input dtype."""
 
     identity: Callable[[dt.DType], object]
-    combine: Callable[[ir.IRBuilder, ir.Value, ir.Value, dt.DType], ir.Value]
+    combine: Callable[..., ir.Value]  # (builder, acc, x, dtype[, flags]) -> acc
     acc: Callable[[dt.DType], dt.DType] = lambda d: d
 
 
@@ -48,21 +50,21 @@ def _extreme(dtype: dt.DType, largest: bool):
     return (1 << (bits - 1)) - 1 if largest else -(1 << (bits - 1))
 
 
-def _sum(b, acc, x, dtype):
-    return b.fadd(acc, x, flags=_FAST) if dtype.is_floating_point else b.add(acc, x)
+def _sum(b, acc, x, dtype, flags=_FAST):
+    return b.fadd(acc, x, flags=flags) if dtype.is_floating_point else b.add(acc, x)
 
 
-def _prod(b, acc, x, dtype):
-    return b.fmul(acc, x, flags=_FAST) if dtype.is_floating_point else b.mul(acc, x)
+def _prod(b, acc, x, dtype, flags=_FAST):
+    return b.fmul(acc, x, flags=flags) if dtype.is_floating_point else b.mul(acc, x)
 
 
-def _max(b, acc, x, dtype):
+def _max(b, acc, x, dtype, flags=None):
     if dtype.is_floating_point:
         return u.intrinsic(b, "llvm.maximum", [acc, x])
     return b.or_(acc, x) if dtype.is_bool else u.intrinsic(b, "llvm.smax", [acc, x])
 
 
-def _min(b, acc, x, dtype):
+def _min(b, acc, x, dtype, flags=None):
     if dtype.is_floating_point:
         return u.intrinsic(b, "llvm.minimum", [acc, x])
     return b.and_(acc, x) if dtype.is_bool else u.intrinsic(b, "llvm.smin", [acc, x])
@@ -96,11 +98,12 @@ def emit_reduction(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
     with u.loop_nest(b, prefix, "o") as pre:
         out_idx = Index(out.shape, dims=[d for a, d in enumerate(pre) if a not in axes])
         if suffix:
+            flags = _FAST if jit.reassociation_is_per_element(suffix) else ()
             slot = u.alloca_at_entry(b, acc_t, "acc")
             b.store(u.const(acc_t, monoid.identity(acc_dtype)), slot)
             with u.loop_nest(b, suffix, "r") as post:
                 v = convert(b, ctx.value(x, Index(shape, dims=pre + post)), dtype, acc_dtype)
-                b.store(monoid.combine(b, b.load(slot, typ=acc_t), v, acc_dtype), slot)
+                b.store(monoid.combine(b, b.load(slot, typ=acc_t), v, acc_dtype, flags), slot)
                 ctx.forget()
             v = convert(b, b.load(slot, typ=acc_t), acc_dtype, dtype)
         else:
