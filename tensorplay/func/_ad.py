@@ -484,9 +484,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
             basis = [_eye_columns(m, offs[k], o.shape, o.dtype) for k, o in enumerate(tensors)]
 
             def pull(*cts):
-                it = iter(cts)
-                ct_tree = _pytree.tree_unflatten(out_tree, [next(it) if isinstance(o, Tensor) else o
-                                                            for o in out_leaves])
+                ct_tree = _with_tensors(out_tree, out_leaves, cts)
                 return [_pytree.tree_flatten(g)[0] for g in vjp_fn(ct_tree)]
 
             rows = _map_basis(pull, basis, chunk_size)
@@ -498,8 +496,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
                           for r, x in zip(arg_rows, leaves)]
                 per_arg.append(_pytree.tree_unflatten(tree, blocks))
             jac_leaves.append(_pick(per_arg, argnums))
-        it = iter(jac_leaves)
-        jac = _pytree.tree_unflatten(out_tree, [next(it) if isinstance(o, Tensor) else o for o in out_leaves])
+        jac = _with_tensors(out_tree, out_leaves, jac_leaves)
         return (jac, aux) if has_aux else jac
 
     return _traced_as_one_graph(jac_fn, func, transform, "jacrev")
@@ -561,8 +558,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
                     j += 1
                 per_arg.append(_pytree.tree_unflatten(tree, blocks))
             jac_leaves.append(_pick(per_arg, argnums))
-        it = iter(jac_leaves)
-        jac = _pytree.tree_unflatten(out_tree, [next(it) if isinstance(o, Tensor) else o for o in out_leaves])
+        jac = _with_tensors(out_tree, out_leaves, jac_leaves)
         return (jac, aux) if has_aux else jac
 
     return _traced_as_one_graph(jac_fn, func, transform, "jacfwd")
@@ -585,6 +581,12 @@ def hessian(func: Callable, argnums=0) -> Callable:
 
 
 # --- helpers of the Jacobians ----------------------------------------------------------------------
+def _with_tensors(tree, leaves, tensors):
+    """The pytree `tree` with its tensor leaves replaced, in order, by `tensors` (other leaves kept)."""
+    it = iter(tensors)
+    return _pytree.tree_unflatten(tree, [next(it) if isinstance(leaf, Tensor) else leaf for leaf in leaves])
+
+
 def _traced_as_one_graph(jac_fn: Callable, func: Callable, transform: str, what: str) -> Callable:
     """`jac_fn` traced into one graph, simplified, and executed (or inlined into an outer trace)."""
     def wrapper(*args, **kwargs):

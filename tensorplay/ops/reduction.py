@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections import namedtuple
+from math import prod as _product  # `prod` below is the tensor op
 
 from ir import dtypes, get_primitive as _gp
 
@@ -84,9 +85,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
                         f"got {d.name} (shape {tuple(shape_of(x))})")
     shape = shape_of(x)
     axes = _axes(dim, len(shape), "mean")
-    count = 1
-    for a in axes:
-        count *= shape[a]
+    count = _product(shape[a] for a in axes)
     s = _reduce(_SUM, x, axes, keepdim, "mean")
     if count == 1:
         return s
@@ -148,9 +147,7 @@ def _argfn(prim, name: str):
         if dtype_of(x).is_bool:
             raise TypeError(f"{name}(): does not support bool input (shape {tuple(shape)})")
         if dim is None:
-            n = 1
-            for s in shape:
-                n *= s
+            n = _product(shape)
             if n == 0:
                 raise IndexError(f"{name}(): expected a non-empty tensor (shape {tuple(shape)}) when dim is None")
             flat = ebind(_RESHAPE, x, shape=(n,))
@@ -209,9 +206,7 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
                         f"(shape {tuple(shape_of(x))})")
     shape = shape_of(x)
     axes = _axes(dim, len(shape), "var")
-    n = 1
-    for a in axes:
-        n *= shape[a]
+    n = _product(shape[a] for a in axes)
     centered = sub(x, mean(x, axes, keepdim=True))
     s = sum(mul(centered, centered), axes, keepdim=keepdim)
     denom = builtins.max(n - correction, 0)
