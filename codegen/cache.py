@@ -8,7 +8,7 @@ import sys
 import threading
 from collections import OrderedDict
 
-from ir.core import Graph
+from tensorplay.ir.core import Graph
 from .executable import Executable
 
 MAX_ENTRIES = 512

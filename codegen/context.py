@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ir.core import Node, Value
+from tensorplay.ir.core import Node, Value
 from . import irutil as u
 
 if TYPE_CHECKING:

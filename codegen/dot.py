@@ -47,8 +47,8 @@ from math import prod
 import numpy as np
 from llvmlite import ir
 
-from ir.core import Node
-from ir.prims.linalg import free_axes
+from tensorplay.ir.core import Node
+from tensorplay.ir.prims.linalg import free_axes
 from . import irutil as u
 from . import jit
 from .context import Index, KernelContext

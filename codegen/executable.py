@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ir.core import Graph
-from ir.interpreter import check_arguments
+from tensorplay.ir.core import Graph
+from tensorplay.ir.interpreter import check_arguments
 from . import jit
 from .module import BufferPlan, build_module, plan_buffers, splittable
 from .schedule import schedule

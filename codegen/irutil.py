@@ -11,7 +11,7 @@ from typing import Iterator
 
 from llvmlite import ir
 
-from ir import dtypes as dt
+from tensorplay.ir import dtypes as dt
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)

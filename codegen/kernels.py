@@ -19,8 +19,8 @@ from typing import Callable
 
 from llvmlite import ir
 
-from ir import dtypes as dt
-from ir.core import Node
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.core import Node
 from . import irutil as u
 from . import jit
 from .context import Index, KernelContext

@@ -25,8 +25,8 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
-from ir import dtypes as dt
-from ir.core import Node
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.core import Node
 from . import irutil as u
 from . import vecmath as vm
 from .context import Index, KernelContext

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
-from ir.core import Graph, Value
+from tensorplay.ir.core import Graph, Value
 from . import irutil as u
 from .context import KernelContext
 from .lower import LOWERINGS

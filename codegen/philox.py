@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ir import dtypes as dt
-from ir.prims.random import PHILOX_M, PHILOX_W, SQRT_HALF_BITS, box_muller
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.prims.random import PHILOX_M, PHILOX_W, SQRT_HALF_BITS, box_muller
 from . import irutil as u
 from .context import Index, KernelContext, strides
 

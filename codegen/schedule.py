@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ir.core import Graph, Node, Value
+from tensorplay.ir.core import Graph, Node, Value
 from .lower import LOWERINGS, Lowering
 
 MAX_PATHS = 4  # a cheap node may be recomputed at most this many times per element

@@ -43,7 +43,7 @@ def shape_label(v: Value) -> str:
 def to_networkx(graph: Graph, *, outputs: bool = True) -> "networkx.MultiDiGraph":
     """Convert `graph` to a `networkx.MultiDiGraph` (see the module docstring for the attributes).
 
-    >>> import ir
+    >>> from tensorplay import ir
     >>> b = ir.GraphBuilder("f")
     >>> x = b.add_input(ir.TensorType((3,), ir.float32))
     >>> g = b.build([b.mul(x, b.sin(x))])

@@ -10,7 +10,7 @@ signature.
 >>> (x * 2).sum()
 tensor(12.)
 """
-from ir.dtypes import DType as dtype, bool_ as bool, float32, float64, int32, int64  # noqa: A001
+from tensorplay.ir.dtypes import DType as dtype, bool_ as bool, float32, float64, int32, int64  # noqa: A001
 
 from ._tensor import Size, Tensor
 from . import _methods  # noqa: F401  (attaches Tensor methods)

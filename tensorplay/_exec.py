@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ir import Graph, interpret
+from tensorplay.ir import Graph, interpret
 
 
 def backend() -> str:
@@ -24,10 +24,8 @@ def executor(graph: Graph) -> Callable[[Sequence[np.ndarray]], list[np.ndarray]]
     """A callable running `graph` on a list of arrays with the active backend (compiling once)."""
     if backend() == "interpreter":
         return lambda arrays: interpret(graph, arrays)
-    try:
-        from codegen import compile_graph
-    except ImportError:  # the compiled backend is not available in this build
-        return lambda arrays: interpret(graph, arrays)
+    from tensorplay.codegen import compile_graph  # a broken backend is an error, never a silent fallback
+
     exe = compile_graph(graph)
     return lambda arrays: exe(*arrays)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import dtypes
+from tensorplay.ir import dtypes
 
 from . import _views
 from ._tensor import Tensor

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ir import dtypes
+from tensorplay.ir import dtypes
 
 PRECISION = 4
 THRESHOLD = 1000

@@ -11,8 +11,8 @@ from math import prod
 
 import numpy as np
 
-from ir import TensorType, dtypes
-from ir.dtypes import DType
+from tensorplay.ir import TensorType, dtypes
+from tensorplay.ir.dtypes import DType
 
 
 class Size(tuple):

@@ -24,10 +24,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ir import Graph, GraphBuilder, TensorType, Value, dtypes
-from ir.core import freeze_attr
-from ir.passes.simplify import dce
-from ir.primitive import REGISTRY, Primitive, get_primitive
+from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
+from tensorplay.ir.core import freeze_attr
+from tensorplay.ir.passes.simplify import dce
+from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
 
@@ -222,17 +222,13 @@ class ClosedGraph:
         return str(self.graph)
 
     def _repr_html_(self):
-        try:
-            from tools.viz import graph_to_html
-        except ImportError:
-            return None
+        from tensorplay.tools.viz import graph_to_html
+
         return graph_to_html(self.graph)
 
     def _repr_svg_(self):
-        try:
-            from tools.viz import graph_to_svg
-        except ImportError:
-            return None
+        from tensorplay.tools.viz import graph_to_svg
+
         return graph_to_svg(self.graph)
 
     def capture_tensors(self) -> list:
@@ -286,7 +282,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:
     """Run `graph` on tensors: inline it into the innermost trace that owns an input, else execute it."""
-    from ir.core import inline
+    from tensorplay.ir.core import inline
 
     trace = None
     for t in inputs:

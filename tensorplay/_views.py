@@ -43,7 +43,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ir import TensorType, Value, dtypes
+from tensorplay.ir import TensorType, Value, dtypes
 
 from . import _trace as _tr
 from ._tensor import Tensor

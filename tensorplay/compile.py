@@ -43,12 +43,9 @@ def _runner(graph) -> tuple[Callable, bool]:
     """(run(*arrays) -> arrays, fresh): `fresh` when the outputs are always new buffers (a codegen
     `Executable` never returns its inputs or views of them; the interpreter may)."""
     if backend() == "compiled":
-        try:
-            from codegen import compile_graph
-        except ImportError:
-            pass
-        else:
-            return compile_graph(graph), True
+        from tensorplay.codegen import compile_graph  # a broken backend is an error, never a silent fallback
+
+        return compile_graph(graph), True
     run = executor(graph)
     return (lambda *arrays: run(arrays)), False
 

@@ -39,10 +39,10 @@ from typing import Callable
 
 import numpy as np
 
-import ir
-from ir import dtypes as dt
-from ir.core import freeze_attr
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.core import freeze_attr
+from tensorplay.ir.types import TensorType
 
 
 @dataclass

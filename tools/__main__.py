@@ -1,4 +1,4 @@
-"""``python -m tools`` runs the `tensorplay-ir` command line (see `tools.cli`)."""
+"""``python -m tensorplay.tools`` runs the `tensorplay-ir` command line (see `tools.cli`)."""
 import sys
 
 from .cli import main

@@ -10,7 +10,7 @@
     tensorplay-ir viz   (MODULE:FUNC --arg ... | FILE.tpir) [--transform ...] [--stage N|final] -o OUT.svg|.html|.dot
     tensorplay-ir list  {transforms,passes,prims}
 
-``python -m tools.cli`` is the same program. Exit status: 0 success, 1
+``python -m tensorplay.tools.cli`` is the same program. Exit status: 0 success, 1
 invalid IR (``verify``) or results outside tolerance (``run``), 2 bad input
 (unknown module or function, malformed spec or IR, unknown transform, missing
 file), reported as one ``tensorplay-ir: error: ...`` line on stderr.
@@ -67,7 +67,7 @@ def _read(path: str) -> str:
 
 
 def _parse_ir_file(path: str):
-    from ir.text import ParseError, parse_graph
+    from tensorplay.ir.text import ParseError, parse_graph
 
     text = _read(path)
     try:
@@ -120,7 +120,7 @@ def _select_stage(stages, which: str | None):
 
 def _compile(graph):
     try:
-        import codegen
+        from tensorplay import codegen
     except ImportError as e:
         raise CLIError(f"the compiled backend is not available: {e}") from None
     try:
@@ -183,7 +183,7 @@ def _print_stats(out: TextIO, stages, exe) -> None:
 
 def cmd_dump(args) -> int:
     """Print each stage's graph (and, on request, every pass, LLVM IR, assembly and statistics)."""
-    from ir.text import print_graph
+    from tensorplay.ir.text import print_graph
 
     out = sys.stdout
     stages = _stages(args)
@@ -218,7 +218,7 @@ def cmd_dump(args) -> int:
 # ----------------------------------------------------------------------------------------------
 def cmd_run(args) -> int:
     """Run an IR file on random inputs, compiled and interpreted, and compare."""
-    import ir
+    from tensorplay import ir
 
     from .cli_run import compare_outputs, random_inputs
 
@@ -251,8 +251,8 @@ def cmd_run(args) -> int:
 
 def cmd_verify(args) -> int:
     """Parse and verify IR files; print ``FILE:LINE:COL: error: message`` per problem."""
-    from ir.text import parse_graph
-    from ir.verify import verify_text
+    from tensorplay.ir.text import parse_graph
+    from tensorplay.ir.verify import verify_text
 
     status = 0
     for path in args.files:
@@ -410,7 +410,7 @@ def _one_line(e: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `tensorplay-ir` with `argv` (default: ``sys.argv[1:]``); return the exit status."""
-    from ir.text import ParseError
+    from tensorplay.ir.text import ParseError
 
     from .cli_specs import SpecError
 

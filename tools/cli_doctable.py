@@ -98,7 +98,7 @@ def _signature(prim) -> tuple[str, str]:
 
 def primitive_rows() -> list[tuple[str, str, str, str, str]]:
     """(name, family, operands, attributes, description) for every registered primitive, sorted by family."""
-    import ir
+    from tensorplay import ir
 
     from .viz import op_family
 
@@ -125,10 +125,10 @@ def primitive_table() -> str:
 
 def rule_matrix() -> str:
     """Plain text: each primitive and which rules it has (impl, jvp, transpose, batch, lowering)."""
-    import ir
+    from tensorplay import ir
 
     try:
-        from codegen import LOWERINGS
+        from tensorplay.codegen import LOWERINGS
     except Exception:  # noqa: BLE001 - the table still helps without the backend
         LOWERINGS = {}
     out = [f"{'primitive':22} {'family':12} impl jvp  transpose batch lowering"]

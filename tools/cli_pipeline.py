@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ir.core import Graph
+from tensorplay.ir.core import Graph
 
 from .cli_specs import CallSpec, SpecError, TensorSpec, example_tensor
 
@@ -118,14 +118,14 @@ def _returns_graph(fn: Callable) -> bool:
 @functools.lru_cache(maxsize=1)
 def pass_functions() -> dict[str, Callable]:
     """Every public function of an `ir.passes` module whose first parameter is a graph, by ``module.name``."""
-    import ir.passes
+    import tensorplay.ir.passes as passes_pkg
 
     found: dict[str, Callable] = {}
-    for info in sorted(pkgutil.iter_modules(ir.passes.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(passes_pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
         try:
-            module = importlib.import_module(f"ir.passes.{info.name}")
+            module = importlib.import_module(f"tensorplay.ir.passes.{info.name}")
         except Exception:  # noqa: BLE001 - a pass module under construction must not break the CLI
             continue
         for name, fn in vars(module).items():

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir.core import Graph, Value
+from tensorplay.ir.core import Graph, Value
 
 __all__ = ["random_inputs", "positive_inputs", "compare_outputs", "OutputDiff", "default_tolerance"]
 

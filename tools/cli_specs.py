@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 __all__ = ["SpecError", "TensorSpec", "CallSpec", "parse_tensor_spec", "parse_call_spec", "load_target",
            "example_tensor"]

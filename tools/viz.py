@@ -10,7 +10,7 @@ scheduler), otherwise by **op family** (elementwise, layout, reduction, ...).
 Edges are labelled with the shape and element type of the value they carry.
 
 >>> import tensorplay as tp
->>> from tools.viz import graph_to_svg
+>>> from tensorplay.tools.viz import graph_to_svg
 >>> g = tp.make_graph(lambda x: tp.sin(x).sum(), tp.ones(3)).graph
 >>> svg = graph_to_svg(g, kernels=None)
 >>> svg.startswith("<svg") and svg.count('class="node op"')
@@ -26,8 +26,8 @@ import shutil
 import subprocess
 from typing import Any, Iterable, Mapping
 
-from ir.core import Graph, Node
-from ir.nx import to_networkx
+from tensorplay.ir.core import Graph, Node
+from tensorplay.ir.nx import to_networkx
 
 from .viz_layout import layered_layout
 
@@ -70,7 +70,7 @@ def op_family(prim_name: str) -> str:
         return "constant"
     if prim_name in _INDEXING:
         return "indexing"
-    from ir.primitive import REGISTRY
+    from tensorplay.ir.primitive import REGISTRY
 
     prim = REGISTRY.get(prim_name)
     if prim is None:
@@ -132,7 +132,7 @@ def kernel_map(graph: Graph, kernels: Any) -> dict[Node, str]:
 def _auto_kernels(graph: Graph) -> dict[Node, str]:
     """Kernel groups from the codegen scheduler (no LLVM compilation), or {} if unavailable."""
     try:
-        from codegen.schedule import schedule
+        from tensorplay.codegen.schedule import schedule
     except Exception:  # noqa: BLE001 - codegen is optional for drawing
         return {}
     try:
@@ -518,7 +518,7 @@ _HTML_SCRIPT = r"""
 
 
 def _ir_listing(graph: Graph) -> str:
-    from ir.text import graph_lines
+    from tensorplay.ir.text import graph_lines
 
     lines = graph_lines(graph)
     out = [_esc(lines[0])]

@@ -16,7 +16,7 @@ helpers at the end of this module (`vectorized`, `reducer`, `arg_reducer`,
 `random_draw`) give most primitives a one-line rule; the rest are written next
 to their primitive, in the "batching rules" section of `ir/prims/*.py`.
 
->>> from ir import GraphBuilder, TensorType, float32
+>>> from tensorplay.ir import GraphBuilder, TensorType, float32
 >>> b = GraphBuilder()
 >>> x = b.add_input(TensorType((3,), float32))
 >>> g = b.build([b.reduce_sum(b.sin(x), axes=(0,))])

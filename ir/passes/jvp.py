@@ -45,7 +45,7 @@ __all__ = ["JVPGraph", "jvp", "defjvp_unary", "defjvp_binary", "defjvp_linear", 
 def scalar_like(ctx: GraphBuilder, like: Value, value: float) -> Value:
     """A `full` node of `like`'s shape and dtype holding `value` (converted to the dtype's kind).
 
-    >>> from ir import GraphBuilder, TensorType, int32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, int32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), int32))
     >>> scalar_like(b, x, 2.0).node.attrs
     {'shape': (2,), 'dtype': tensorplay.int32, 'value': 2}
@@ -58,7 +58,7 @@ def scalar_like(ctx: GraphBuilder, like: Value, value: float) -> Value:
 def instantiate(ctx: GraphBuilder, tangent: Value | None, like: Value) -> Value:
     """`tangent`, or explicit zeros of `like`'s type when it is a symbolic zero.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
     >>> instantiate(b, None, x).node.prim.name, instantiate(b, x, x) is x
     ('full', True)
@@ -69,7 +69,7 @@ def instantiate(ctx: GraphBuilder, tangent: Value | None, like: Value) -> Value:
 def add_tangents(ctx: GraphBuilder, a: Value | None, b: Value | None) -> Value | None:
     """The sum of two tangents, either of which may be a symbolic zero.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); t = b.add_input(TensorType((2,), float32))
     >>> add_tangents(b, None, t) is t, add_tangents(b, None, None), add_tangents(b, t, t).node.prim.name
     (True, None, 'add')
@@ -88,7 +88,7 @@ BinaryRow = Callable[[GraphBuilder, Value, Value, Value, Value], Value]
 def defjvp_unary(prim: Primitive, row: UnaryRow) -> None:
     """Give `prim` the JVP ``row(ctx, t, x, y)``: the tangent of ``y = prim(x)`` along ``t``.
 
-    >>> from ir import GraphBuilder, Primitive, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
     >>> square = Primitive("square", lambda x: x, lambda x: x * x)  # a throwaway, unregistered primitive
     >>> defjvp_unary(square, lambda b, t, x, y: b.mul(t, b.mul(x, scalar_like(b, x, 2))))  # t·2x
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
@@ -107,7 +107,7 @@ def defjvp_binary(prim: Primitive, dx: BinaryRow | None, dy: BinaryRow | None) -
 
     Only the contributions of non-zero tangents are emitted:
 
-    >>> from ir import GraphBuilder, Primitive, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
     >>> times = Primitive("times", lambda x, y: x, lambda x, y: x * y)  # unregistered, for the example
     >>> defjvp_binary(times, lambda b, t, x, y, o: b.mul(t, y), lambda b, t, x, y, o: b.mul(x, t))
     >>> b = GraphBuilder(); x, y = (b.add_input(TensorType((), float32)) for _ in range(2))
@@ -129,7 +129,7 @@ def defjvp_binary(prim: Primitive, dx: BinaryRow | None, dy: BinaryRow | None) -
 def defjvp_linear(prim: Primitive) -> None:
     """`prim` is linear in all of its operands: its tangent is `prim` applied to the tangents.
 
-    >>> from ir import GraphBuilder, Primitive, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
     >>> double = Primitive("double", lambda x: x, lambda x: 2 * x)  # unregistered, for the example
     >>> defjvp_linear(double)
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
@@ -148,7 +148,7 @@ def defjvp_linear(prim: Primitive) -> None:
 def defjvp_zero(prim: Primitive) -> None:
     """`prim` is piecewise constant: its derivative is zero wherever it exists.
 
-    >>> from ir import GraphBuilder, Primitive, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
     >>> step = Primitive("step", lambda x: x, lambda x: (x > 0) * 1.0)  # unregistered, for the example
     >>> defjvp_zero(step)
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
@@ -184,7 +184,7 @@ def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | Non
     have zero tangents costs nothing beyond its primal copy. With `tangent_outputs`, only the
     flagged outputs get a tangent output (the others' tangents are not computed).
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
     >>> g = b.build([b.sin(x)])
     >>> j = jvp(g, [True])

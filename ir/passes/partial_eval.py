@@ -38,7 +38,7 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
     Each output goes to the side named by `unknown_outputs`; a known-side output that depends on an
     unknown input is an error. Inputs keep their relative order on each side.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32)); t = b.add_input(TensorType((), float32))
     >>> c = b.cos(x)
     >>> pe = partial_eval(b.build([b.sin(x), b.mul(t, c)]), [False, True], [False, True])
@@ -124,7 +124,7 @@ def linearize(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool]
 
     With `tangent_outputs`, the linear graph only returns the tangents of the flagged outputs.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
     >>> lin = linearize(b.build([b.sin(x)]), [True])
     >>> [n.prim.name for n in lin.primal.nodes], [n.prim.name for n in lin.linear.nodes]
@@ -143,7 +143,7 @@ def prune_residuals(known: Graph, unknown: Graph, num_residuals: int) -> tuple[G
     Residuals are the last `num_residuals` outputs of `known` and the first `num_residuals`
     inputs of `unknown`; returns the two graphs without the unused ones and the new count.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
     >>> k = b.build([b.sin(x), b.cos(x)])
     >>> b = GraphBuilder(); r = b.add_input(TensorType((), float32)); t = b.add_input(TensorType((), float32))

@@ -43,7 +43,7 @@ __all__ = ["simplify", "dce", "cse", "RULES", "node_count"]
 def node_count(graph: Graph) -> int:
     """The number of nodes of `graph` (what `simplify` reduces).
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
     >>> node_count(b.build([b.neg(b.neg(x))])), node_count(simplify(b.build([b.neg(b.neg(x))])))
     (2, 0)
@@ -379,7 +379,7 @@ def _rewrite(graph: Graph, rules: dict[str, list[Rule]], fold: bool) -> Graph:
 def dce(graph: Graph) -> Graph:
     """`graph` without the nodes no output depends on (inputs are kept, even if unused).
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32)); _ = b.cos(x)
     >>> [n.prim.name for n in dce(b.build([b.sin(x)])).nodes]
     ['sin']
@@ -399,7 +399,7 @@ def _copy(graph: Graph, nodes: list[Node]) -> Graph:
 def cse(graph: Graph) -> Graph:
     """`graph` with repeated computations (same primitive, operands and attributes) merged.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
     >>> [n.prim.name for n in cse(b.build([b.add(b.sin(x), b.sin(x))])).nodes]
     ['sin', 'add']
@@ -413,7 +413,7 @@ def simplify(graph: Graph, *, max_rounds: int = 1) -> Graph:
     One walk reaches the fixed point (see `_rewrite`); `max_rounds` > 1 re-walks while a walk
     still removes nodes, a check for new rules that look further than their operands' producers.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
     >>> y = b.mul(b.transpose(b.transpose(x, permutation=(0,)), permutation=(0,)), b.const(1.0, (3,)))
     >>> g = b.build([b.add(y, b.sin(x))])

@@ -43,7 +43,7 @@ __all__ = ["transpose", "VJPGraphs", "vjp", "grad_graph", "is_undefined"]
 def is_undefined(x) -> bool:
     """True for the `UndefinedPrimal` marker of a linear operand.
 
-    >>> from ir import TensorType, UndefinedPrimal, float32
+    >>> from tensorplay.ir import TensorType, UndefinedPrimal, float32
     >>> is_undefined(UndefinedPrimal(TensorType((2,), float32))), is_undefined(None)
     (True, False)
     """
@@ -57,7 +57,7 @@ def transpose(graph: Graph, linear: Sequence[bool], with_cotangent: Sequence[boo
     cotangent per linear input (zeros where nothing flows back). With `with_cotangent`, only
     the flagged outputs get a cotangent input; the others have a zero cotangent.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); r = b.add_input(TensorType((3,), float32)); t = b.add_input(TensorType((3,), float32))
     >>> g = b.build([b.reduce_sum(b.mul(t, r), axes=(0,))])
     >>> gt = transpose(g, [False, True])  # (r, ct) -> broadcast(ct) * r
@@ -134,7 +134,7 @@ def vjp(graph: Graph, wrt: Sequence[bool], with_cotangent: Sequence[bool] | None
 
     With `with_cotangent`, only the flagged outputs take a cotangent in `backward`.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
     >>> v = vjp(b.build([b.sin(x)]), [True])
     >>> [n.prim.name for n in v.forward.nodes], [n.prim.name for n in v.backward.nodes]
@@ -152,7 +152,7 @@ def grad_graph(graph: Graph, wrt: Sequence[bool], seeds: Sequence[float | None])
     the output's shape) for output `k`, and from zero where the seed is None -- `grad` seeds
     its scalar output with 1 and its auxiliary outputs with None.
 
-    >>> from ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
     >>> g = grad_graph(b.build([b.sin(x)]), [True], [1.0])
     >>> [n.prim.name for n in g.nodes]

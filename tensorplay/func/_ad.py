@@ -17,11 +17,11 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ir import Graph
-from ir.passes.jvp import jvp as jvp_pass
-from ir.passes.partial_eval import linearize as linearize_pass, prune_residuals
-from ir.passes.simplify import simplify
-from ir.passes.transpose import grad_graph, transpose as transpose_pass
+from tensorplay.ir import Graph
+from tensorplay.ir.passes.jvp import jvp as jvp_pass
+from tensorplay.ir.passes.partial_eval import linearize as linearize_pass, prune_residuals
+from tensorplay.ir.passes.simplify import simplify
+from tensorplay.ir.passes.transpose import grad_graph, transpose as transpose_pass
 
 from .. import _pytree
 from .._tensor import Tensor

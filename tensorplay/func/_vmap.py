@@ -31,8 +31,8 @@ import functools
 import math
 from typing import Any, Callable
 
-from ir import TensorType, dtypes
-from ir.passes.batching import RANDOMNESS, batch_graph, batched_outputs
+from tensorplay.ir import TensorType, dtypes
+from tensorplay.ir.passes.batching import RANDOMNESS, batch_graph, batched_outputs
 
 from .. import _pytree
 from .._tensor import Tensor

@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ir import dtypes, get_primitive as _gp
-from ir.dtypes import DType
+from tensorplay.ir import dtypes, get_primitive as _gp
+from tensorplay.ir.dtypes import DType
 
 from .._tensor import Tensor
 from .. import _trace as _tr
@@ -56,13 +56,10 @@ _EAGER_WRAP: list = []
 
 
 def _eager_wrap():
-    """How `bind` wraps an eager result: `_views.eager_result` (view bookkeeping) when present."""
+    """How `bind` wraps an eager result: `_views.eager_result` (view bookkeeping), imported on first use."""
     if not _EAGER_WRAP:
-        try:
-            from .._views import eager_result
-        except ImportError:
-            def eager_result(prim, attrs, operands, out):
-                return Tensor._wrap(out)
+        from .._views import eager_result
+
         _EAGER_WRAP.append(eager_result)
     return _EAGER_WRAP[0]
 

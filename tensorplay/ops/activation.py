@@ -6,7 +6,7 @@ floating point, or `dtype=` names the float dtype to convert to first (as in PyT
 """
 from __future__ import annotations
 
-from ir import get_primitive as _gp
+from tensorplay.ir import get_primitive as _gp
 
 from .._tensor import Tensor
 from ._common import as_tensor_operand, convert, copy, dtype_of, ebind, normalize_dim, shape_of

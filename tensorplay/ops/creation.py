@@ -6,8 +6,8 @@ from math import ceil, prod
 
 import numpy as np
 
-from ir import dtypes
-from ir.dtypes import DType
+from tensorplay.ir import dtypes
+from tensorplay.ir.dtypes import DType
 
 from .._tensor import Tensor
 from .._trace import RandomKey, bind

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import dtypes, get_primitive as _gp
+from tensorplay.ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
 from ._common import (_SCALARS, as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,

@@ -7,7 +7,7 @@ import builtins
 
 import numpy as np
 
-from ir import dtypes
+from tensorplay.ir import dtypes
 
 from .._tensor import Tensor
 from .._trace import bind

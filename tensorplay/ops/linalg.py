@@ -6,7 +6,7 @@ import string
 
 from .._tensor import Tensor
 from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, dtype_of, ebind, shape_of
-from ir import get_primitive as _gp
+from tensorplay.ir import get_primitive as _gp
 
 _NO_BATCH = ((), ())
 _DOT = _gp("dot_general")

@@ -11,7 +11,7 @@ import builtins
 from collections import namedtuple
 from math import prod as _product  # `prod` below is the tensor op
 
-from ir import dtypes, get_primitive as _gp
+from tensorplay.ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
 from ._common import (as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,

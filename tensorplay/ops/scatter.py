@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import dtypes
+from tensorplay.ir import dtypes
 
 from .._tensor import Tensor
 from .._trace import bind

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ir import get_primitive as _gp
+from tensorplay.ir import get_primitive as _gp
 
 from .._tensor import Tensor
 from ._common import (as_tensor_operand, broadcast_to_shape, convert, copy, ebind, normalize_dim,

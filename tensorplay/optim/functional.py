@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ir import dtypes
+from tensorplay.ir import dtypes
 
 from .. import _pytree
 from .._tensor import Tensor

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import ir
-from ir import Graph, GraphBuilder, TensorType, dtypes as dt, interpret
+from tensorplay import ir
+from tensorplay.ir import Graph, GraphBuilder, TensorType, dtypes as dt, interpret
 from tests.prim_samples import ALL_SAMPLES, Sample
 
 EPS = 1e-6

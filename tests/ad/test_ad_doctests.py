@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["ir.passes.jvp", "ir.passes.partial_eval", "ir.passes.transpose", "ir.passes.simplify",
+MODULES = ["tensorplay.ir.passes.jvp", "tensorplay.ir.passes.partial_eval", "tensorplay.ir.passes.transpose", "tensorplay.ir.passes.simplify",
            "tensorplay.func._ad"]
 
 

@@ -10,12 +10,12 @@ Every pass output is run through the verifier.
 import numpy as np
 import pytest
 
-import ir
-from ir import GraphBuilder, TensorType, dtypes as dt, inline, interpret
-from ir.passes.jvp import jvp
-from ir.passes.partial_eval import linearize
-from ir.passes.transpose import transpose, vjp
-from ir.verify import verify
+from tensorplay import ir
+from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, inline, interpret
+from tensorplay.ir.passes.jvp import jvp
+from tensorplay.ir.passes.partial_eval import linearize
+from tensorplay.ir.passes.transpose import transpose, vjp
+from tensorplay.ir.verify import verify
 from tests.ad.ad_util import DIFF_SAMPLES, central_difference, diff_case, random_like, single_node_graph, vdot
 from tests.prim_samples import ALL_SAMPLES, sample_id
 

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from ir import GraphBuilder, TensorType, dtypes as dt, interpret
-from ir.passes.simplify import RULES, cse, dce, simplify
-from ir.passes.transpose import grad_graph, vjp
-from ir.verify import verify
+from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, interpret
+from tensorplay.ir.passes.simplify import RULES, cse, dce, simplify
+from tensorplay.ir.passes.transpose import grad_graph, vjp
+from tensorplay.ir.verify import verify
 from tests.ad.ad_util import DIFF_SAMPLES, diff_case
 
 F = dt.float64

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from ir import GraphBuilder, TensorType, dtypes as dt, interpret
-from ir.core import freeze_attr, inline
-from ir.passes.simplify import simplify
-from ir.passes.transpose import grad_graph
-from ir.verify import verify
+from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, interpret
+from tensorplay.ir.core import freeze_attr, inline
+from tensorplay.ir.passes.simplify import simplify
+from tensorplay.ir.passes.transpose import grad_graph
+from tensorplay.ir.verify import verify
 from tensorplay import _pytree
 from tests.ad.ad_util import DIFF_SAMPLES, diff_case
 

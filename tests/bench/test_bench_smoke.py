@@ -26,14 +26,14 @@ def _leave_threads_alone(monkeypatch):
     thread count): not wanted inside a test session, where later tests and their subprocesses
     would inherit it. TP_BENCH_THREADS=default turns that off; the codegen setting is restored."""
     monkeypatch.setenv("TP_BENCH_THREADS", "default")
-    import codegen.executable as ce
+    import tensorplay.codegen.executable as ce
 
     monkeypatch.setattr(ce, "_THREADS", ce._THREADS)
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_script_runs_quick(name, capsys):
-    module = importlib.import_module(f"tools.bench.{name}")
+    module = importlib.import_module(f"tensorplay.tools.bench.{name}")
     argv = ["--quick", "--sample-ms", "0.5"]
     if os.environ.get("TP_BENCH_SMOKE_PEERS", "") in ("", "0"):
         argv.append("--no-peers")
@@ -44,6 +44,6 @@ def test_script_runs_quick(name, capsys):
 
 
 def test_run_all_lists_every_script():
-    from tools.bench.__main__ import SCRIPTS as run_all
+    from tensorplay.tools.bench.__main__ import SCRIPTS as run_all
 
     assert run_all == SCRIPTS

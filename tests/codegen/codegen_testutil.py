@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 
 def single_node_graph(prim: str, args: list[np.ndarray], attrs: dict) -> ir.Graph:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import codegen
-import ir
-from codegen import dot
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.codegen import dot
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 # (lhs shape, rhs shape, contract, batch)
 CASES = [

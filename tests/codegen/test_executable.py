@@ -1,13 +1,15 @@
 """The Executable API and the compile cache."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
-import codegen
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 
 def _sin_plus(shape, dtype=dt.float32, name="f"):
@@ -107,7 +109,9 @@ def test_bool_storage_is_one_byte():
 
 def test_introspection_for_the_cli():
     exe = codegen.compile_graph(_sin_plus((64,), name="intro"))
-    assert "define" in exe.llvm_ir and "<16 x float>" in exe.llvm_ir  # vectorised
+    assert "define" in exe.llvm_ir
+    lanes = {int(n) for n in re.findall(r"<(\d+) x float>", exe.llvm_ir)}
+    assert lanes and min(lanes) >= 2, "the sin+add loop was not vectorised"  # the width is the host's choice
     assert "ret" in exe.asm
     assert exe.kernels == [{"name": "k0_add", "kind": "loop", "domain": (64,), "nodes": ["sin", "add"],
                             "node_indices": [0, 1], "flat": True}]
@@ -128,7 +132,7 @@ def test_intermediates_share_one_arena():
 
 
 def test_large_elementwise_graphs_split_across_threads():
-    from codegen import executable
+    from tensorplay.codegen import executable
 
     n = 3 * executable.PARALLEL_MIN_ELEMENTS + 17
     b = ir.GraphBuilder()

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import codegen
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 FLOAT_UNARY = ["sin", "cos", "tanh", "logistic", "neg", "abs", "erf", "floor", "exp"]
 FLOAT_BINARY = ["add", "sub", "mul", "max", "min", "atan2"]

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import codegen
-import ir
-from codegen import dot
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.codegen import dot
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17)
 

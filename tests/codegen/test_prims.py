@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-import codegen
-import ir
-from codegen import vecmath
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.codegen import vecmath
 from codegen_testutil import assert_close, assert_sum_close, single_node_graph
 from prim_samples import ALL_SAMPLES, Sample, sample_id
-from ir import dtypes as dt
+from tensorplay.ir import dtypes as dt
 
 # ULP bounds of compiled vs numpy for float results, per primitive (default 0: exact). For
 # vecmath functions: our bound against the true value (codegen/vecmath.py) plus 3 ulp for

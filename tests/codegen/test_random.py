@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import codegen
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 KEYS = np.array([[0, 0], [42, 7], [-1, 2 ** 62], [2 ** 40 + 3, -5]], np.int64)
 

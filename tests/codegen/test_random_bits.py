@@ -22,13 +22,13 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-import codegen
-import ir
+from tensorplay import codegen
+from tensorplay import ir
 import tensorplay as tp
 from codegen_testutil import single_node_graph
-from ir import dtypes as dt
-from ir.prims import random as R
-from ir.types import TensorType
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.prims import random as R
+from tensorplay.ir.types import TensorType
 
 DTYPES = [dt.float32, dt.float64]
 KEYS = np.array([[0, 0], [42, 7], [-1, 2 ** 62], [2 ** 40 + 3, -5], [5, 2 ** 64 - 2 - 2 ** 63]], np.int64)

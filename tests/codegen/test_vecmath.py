@@ -14,12 +14,12 @@ import math
 import numpy as np
 import pytest
 
-import codegen
-import ir
-from codegen import vecmath
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.codegen import vecmath
 from codegen_testutil import ulp_distance
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 LD = np.longdouble
 HAVE_LONG_DOUBLE = np.finfo(LD).nmant >= 63

@@ -98,9 +98,9 @@ def test_api_page_documents_every_public_function():
 
 
 def test_ir_page_lists_every_primitive():
-    import ir
+    from tensorplay import ir
 
-    from tools.cli_doctable import BEGIN, END, primitive_table
+    from tensorplay.tools.cli_doctable import BEGIN, END, primitive_table
 
     with open(os.path.join(DOCS, "ir.md"), encoding="utf-8") as f:
         text = f.read()
@@ -109,7 +109,7 @@ def test_ir_page_lists_every_primitive():
     listed = set(re.findall(r"^\| `tp\.(\w+)` \|", table, re.MULTILINE))
     registered = {p.name for p in ir.all_primitives()}
     missing, stale = sorted(registered - listed), sorted(listed - registered)
-    hint = "regenerate it: python -m tools.cli list prims --update-doc docs/ir.md"
+    hint = "regenerate it: python -m tensorplay.tools.cli list prims --update-doc docs/ir.md"
     assert not missing, f"docs/ir.md does not list the primitives {missing}; {hint}"
     assert not stale, f"docs/ir.md lists primitives that no longer exist: {stale}; {hint}"
     assert table == primitive_table(), f"the primitive table of docs/ir.md is out of date; {hint}"

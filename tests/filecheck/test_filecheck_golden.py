@@ -58,7 +58,7 @@ def run_golden(path: str) -> tuple[int, list[str], list[str]]:
     args = [a.replace("%s", path) for a in shlex.split(d["run"])]
     env = dict(os.environ)
     env.pop("TENSORPLAY_BACKEND", None)
-    p = subprocess.run([sys.executable, "-m", "tools.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "tensorplay.tools.cli", *args], cwd=ROOT, capture_output=True, text=True,
                        timeout=120, env=env)
     clean = lambda s: [line.rstrip().replace(path, "%s") for line in s.splitlines()]  # noqa: E731
     return p.returncode, clean(p.stdout), clean(p.stderr)
@@ -98,7 +98,7 @@ def test_golden(path):
 @pytest.mark.parametrize("path", FILES, ids=[os.path.basename(f) for f in FILES])
 def test_print_parse_is_stable(path):
     """For every golden file that parses: print(parse(text)) is a fixed point of parse-then-print."""
-    from ir.text import ParseError, parse_graph, print_graph
+    from tensorplay.ir.text import ParseError, parse_graph, print_graph
 
     with open(path, encoding="utf-8") as f:
         text = f.read()

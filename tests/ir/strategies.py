@@ -7,9 +7,9 @@ size-1 and empty tensors all appear, and float attributes include inf/nan.
 """
 from hypothesis import strategies as st
 
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 
 def _no_attr_ops(arity):

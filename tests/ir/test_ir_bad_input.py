@@ -1,9 +1,9 @@
 """Shape rules reject bad input with ValueError/TypeError naming the op, the shapes and dtypes."""
 import pytest
 
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 F32, F64, I32, I64, B = dt.float32, dt.float64, dt.int32, dt.int64, dt.bool_
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 from tests.prim_samples import ALL_SAMPLES, Sample, philox4x32, sample_id, samples
 
 RTOL = {np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13}

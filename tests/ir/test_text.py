@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-import ir
-from ir import dtypes as dt
-from ir.text import ParseError, format_attr, parse_attr, parse_graph, print_graph
-from ir.types import TensorType
-from ir.verify import verify
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.text import ParseError, format_attr, parse_attr, parse_graph, print_graph
+from tensorplay.ir.types import TensorType
+from tensorplay.ir.verify import verify
 from tests.ir.strategies import graphs, single_node_graph
 from tests.prim_samples import ALL_SAMPLES, Sample, sample_id
 

@@ -2,12 +2,12 @@
 import pytest
 from hypothesis import given
 
-import ir
-from ir import dtypes as dt
-from ir.core import Graph, Node
-from ir.text import print_graph
-from ir.types import TensorType
-from ir.verify import VerificationError, verify, verify_text
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.core import Graph, Node
+from tensorplay.ir.text import print_graph
+from tensorplay.ir.types import TensorType
+from tensorplay.ir.verify import VerificationError, verify, verify_text
 from tests.ir.strategies import graphs, single_node_graph
 from tests.prim_samples import ALL_SAMPLES, sample_id
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tensorplay as tp
-from ir.interpreter import interpret
-from ir.verify import verify
+from tensorplay.ir.interpreter import interpret
+from tensorplay.ir.verify import verify
 
 from test_ops_support import arrays, dtypes, float_dtypes, layouts, make_tensor, quiet, shapes
 

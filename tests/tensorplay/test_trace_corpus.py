@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-import ir
+from tensorplay import ir
 import tensorplay as tp
-from ir.interpreter import interpret
+from tensorplay.ir.interpreter import interpret
 
 from corpus import CORPUS
 
@@ -39,8 +39,8 @@ def test_trace_interpret_equals_eager(name, fn, make):
 
 @pytest.mark.parametrize("name,fn,make", CORPUS, ids=IDS)
 def test_traced_graph_verifies_and_round_trips(name, fn, make):
-    import ir.text as text_mod
-    import ir.verify as verify_mod
+    import tensorplay.ir.text as text_mod
+    import tensorplay.ir.verify as verify_mod
 
     args = make(np.random.default_rng(0))
     closed = tp.make_graph(fn, *args)

@@ -53,7 +53,7 @@ MIXED_IR = """func @mixed(%x: tensor<8xf32>, %d: tensor<8xf64>, %i: tensor<8xi32
 def cli(*args: str, cwd: str = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("TENSORPLAY_BACKEND", None)
-    return subprocess.run([sys.executable, "-m", "tools.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tensorplay.tools.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -258,8 +258,8 @@ def test_python_dash_m_tools_and_console_script_entry_point(ir_files):
 
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         scripts = tomllib.load(f)["project"]["scripts"]
-    assert scripts["tensorplay-ir"] == "tools.cli:main"
-    from tools.cli import main
+    assert scripts["tensorplay-ir"] == "tensorplay.tools.cli:main"
+    from tensorplay.tools.cli import main
 
     assert main(["verify", "-q", ir_files["good"]]) == 0
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tensorplay as tp
-from ir import dtypes as dt
-from tools.cli_pipeline import TRANSFORMS, PassRecorder, build_stages, graphs_in, pass_functions, transform_def
-from tools.cli_run import compare_outputs, positive_inputs, random_inputs
-from tools.cli_specs import (CallSpec, SpecError, TensorSpec, example_tensor, load_target, parse_call_spec,
+from tensorplay.ir import dtypes as dt
+from tensorplay.tools.cli_pipeline import TRANSFORMS, PassRecorder, build_stages, graphs_in, pass_functions, transform_def
+from tensorplay.tools.cli_run import compare_outputs, positive_inputs, random_inputs
+from tensorplay.tools.cli_specs import (CallSpec, SpecError, TensorSpec, example_tensor, load_target, parse_call_spec,
                              parse_tensor_spec)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -120,7 +120,7 @@ def test_stage_arguments_of_jvp_are_primals_then_tangents():
 
 
 def test_pass_recorder_restores_the_functions():
-    import ir.passes.simplify as simplify
+    import tensorplay.ir.passes.simplify as simplify
 
     before = simplify.simplify
     with PassRecorder() as rec:
@@ -150,7 +150,7 @@ def test_graphs_in_pass_results():
 
 # --- run: random inputs and comparison -----------------------------------------------------------
 def test_random_inputs_respect_dtypes_and_domains():
-    from ir.text import parse_graph
+    from tensorplay.ir.text import parse_graph
 
     g = parse_graph("""func @f(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<4xi32>, %k: tensor<3x2xi64>,
                                 %p: tensor<4xi1>) -> (tensor<4xf32>, tensor<4xi32>) {
@@ -168,7 +168,7 @@ def test_random_inputs_respect_dtypes_and_domains():
 
 
 def test_compare_outputs():
-    from ir.text import parse_graph
+    from tensorplay.ir.text import parse_graph
 
     g = parse_graph("func @f(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {\n  return %a, %a\n}")
     a = np.array([1.0, np.nan, np.inf], np.float32)
@@ -199,7 +199,7 @@ def test_every_transform_is_covered():
 
 @pytest.mark.parametrize("spec,fname,args", TRANSFORM_CASES, ids=[c[0] for c in TRANSFORM_CASES])
 def test_every_transform_builds_a_verified_stage(spec, fname, args):
-    from ir.verify import verify
+    from tensorplay.ir.verify import verify
     from tests.tools.fixtures import models
 
     stages = build_stages(fn=getattr(models, fname), specs=[parse_tensor_spec(a) for a in args],

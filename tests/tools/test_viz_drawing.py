@@ -12,12 +12,12 @@ import networkx as nx
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import ir
+from tensorplay import ir
 import tensorplay as tp
-from ir import GraphBuilder, TensorType, float32
-from ir.text import print_node, value_names
-from tools import viz
-from tools.viz_layout import _isotonic, count_crossings, layered_layout
+from tensorplay.ir import GraphBuilder, TensorType, float32
+from tensorplay.ir.text import print_node, value_names
+from tensorplay.tools import viz
+from tensorplay.tools.viz_layout import _isotonic, count_crossings, layered_layout
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 F32 = float32
@@ -156,7 +156,7 @@ def test_svg_coloured_by_kernel_or_by_family():
 
 
 def test_svg_kernels_from_an_executable():
-    import codegen
+    from tensorplay import codegen
     g = mlp_graph()
     exe = codegen.compile_graph(g)
     root = ET.fromstring(viz.graph_to_svg(g, kernels=exe))

@@ -4,7 +4,7 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.func as tpf
-from ir.verify import verify
+from tensorplay.ir.verify import verify
 from tensorplay._trace import call_graph, trace_function
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ir
+from tensorplay import ir
 import tensorplay as tp
 from tensorplay._trace import bind
 from tensorplay.func import chunk_vmap, vmap
@@ -319,7 +319,7 @@ def test_vmap_of_module():
 
 
 def test_batched_graph_is_verified_and_lean():
-    from ir.passes.batching import batch_graph
+    from tensorplay.ir.passes.batching import batch_graph
     from tensorplay._trace import trace_function
     from vmap_testutil import verify
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ir
-from ir.passes.batching import BatchingError, batch_graph, batched_outputs
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir.passes.batching import BatchingError, batch_graph, batched_outputs
+from tensorplay.ir.types import TensorType
 from prim_samples import ALL_SAMPLES, sample_id, samples
 from vmap_testutil import assert_same, loop_and_stack, per_sample_graph, stack_at, vary, verify
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-import ir
+from tensorplay import ir
 import tensorplay as tp
-from ir.passes.batching import batch_graph
+from tensorplay.ir.passes.batching import batch_graph
 from tensorplay.func import vmap
 from vmap_testutil import assert_same, loop_and_stack, verify
 

@@ -106,11 +106,11 @@ def test_reference_stack_module_state_example():
 
 def test_public_docstring_examples():
     """The docstrings of vmap, chunk_vmap, debug_unwrap and the batching pass are executable."""
-    import ir.passes.batching
+    from tensorplay.ir.passes import batching
     import tensorplay.func._debug
     import tensorplay.func._vmap
 
-    for mod in (tensorplay.func._vmap, tensorplay.func._debug, ir.passes.batching):
+    for mod in (tensorplay.func._vmap, tensorplay.func._debug, batching):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, mod.__name__
         assert result.attempted > 0, mod.__name__

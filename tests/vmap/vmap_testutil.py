@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import ir
-from ir.types import TensorType
+from tensorplay import ir
+from tensorplay.ir.types import TensorType
 
 try:
-    from ir.verify import verify
+    from tensorplay.ir.verify import verify
 except ImportError:  # pragma: no cover - the verifier is being written concurrently
     def verify(graph):
         return None

@@ -1,6 +1,6 @@
 """Run the whole peer benchmark suite, one fresh process per script.
 
-    python -m tools.bench [--quick] [--markdown] [--only mlp jacobians] [--threads 1|2|default]
+    python -m tensorplay.tools.bench [--quick] [--markdown] [--only mlp jacobians] [--threads 1|2|default]
                           [--json-dir DIR] [-- extra args for every script]
 
 Scripts: see SCRIPTS below (tools/bench/README.md describes each). The full run takes
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     t_all = time.perf_counter()
     for name in scripts:
-        cmd = [sys.executable, "-m", f"tools.bench.{name}", *extra]
+        cmd = [sys.executable, "-m", f"tensorplay.tools.bench.{name}", *extra]
         if args.quick:
             cmd.append("--quick")
         if args.markdown:

@@ -96,7 +96,7 @@ def apply_threads() -> None:
     if torch is not None:
         torch.set_num_threads(THREADS)
     try:  # TENSORPLAY_NUM_THREADS is read when codegen is imported; it may have been imported already
-        import codegen.executable as ce
+        import tensorplay.codegen.executable as ce
         ce._THREADS = THREADS  # read when an executable is compiled (`_chunks`) and by its pool
     except ImportError:
         pass

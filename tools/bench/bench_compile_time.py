@@ -1,6 +1,6 @@
 """Benchmark 6: compile latency (time to first result) and the cached call path.
 
-    python -m tools.bench.bench_compile_time [--samples 3]
+    python -m tensorplay.tools.bench.bench_compile_time [--samples 3]
 
 Part 1, time to first result of the MLP 784-256-256-10 loss + gradient (batch 64):
   `tp.compile(grad(loss))` (trace + AD/simplify passes + schedule + lowering + LLVM O3 +
@@ -25,12 +25,12 @@ import time
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.bench import _harness as H  # noqa: E402
-from tools.bench import _models as M  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _models as M  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import codegen  # noqa: E402
+from tensorplay import codegen  # noqa: E402
 from tensorplay.func import grad  # noqa: E402
 
 

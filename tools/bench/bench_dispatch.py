@@ -1,6 +1,6 @@
 """Benchmark 5: eager dispatch overhead per op on tiny float32 tensors.
 
-    python -m tools.bench.bench_dispatch
+    python -m tensorplay.tools.bench.bench_dispatch
 
 Each op runs on tensors so small (8 elements, 8x8 for matmul) that the time is almost
 entirely the per-call cost of the Python/C++ dispatch path: tensorplay eager (Tensor ->
@@ -15,7 +15,7 @@ import sys
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402
 
 import numpy as np  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Benchmark: sin(x) * exp(-x*x) + tanh(x) on float32, compiled vs numpy eager.
 
-    python -m tools.bench.bench_elementwise [--sizes 1e6 1e7] [--repeat 15]
+    python -m tensorplay.tools.bench.bench_elementwise [--sizes 1e6 1e7] [--repeat 15]
 
 Prints median (and min) times, the speed-up over numpy and the achieved
 bandwidth (bytes read + written per second) next to a measured copy bandwidth
@@ -16,10 +16,10 @@ import time
 
 import numpy as np
 
-import codegen
-import ir
-from ir import dtypes as dt
-from ir.types import TensorType
+from tensorplay import codegen
+from tensorplay import ir
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
 
 
 def build_graph(n: int) -> ir.Graph:

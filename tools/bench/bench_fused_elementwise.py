@@ -1,6 +1,6 @@
 """Benchmark 1: fused elementwise `sin(x) * exp(-x*x) + tanh(x)` on float32 vectors.
 
-    python -m tools.bench.bench_fused_elementwise [--sizes 1e6 1e7] [--torch-compile]
+    python -m tensorplay.tools.bench.bench_fused_elementwise [--sizes 1e6 1e7] [--torch-compile]
 
 tensorplay eager (one numpy call per op) and `tp.compile` (one fused, vectorised LLVM
 loop; with the default TP_BENCH_THREADS=1 an extra row runs the same compiled graph with
@@ -16,7 +16,7 @@ import sys
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                  H.Impl("tp.compile", lambda: compiled(xt))]
         threads = min(os.cpu_count() or 1, 8)
         if threads > 1 and H.THREADS == 1:  # the same graph compiled with the codegen's thread split on
-            import codegen.executable as ce
+            import tensorplay.codegen.executable as ce
             graph = compiled.get_graph(xt).graph  # traced and compiled (cached) with the pinned thread count
             saved, ce._THREADS = ce._THREADS, threads
             try:

@@ -1,6 +1,6 @@
 """Benchmark 4: jacrev / jacfwd / hessian of a small tanh MLP with respect to its input.
 
-    python -m tools.bench.bench_jacobians [--dims 16 64] [--hidden 64]
+    python -m tensorplay.tools.bench.bench_jacobians [--dims 16 64] [--hidden 64]
 
 f(x, params) = MLP d-h-h-d (tanh) for jacrev and jacfwd (a d x d Jacobian);
 g(x, params) = sum(f(x)^2) for the hessian (d x d). The parameters are an explicit
@@ -16,8 +16,8 @@ import sys
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.bench import _harness as H  # noqa: E402
-from tools.bench import _models as M  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _models as M  # noqa: E402
 
 from tensorplay.func import hessian, jacfwd, jacrev  # noqa: E402
 

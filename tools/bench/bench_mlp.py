@@ -1,6 +1,6 @@
 """Benchmark 2: MLP 784-256-256-10 (ReLU) forward, and mean cross-entropy loss + gradient.
 
-    python -m tools.bench.bench_mlp [--batches 64 1024]
+    python -m tensorplay.tools.bench.bench_mlp [--batches 64 1024]
 
 forward: numpy, tensorplay eager, `tp.compile`, `jax.jit`, torch eager (inference mode).
 loss+grad (gradient w.r.t. all six parameter tensors):
@@ -15,8 +15,8 @@ import sys
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.bench import _harness as H  # noqa: E402
-from tools.bench import _models as M  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _models as M  # noqa: E402
 
 from tensorplay.func import grad  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Benchmark 3: per-sample gradients of a small MLP, `vmap(grad(loss), in_dims=(None, 0, 0))`.
 
-    python -m tools.bench.bench_per_sample_grads [--batches 64 256] [--sizes 32 128 128 10]
+    python -m tensorplay.tools.bench.bench_per_sample_grads [--batches 64 256] [--sizes 32 128 128 10]
 
 The per-example loss is the cross-entropy of one example (the torch.func tutorial form:
 `cross_entropy(model(x[None]), y[None])`); the result is one gradient per example for
@@ -17,8 +17,8 @@ import sys
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.bench import _harness as H  # noqa: E402
-from tools.bench import _models as M  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _models as M  # noqa: E402
 
 from tensorplay.func import grad, vmap  # noqa: E402
 

@@ -8,7 +8,7 @@ points at `tensorplay.func.replace_all_batch_norm_modules_`.
 """
 from __future__ import annotations
 
-from ir import dtypes
+from tensorplay.ir import dtypes
 
 from ..._trace import transform_stack
 from ...ops import elementwise as ew

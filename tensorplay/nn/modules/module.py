@@ -392,7 +392,7 @@ class Module:
 
     def to(self, *args, dtype=None, **kwargs) -> "Module":
         """Convert floating-point parameters and buffers to `dtype` (devices are accepted and ignored)."""
-        from ir.dtypes import DType
+        from tensorplay.ir.dtypes import DType
 
         for a in args:
             if isinstance(a, DType):
@@ -406,12 +406,12 @@ class Module:
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
     def float(self) -> "Module":
-        from ir import dtypes
+        from tensorplay.ir import dtypes
 
         return self.to(dtypes.float32)
 
     def double(self) -> "Module":
-        from ir import dtypes
+        from tensorplay.ir import dtypes
 
         return self.to(dtypes.float64)
 
