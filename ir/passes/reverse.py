@@ -42,9 +42,9 @@ class Split:
 
 
 def split(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | None = None, *,
-          transposed: bool = True) -> Split:
+          transposed: bool = True, simplified: bool = True) -> Split:
     """Linearize `graph` in the inputs flagged in `wrt`, transpose the linear part if `transposed`,
-    simplify both parts and drop the residuals the simplified second part does not read.
+    and (if `simplified`) simplify both parts and drop the residuals the second part does not read.
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
@@ -57,6 +57,8 @@ def split(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | N
     if transposed:
         n_tan = len(second.inputs) - lin.num_residuals
         second = transpose(second, [False] * lin.num_residuals + [True] * n_tan)
+    if not simplified:
+        return Split(lin.primal, second, lin.num_residuals, lin.zero_outputs)
     primal = simplify(lin.primal)
     forward, second, n_res = prune_residuals(primal, simplify(second), lin.num_residuals)
     if forward is not primal:  # simplified already, unless pruning the residuals left dead nodes
@@ -94,24 +96,30 @@ def vjp(graph: Graph, wrt: Sequence[bool], with_cotangent: Sequence[bool] | None
     return VJPGraphs(s.forward, s.second, s.num_residuals, s.zero_outputs)
 
 
-def grad_graph(graph: Graph, wrt: Sequence[bool], seeds: Sequence[float | None]) -> Graph:
+def grad_graph(graph: Graph, wrt: Sequence[bool], seeds: Sequence[float | None], *,
+               simplified: bool = False) -> Graph:
     """One graph computing outputs and gradients: ``inputs -> (*outputs, *cotangents of the wrt inputs)``.
 
     The backward pass starts from the constant cotangent ``seeds[k]`` (a Python number filling
     the output's shape) for output `k`, and from zero where the seed is None -- `grad` seeds
-    its scalar output with 1 and its auxiliary outputs with None. The result is simplified.
+    its scalar output with 1 and its auxiliary outputs with None. With `simplified`, both halves
+    and the joined graph are simplified (what ``grad`` runs).
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
     >>> g = grad_graph(b.build([b.sin(x)]), [True], [1.0])
     >>> [n.prim.name for n in g.nodes]
-    ['sin', 'cos']
+    ['sin', 'cos', 'full', 'mul']
+    >>> [n.prim.name for n in grad_graph(b.build([b.sin(x)]), [True], [1.0], simplified=True).nodes]
+    ['cos', 'sin']
     """
-    v = vjp(graph, wrt, [s is not None for s in seeds])
+    v = split(graph, wrt, [s is not None for s in seeds], simplified=simplified)
     b = GraphBuilder(graph.name + "_grad")
     # the forward graph is this call's own intermediate: its nodes start the new graph as they are
     b.inputs, b.nodes = list(v.forward.inputs), list(v.forward.nodes)
+    back = v.second
     fwd = v.forward.outputs
     outs, res = fwd[:len(graph.outputs)], fwd[len(graph.outputs):]
     cts = [b.const(s, o.shape, o.dtype) for s, o in zip(seeds, outs) if s is not None]
-    return simplify(b.build(outs + inline(b, v.backward, res + cts)))
+    joined = b.build(outs + inline(b, back, res + cts))
+    return simplify(joined) if simplified else joined

@@ -199,7 +199,7 @@ def _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs):
                         f"outputs can be differentiated")
     n_out = len(tr.graph.outputs)
     seeds = [1.0] + [None] * (n_out - 1)
-    graph = _pipeline.memo(_GRAD, tr.pipeline_key(nums), lambda: grad_graph(tr.graph, tr.wrt(nums), seeds))
+    graph = _pipeline.memo(_GRAD, tr.pipeline_key(nums), lambda: grad_graph(tr.graph, tr.wrt(nums), seeds, simplified=True))
     outs = call_graph(graph, tr.inputs)
     grads = _pick(_unflatten_args(tr, outs[n_out:], nums), argnums)
     value, aux = tr.split_outputs(outs[:n_out])

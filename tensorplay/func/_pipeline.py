@@ -106,7 +106,12 @@ def stats() -> dict[str, tuple[int, int, int]]:
 
 
 def memo(cache: LRU, key, build: Callable[[], Any]) -> Any:
-    """``cache[key]``, built by `build()` on a miss (a key that is None is never cached)."""
+    """``cache[key]``, built by `build()` on a miss (a key that is None is never cached).
+
+    >>> c = LRU("memo-demo")
+    >>> memo(c, ("k",), lambda: [1]), memo(c, ("k",), lambda: [2]), c.hits
+    ([1], [1], 1)
+    """
     if key is None:
         return build()
     value = cache.get(key)
@@ -200,6 +205,13 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
 
     `fallback(*args, **kwargs)` is the uncached call, used when the call cannot be keyed (a
     non-hashable non-tensor argument or output).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import jacrev
+    >>> j = jacrev(lambda x: x * x)
+    >>> call_outermost(j, (tp.tensor([1.0, 2.0]),), {}, None)
+    tensor([[2., 0.],
+            [0., 4.]])
     """
     chain, user_fn = wrapper._tp_chain
     sig = _signature(args, kwargs) if not _STACK else None
