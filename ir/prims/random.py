@@ -97,7 +97,7 @@ def uniform_from_bits(w0, w1, dtype: dt.DType) -> np.ndarray:
 # in float64, rounded once to the result dtype.
 #
 # -log u1: u1 = m 2^k exactly, m in [sqrt(1/2), sqrt(2)) (musl's bit split), then fdlibm's e_log.c:
-# s = f/(2+f) with f = m - 1, log(m) = 2 atanh(s) = f - hfsq + s (hfsq + R(s^2)), k ln2 in two parts.
+# s = f/(2+f) with f = m - 1, log(m) = log((1+s)/(1-s)) = f - hfsq + s (hfsq + R(s^2)), k ln2 in two parts.
 LOG_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
           2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
           1.479819860511658591e-01)  # fdlibm Lg1..Lg7

@@ -7,7 +7,7 @@ Op modules add rows with `op(...)`; `tensorplay/__init__.py` exports
 
 >>> from tensorplay.ops._table import TABLE
 >>> import tensorplay as tp
->>> TABLE["asinh"].fn is tp.asinh, TABLE["asinh"].method, TABLE["asinh"].inplace
+>>> TABLE["sin"].fn is tp.sin, TABLE["sin"].method, TABLE["sin"].inplace
 (True, True, True)
 """
 from __future__ import annotations
