@@ -48,12 +48,13 @@ def _declare(prim: Primitive) -> Primitive:
     return prim
 
 
-def unary(name: str, fn, allowed=dt.FLOATS, *, jvp=None, domain=Domain(), doc: str = "",
+def unary(name: str, fn, allowed=dt.FLOATS, *, jvp=None, domain: Domain | None = None, doc: str = "",
           family: str = "elementwise", differentiable: bool = True) -> Primitive:
     """Declare an elementwise unary primitive `name` computed by numpy's `fn`.
 
     `jvp` is the derivative row ``jvp(ctx, t, x, y) -> tangent`` (linear in `t`, ``y = name(x)``);
-    a differentiable primitive without one is piecewise constant (zero derivative).
+    a differentiable primitive without one is piecewise constant (zero derivative). `domain` is
+    where test samples are drawn (required: `tests/ir/test_prim_impls.py` names primitives without).
     """
     def impl(x):
         with np.errstate(all="ignore"):
@@ -75,7 +76,7 @@ def _binary_type(name, allowed, out_dtype=None):
     return rule
 
 
-def binary(name: str, fn, allowed=NUMERIC, *, jvp=None, domain=Domain(), doc: str = "",
+def binary(name: str, fn, allowed=NUMERIC, *, jvp=None, domain: Domain | tuple | None = None, doc: str = "",
            family: str = "elementwise", differentiable: bool = True) -> Primitive:
     """Declare an elementwise binary primitive on operands of equal shape and dtype.
 
@@ -104,16 +105,17 @@ def _logistic(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+ANYWHERE = Domain()  # floats uniform in [-2, 2): the op is smooth there
 AWAY_FROM_ZERO = Domain(avoid="zero")
 OFF_INTEGER = Domain(avoid="integers")
 
 # --- unary math ----------------------------------------------------------------------------------
 # Each row of `jvp` is linear in the tangent t; y is the primitive's result.
-neg = unary("neg", np.negative, NUMERIC, doc="-x",
+neg = unary("neg", np.negative, NUMERIC, doc="-x", domain=ANYWHERE,
             jvp=lambda b, t, x, y: b.neg(t))                                                   # -t
-sin = unary("sin", np.sin, doc="sine",
+sin = unary("sin", np.sin, doc="sine", domain=ANYWHERE,
             jvp=lambda b, t, x, y: b.mul(t, b.cos(x)))                                         # t·cos x
-cos = unary("cos", np.cos, doc="cosine",
+cos = unary("cos", np.cos, doc="cosine", domain=ANYWHERE,
             jvp=lambda b, t, x, y: b.mul(t, b.neg(b.sin(x))))                                  # -t·sin x
 tan = unary("tan", np.tan, doc="tangent", domain=Domain(-1.2, 1.2),
             jvp=lambda b, t, x, y: b.mul(t, b.add(_c(b, y, 1), b.mul(y, y))))                  # t·(1 + tan²x)
@@ -123,17 +125,17 @@ log = unary("log", np.log, doc="natural logarithm", domain=Domain(0.1, 4.0),
             jvp=lambda b, t, x, y: b.div(t, x))                                                # t / x
 log1p = unary("log1p", np.log1p, doc="log(1 + x), accurate near 0", domain=Domain(-0.5, 3.0),
               jvp=lambda b, t, x, y: b.div(t, b.add(x, _c(b, x, 1))))                          # t / (1 + x)
-expm1 = unary("expm1", np.expm1, doc="e ** x - 1, accurate near 0",
+expm1 = unary("expm1", np.expm1, doc="e ** x - 1, accurate near 0", domain=ANYWHERE,
               jvp=lambda b, t, x, y: b.mul(t, b.add(y, _c(b, y, 1))))                          # t·eˣ
 sqrt = unary("sqrt", np.sqrt, doc="square root", domain=Domain(0.1, 4.0),
              jvp=lambda b, t, x, y: b.div(t, b.mul(y, _c(b, y, 2))))                           # t / (2√x)
 rsqrt = unary("rsqrt", lambda x: 1 / np.sqrt(x), doc="1 / sqrt(x)", domain=Domain(0.1, 4.0),
               jvp=lambda b, t, x, y: b.mul(t, b.div(b.mul(y, _c(b, y, -0.5)), x)))             # -t·x^(-3/2) / 2
-tanh = unary("tanh", np.tanh, doc="hyperbolic tangent",
+tanh = unary("tanh", np.tanh, doc="hyperbolic tangent", domain=ANYWHERE,
              jvp=lambda b, t, x, y: b.mul(t, b.sub(_c(b, y, 1), b.mul(y, y))))                 # t·(1 - tanh²x)
 logistic = unary("logistic", _logistic, doc="1 / (1 + e ** -x)", domain=Domain(-4, 4),
                  jvp=lambda b, t, x, y: b.mul(t, b.mul(y, b.sub(_c(b, y, 1), y))))             # t·σ(x)(1 - σ(x))
-erf = unary("erf", _erf, doc="error function",
+erf = unary("erf", _erf, doc="error function", domain=ANYWHERE,
             jvp=lambda b, t, x, y: b.mul(t, b.mul(_c(b, x, 2 / math.sqrt(math.pi)),            # t·2/√π·e^(-x²)
                                                   b.exp(b.neg(b.mul(x, x))))))
 asinh = unary("asinh", np.arcsinh, doc="inverse hyperbolic sine", domain=Domain(-3, 3),
@@ -151,7 +153,7 @@ sign = unary("sign", np.sign, NUMERIC, doc="-1, 0 or 1", domain=AWAY_FROM_ZERO) 
 floor = unary("floor", np.floor, doc="round down", domain=OFF_INTEGER)
 ceil = unary("ceil", np.ceil, doc="round up", domain=OFF_INTEGER)
 round = unary("round", np.round, doc="round half to even", domain=OFF_INTEGER)  # like torch.round
-logical_not = unary("logical_not", np.invert, LOGICAL, doc="bitwise / logical not", family="logical",
+logical_not = unary("logical_not", np.invert, LOGICAL, doc="bitwise / logical not", domain=ANYWHERE, family="logical",
                     differentiable=False)
 
 
@@ -208,22 +210,22 @@ def _trunc_quotient(b, x, y):
 
 
 # jvp = (dx, dy): d out = dx(b, tx, x, y, out) + dy(b, ty, x, y, out), each linear in its tangent.
-add = binary("add", np.add, doc="x + y",
+add = binary("add", np.add, doc="x + y", domain=ANYWHERE,
              jvp=(lambda b, t, x, y, o: t, lambda b, t, x, y, o: t))                           # tx + ty
-sub = binary("sub", np.subtract, doc="x - y",
+sub = binary("sub", np.subtract, doc="x - y", domain=ANYWHERE,
              jvp=(lambda b, t, x, y, o: t, lambda b, t, x, y, o: b.neg(t)))                    # tx - ty
-mul = binary("mul", np.multiply, doc="x * y",
+mul = binary("mul", np.multiply, doc="x * y", domain=ANYWHERE,
              jvp=(lambda b, t, x, y, o: b.mul(t, y), lambda b, t, x, y, o: b.mul(x, t)))       # tx·y + x·ty
 div = binary("div", _div, doc="x / y (integers truncate toward zero; division by zero gives 0)",
              domain=(Domain(-6, 6), AWAY_FROM_ZERO),
              jvp=(lambda b, t, x, y, o: b.div(t, y),                                           # tx/y - ty·(x/y)/y
                   lambda b, t, x, y, o: b.mul(t, b.neg(b.div(o, y)))))
 pow = binary("pow", np.power, dt.FLOATS, doc="x ** y", domain=(Domain(0.5, 2.0), Domain()),
-             jvp=(_pow_dx, _pow_dy))                                                           # tx·y·x^(y-1) + ty·log x·x^y
-max = binary("max", _extremum(True), ALL, doc="elementwise maximum (NaN wins; +0 > -0)",
+             jvp=(_pow_dx, _pow_dy))                                           # tx·y·x^(y-1) + ty·log x·x^y
+max = binary("max", _extremum(True), ALL, doc="elementwise maximum (NaN wins; +0 > -0)", domain=ANYWHERE,
              jvp=(lambda b, t, x, y, o: b.mul(t, _ge_weight(b, x, y)),                         # ties split the tangent
                   lambda b, t, x, y, o: b.mul(t, _ge_weight(b, y, x))))
-min = binary("min", _extremum(False), ALL, doc="elementwise minimum (NaN wins; -0 < +0)",
+min = binary("min", _extremum(False), ALL, doc="elementwise minimum (NaN wins; -0 < +0)", domain=ANYWHERE,
              jvp=(lambda b, t, x, y, o: b.mul(t, _ge_weight(b, y, x)),
                   lambda b, t, x, y, o: b.mul(t, _ge_weight(b, x, y))))
 atan2 = binary("atan2", np.arctan2, dt.FLOATS, doc="four-quadrant arctangent of x / y",
@@ -238,9 +240,11 @@ rem = binary("rem", np.fmod, NUMERIC, doc="C remainder, sign of the dividend (to
              domain=(Domain(-6, 6), AWAY_FROM_ZERO),
              jvp=(lambda b, t, x, y, o: t,                                                     # tx - ty·trunc(x/y)
                   lambda b, t, x, y, o: b.mul(t, b.neg(_trunc_quotient(b, x, y)))))
-and_ = binary("and", np.bitwise_and, LOGICAL, doc="bitwise / logical and", family="logical", differentiable=False)
-or_ = binary("or", np.bitwise_or, LOGICAL, doc="bitwise / logical or", family="logical", differentiable=False)
-xor = binary("xor", np.bitwise_xor, LOGICAL, doc="bitwise / logical exclusive or", family="logical",
+and_ = binary("and", np.bitwise_and, LOGICAL, doc="bitwise / logical and", domain=ANYWHERE, family="logical",
+              differentiable=False)
+or_ = binary("or", np.bitwise_or, LOGICAL, doc="bitwise / logical or", domain=ANYWHERE, family="logical",
+             differentiable=False)
+xor = binary("xor", np.bitwise_xor, LOGICAL, doc="bitwise / logical exclusive or", domain=ANYWHERE, family="logical",
              differentiable=False)
 
 # --- comparisons -------------------------------------------------------------------------------

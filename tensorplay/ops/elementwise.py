@@ -545,3 +545,25 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     err = abs(sub(a, b))
     allowed = add(abs(mul(b, rtol)), atol)
     return bitwise_or(close, bitwise_and(isfinite(err), le(err, allowed)))
+
+
+# === the op table ===================================================================================
+# The rest of this module's user-facing ops: (name, Tensor method?, in-place method?). Each row is a
+# `tp.` function and, as flagged, `Tensor.<name>` and `Tensor.<name>_` (tensorplay/ops/_table.py).
+for _name, _method, _inplace in (
+    ("neg", True, True), ("negative", True, False), ("abs", True, True), ("sign", True, True),
+    ("floor", True, True), ("ceil", True, True), ("round", True, True), ("relu", True, True),
+    ("add", True, True), ("sub", True, True), ("subtract", True, False), ("mul", True, True),
+    ("multiply", True, False), ("div", True, True), ("divide", True, False), ("true_divide", True, False),
+    ("pow", True, True), ("maximum", True, True), ("minimum", True, True), ("fmod", True, True),
+    ("remainder", True, True), ("floor_divide", True, True),
+    ("eq", True, False), ("ne", True, False), ("lt", True, False), ("le", True, False), ("gt", True, False),
+    ("ge", True, False), ("less", False, False), ("less_equal", False, False), ("greater", False, False),
+    ("greater_equal", False, False), ("not_equal", False, False),
+    ("bitwise_and", True, True), ("bitwise_or", True, True), ("bitwise_xor", True, True),
+    ("bitwise_not", True, True), ("logical_not", True, True), ("logical_and", True, False),
+    ("logical_or", True, False), ("where", False, False), ("clamp", True, True), ("clip", True, True),
+    ("square", True, True), ("reciprocal", True, True), ("isnan", True, False), ("isfinite", True, False),
+    ("lerp", True, True), ("addcmul", True, True), ("addcdiv", True, True), ("isclose", True, False),
+):
+    op(_name, globals()[_name], method=_method, inplace=_inplace)
