@@ -3,8 +3,8 @@
     exe = codegen.compile_graph(graph)      # cached by graph structure
     outs = exe(*arrays)                     # numpy in, numpy out
 
-Pipeline: `schedule` (fuse nodes into kernels) -> `lower`/`kernels`/`dot`
-(one lowering per primitive, `vecmath` for transcendentals) -> `module` (one
+Pipeline: `schedule` (fuse nodes into kernels) -> `lowerings/*` (one lowering
+per primitive, in the `registry`; `vecmath` for transcendentals) -> `module` (one
 LLVM module, one entry function) -> `jit` (O3 + vectorisers, MCJIT) ->
 `executable`. Set TENSORPLAY_DEBUG=1 to print each compilation's kernels and
 timings, =2 to also print the optimised LLVM IR.

@@ -20,6 +20,7 @@ from llvmlite import ir
 
 from tensorplay.ir.core import Node, Value
 from . import irutil as u
+from .registry import LOWERINGS
 
 if TYPE_CHECKING:
     from .schedule import Kernel
@@ -94,8 +95,6 @@ class KernelContext:
         if hit is not None:
             return hit
         if v in self.fused:
-            from .lower import LOWERINGS
-
             node = v.node
             out = LOWERINGS[node.prim.name].emit(self, node, idx)
         else:

@@ -52,7 +52,6 @@ from tensorplay.ir.prims.linalg import free_axes
 from . import irutil as u
 from . import jit
 from .context import Index, KernelContext
-from .lower import Lowering, _register
 
 # Every output element must get the same bits whatever the loop trip counts (vmap's chunking relies
 # on it: the batch folds into m). `contract` flags let the backend fuse a multiply-add or not, per
@@ -242,5 +241,3 @@ def emit_dot(ctx: KernelContext, node: Node) -> None:
     else:
         emit_dot_loops(ctx, node)
 
-
-_register("dot_general", Lowering("kernel", emit_dot))

@@ -29,7 +29,16 @@ erf        odd poly on |x|<1, piecewise erfc     1.5      1.5
 pow        exp(y*log|x|); f64: table log in      1 (f64)  1.5
            double-double; C99 special cases
 atan2      octant reduction, odd polynomial      1 (f64)  3
+asinh      log1p(a + a^2/(1 + sqrt(1 + a^2)))    1 (f64)  2
+acosh      log1p(t + sqrt(t(t+2))), t = x - 1;   1 (f64)  2.5
+           log(2x - 1/(x + sqrt(x^2-1))) above 2
+atanh      log1p(2a/(1 - a)) / 2 (fdlibm split)  1 (f64)  2
+cbrt       bit-level guess, Newton steps         1 (f64)  1
+hypot      f64: scaled by 2^k, sqrt(fma)         1 (f64)  1.5
 =========  ====================================  =======  =======
+
+The table is checked against the `@bound` declarations by
+`tests/codegen/test_vecmath.py::test_docstring_table_matches_the_bounds`.
 
 Domains: the IEEE special values (0, -0, inf, nan) give what C99/numpy give.
 sin/cos/tan keep their bound for |x| < 2^50 (~1.1e15); beyond that the
@@ -82,10 +91,28 @@ TWO_OVER_SQRTPI_F32 = (_f32(TWO_OVER_SQRTPI[0]), _f32(TWO_OVER_SQRTPI[0] - _f32(
 PIO2_HL = PIO2[:2]
 LN2_F32_HI16, LN2_F32_LO16 = [_f32(v) for v in _LN2_16]  # k * HI16 is exact in float32 for |k| < 2^8
 SQRT2 = math.sqrt(2.0)
-ULP_BOUNDS = {  # the table above, read by the tests: name -> (float32, float64)
-    "exp": (1.5, 1.5), "expm1": (2, 2), "log": (1, 1), "log1p": (1, 1), "sin": (1.5, 1), "cos": (1.5, 1),
-    "tan": (1, 2.5), "tanh": (2.5, 2.5), "logistic": (2.5, 2.5), "erf": (1.5, 1.5), "pow": (1, 1.5), "atan2": (1, 3),
-}
+ULP_BOUNDS: dict[str, tuple[float, float]] = {}  # name -> (float32, float64), filled by `bound`
+
+
+FUNCTIONS: dict[str, object] = {}  # name -> emitter, filled by `bound`
+
+
+def bound(f32: float, f64: float):
+    """Decorator: state the error bound (ulp, float32 and float64) of the function it decorates.
+
+    A function with a stated bound is the lowering of the float primitive of the same name
+    (`codegen/lowerings/elementwise.py` registers every entry of `FUNCTIONS`, with `Lowering.ulp`
+    set to the bound); `tests/codegen/test_vecmath.py` measures every bound, and checks the table
+    in this module's docstring against them.
+    """
+    def deco(fn):
+        fn.ulp = (f32, f64)
+        ULP_BOUNDS[fn.__name__] = fn.ulp
+        FUNCTIONS[fn.__name__] = fn
+        return fn
+    return deco
+
+
 TRIG_LIMIT = 2.0 ** 50  # sin/cos/tan return nan for |x| >= this (no Payne-Hanek reduction)
 
 
@@ -219,6 +246,7 @@ def _expm1_poly(m: _M, r):
 
 
 # --- exp, expm1 ---------------------------------------------------------------------------------
+@bound(1.5, 1.5)
 def exp(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """e**x."""
     m = _m(b, x)
@@ -230,6 +258,7 @@ def exp(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return m.sel(m.isnan(x), x, res)
 
 
+@bound(2, 2)
 def expm1(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """e**x - 1, accurate near 0."""
     m = _m(b, x)
@@ -300,6 +329,7 @@ def _log_specials(m: _M, x, res):
     return m.sel(m.isnan(x), x, res)
 
 
+@bound(1, 1)
 def log(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Natural logarithm (log(0) = -inf, log(x<0) = nan)."""
     m = _m(b, x)
@@ -310,6 +340,7 @@ def log(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return _log_specials(m, x, res)
 
 
+@bound(1, 1)
 def log1p(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """log(1 + x), accurate near 0."""
     m = _m(b, x)
@@ -326,6 +357,7 @@ def log1p(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 # --- tanh, logistic -----------------------------------------------------------------------------
+@bound(2.5, 2.5)
 def tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Hyperbolic tangent via expm1(2|x|) / (expm1(2|x|) + 2)."""
     m = _m(b, x)
@@ -336,6 +368,7 @@ def tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return m.sel(m.isnan(x), x, res)
 
 
+@bound(2.5, 2.5)
 def logistic(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """1 / (1 + e**-x), computed from e**-|x| so both tails keep their relative accuracy."""
     m = _m(b, x)
@@ -426,22 +459,26 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
     return mo.sel(mo.isnan(x), x, out)
 
 
+@bound(1.5, 1)
 def sin(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Sine."""
     return _trig(b, x, "sin")
 
 
+@bound(1.5, 1)
 def cos(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Cosine."""
     return _trig(b, x, "cos")
 
 
+@bound(1, 2.5)
 def tan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Tangent."""
     return _trig(b, x, "tan")
 
 
 # --- erf ----------------------------------------------------------------------------------------
+@bound(1.5, 1.5)
 def erf(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Error function: odd polynomial below 1, 1 - erfc(|x|) from piecewise polynomials above
     (in the input's own precision: float32 runs 16 lanes per 512-bit vector)."""
@@ -469,6 +506,7 @@ def erf(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 # --- atan2 --------------------------------------------------------------------------------------
+@bound(1, 3)
 def atan2(b: ir.IRBuilder, y: ir.Value, x: ir.Value) -> ir.Value:
     """atan2(y, x) in (-pi, pi], with the C99 special cases (signed zeros, infinities)."""
     t = x.type
@@ -572,6 +610,7 @@ def _exp_dd(m: _M, hi, lo):
     return m.scale(p, m.to_int(kf))
 
 
+@bound(1, 1.5)
 def pow(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     """x**y with C99 semantics (pow(x, 0) = 1, pow(1, y) = 1, negative x needs an integer y, ...)."""
     t = x.type
@@ -610,3 +649,113 @@ def pow(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     res = m.sel(m.cmp("==", yd, 0.0), 1.0, res)
     res = m.sel(m.cmp("==", xd, 1.0), 1.0, res)
     return _narrow(b, res, t)
+
+
+# --- inverse hyperbolic functions (fdlibm's formulas, in double for float32) ---------------------------
+_BIG = 2.0 ** 28  # beyond this, sqrt(x^2 + 1) == x in double: asinh/acosh are log(2x)
+
+
+def _via_f64(b: ir.IRBuilder, x: ir.Value, body) -> ir.Value:
+    """body(m, x) in double precision, rounded once to `x`'s type (float32 results are correctly
+    rounded up to the double result's own error)."""
+    return _narrow(b, body(_M(b, u.F64), _widen(b, x)), x.type)
+
+
+def _log_2x(m: _M, a):
+    return m.add(log(m.b, a), float(_LN2))
+
+
+@bound(1, 2)
+def asinh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Inverse hyperbolic sine: log1p(a + a²/(1 + sqrt(1 + a²))) on a = |x|, sign restored."""
+    def body(m: _M, x):
+        a = m.abs(x)
+        small = m.minnum(a, _BIG)
+        sq = m.mul(small, small)
+        mid = log1p(m.b, m.add(small, m.div(sq, m.add(1.0, m.call1("llvm.sqrt", m.add(1.0, sq))))))
+        res = m.sel(m.cmp(">", a, _BIG), _log_2x(m, a), mid)
+        res = m.sel(m.isnan(x), x, res)
+        return m.copysign(res, x)  # keeps -0
+    return _via_f64(b, x, body)
+
+
+@bound(1, 2.5)
+def acosh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Inverse hyperbolic cosine (nan for x < 1): log1p(t + sqrt(t(t + 2))) with t = x - 1 up to
+    x = 2, log(2x - 1/(x + sqrt(x² - 1))) beyond, log(2x) past 2^28."""
+    def body(m: _M, x):
+        t = m.sub(x, 1.0)
+        near = log1p(m.b, m.add(t, m.call1("llvm.sqrt", m.mul(t, m.add(t, 2.0)))))
+        mid_x = m.clamp(x, 2.0, _BIG)
+        root = m.call1("llvm.sqrt", m.fma(mid_x, mid_x, -1.0))
+        mid = log(m.b, m.sub(m.mul(2.0, mid_x), m.div(1.0, m.add(mid_x, root))))
+        res = m.sel(m.cmp(">", x, 2.0), mid, near)
+        res = m.sel(m.cmp(">", x, _BIG), _log_2x(m, x), res)
+        return m.sel(m.cmp("<", x, 1.0), float("nan"), m.sel(m.isnan(x), x, res))
+    return _via_f64(b, x, body)
+
+
+@bound(1, 2)
+def atanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Inverse hyperbolic tangent: log1p(2a + 2a²/(1 - a)) / 2 for a = |x| < 1/2, log1p(2a/(1 - a)) / 2
+    above; ±inf at ±1, nan beyond."""
+    def body(m: _M, x):
+        a = m.abs(x)
+        one_minus = m.sub(1.0, a)
+        two_a = m.add(a, a)
+        low = log1p(m.b, m.add(two_a, m.div(m.mul(two_a, a), one_minus)))
+        high = log1p(m.b, m.div(two_a, one_minus))
+        res = m.mul(0.5, m.sel(m.cmp("<", a, 0.5), low, high))
+        res = m.sel(m.cmp("==", a, 1.0), float("inf"), res)
+        res = m.sel(m.cmp(">", a, 1.0), float("nan"), res)
+        res = m.sel(m.isnan(x), x, res)
+        return m.copysign(res, x)
+    return _via_f64(b, x, body)
+
+
+# --- roots --------------------------------------------------------------------------------------------
+_CBRT_MAGIC = 0x2A9F7893782DA1CE  # bits(a) / 3 + this: cbrt(a) within 3.3% for normal doubles
+_TINY = 2.0 ** -1000  # below this (subnormals), scale by 2^54 = (2^18)^3 before the bit estimate
+
+
+@bound(1, 1)
+def cbrt(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Real cube root: a bit-level first guess, then Newton steps y -= (y - a/y²)/3 in double
+    (three for float32, four for float64); 0, ±inf and nan are returned as they are."""
+    steps = 4 if x.type == u.F64 else 3
+
+    def body(m: _M, x):
+        a = m.abs(x)
+        tiny = m.cmp("<", a, _TINY)
+        scaled = m.sel(tiny, m.mul(a, 2.0 ** 54), a)
+        bits = m.b.bitcast(scaled, u.I64)
+        y = m.b.bitcast(m.b.add(m.b.udiv(bits, ir.Constant(u.I64, 3)), ir.Constant(u.I64, _CBRT_MAGIC)), u.F64)
+        for _ in range(steps):
+            y = m.sub(y, m.mul(m.sub(y, m.div(scaled, m.mul(y, y))), 1.0 / 3.0))
+        y = m.sel(tiny, m.mul(y, 2.0 ** -18), y)
+        special = m.b.or_(m.b.fcmp_unordered("uno", x, x),
+                          m.b.or_(m.cmp("==", a, 0.0), m.cmp("==", a, float("inf"))))
+        return m.sel(special, x, m.copysign(y, x))
+    return _via_f64(b, x, body)
+
+
+@bound(1, 1.5)
+def hypot(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """sqrt(x² + y²) without spurious overflow or underflow: float32 in double; float64 scaled by a
+    power of two into a safe range, then sqrt(fma(a, a, b·b)). inf wins over nan (C99)."""
+    if x.type == u.F32:
+        m64 = _M(b, u.F64)
+        wx, wy = _widen(b, x), _widen(b, y)
+        res = _narrow(b, m64.call1("llvm.sqrt", m64.fma(wx, wx, m64.mul(wy, wy))), x.type)
+        m = _m(b, x)
+        a, c = m.abs(x), m.abs(y)
+    else:
+        m = _m(b, x)
+        a, c = m.abs(x), m.abs(y)
+        big = m.maxnum(a, c)
+        scale = m.sel(m.cmp(">", big, 2.0 ** 500), 2.0 ** -600,
+                      m.sel(m.cmp("<", big, 2.0 ** -500), 2.0 ** 600, 1.0))
+        sa, sc = m.mul(a, scale), m.mul(c, scale)
+        res = m.div(m.call1("llvm.sqrt", m.fma(sa, sa, m.mul(sc, sc))), scale)
+    res = m.sel(m.b.fcmp_unordered("uno", a, c), float("nan"), res)
+    return m.sel(m.b.or_(m.cmp("==", a, float("inf")), m.cmp("==", c, float("inf"))), float("inf"), res)

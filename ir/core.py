@@ -5,93 +5,20 @@ with a `GraphBuilder`. Every node has exactly one result `Value`.
 """
 from __future__ import annotations
 
-import itertools
-from typing import Any, Iterable, Mapping
+from math import prod
+from typing import Any, Iterable
 
 from . import dtypes
 from .primitive import REGISTRY, get_primitive
+from .printer import print_graph
 from .types import TensorType
+from .values import Node, Value, freeze_attr
 
-_ids = itertools.count()
+__all__ = ["Graph", "GraphBuilder", "Node", "Value", "freeze_attr", "inline", "MAX_BYTES"]
 
-
-class Value:
-    """An SSA value: produced once (by a node, or as a graph input), typed statically."""
-
-    __slots__ = ("type", "node", "id")
-
-    def __init__(self, type: TensorType, node: "Node | None" = None):
-        self.type = type
-        self.node = node
-        self.id = next(_ids)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape
-
-    @property
-    def dtype(self):
-        return self.type.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.type.shape)
-
-    def __repr__(self) -> str:
-        return f"Value#{self.id}:{self.type}"
-
-
-def freeze_attr(v: Any) -> Any:
-    """Attributes are hashable: lists become tuples, recursively.
-
-    An attribute that is already frozen (a scalar, a dtype, a tuple of those or of frozen
-    tuples) is returned as is, without copying: that is the common case, checked first.
-    """
-    cls = v.__class__
-    if cls is tuple:
-        for x in v:
-            c = x.__class__
-            if c is tuple:
-                if freeze_attr(x) is not x:
-                    break
-            elif c is list or isinstance(x, (list, tuple)):
-                break
-        else:
-            return v
-        return tuple(freeze_attr(x) for x in v)
-    if cls is list or isinstance(v, (list, tuple)):
-        return tuple(freeze_attr(x) for x in v)
-    return v
-
-
-class Node:
-    """One primitive application: `out = prim(*inputs, **attrs)`."""
-
-    __slots__ = ("prim", "inputs", "attrs", "out")
-
-    def __init__(self, prim, inputs: tuple[Value, ...], attrs: Mapping[str, Any], out_type: TensorType):
-        self.prim = prim
-        self.inputs = tuple(inputs)
-        self.attrs = dict(attrs)
-        self.out = Value(out_type, self)
-
-    @classmethod
-    def typed(cls, prim, inputs: tuple[Value, ...], attrs: dict[str, Any], out_type: TensorType) -> "Node":
-        """A node whose result type is already known (internal fast path for passes that copy nodes).
-
-        `inputs` must be a tuple and `attrs` a frozen dict the node may keep (no copy is made);
-        no type rule runs, so the caller vouches for `out_type` (the verifier re-derives it).
-        """
-        node = object.__new__(cls)
-        node.prim = prim
-        node.inputs = inputs
-        node.attrs = attrs
-        node.out = Value(out_type, node)
-        return node
-
-    def __repr__(self) -> str:
-        return f"Node({self.prim.name}, {self.inputs}, {self.attrs}) -> {self.out}"
-
+# A tensor may not span more bytes than a signed 64-bit offset can address (numpy's own limit):
+# a larger type is an error when it is built, not an endless loop in compiled code.
+MAX_BYTES = 2 ** 63 - 1
 
 class Graph:
     """A function in SSA form: typed inputs, nodes in topological order, outputs."""
@@ -111,8 +38,6 @@ class Graph:
         return [v.type for v in self.outputs]
 
     def __str__(self) -> str:
-        from .text import print_graph
-
         return print_graph(self)
 
     def __repr__(self) -> str:
@@ -184,6 +109,8 @@ class GraphBuilder:
             if str(e).startswith(prim.name):
                 raise
             raise TypeError(f"{prim.name}: {e}") from None
+        if out_type.shape and prod(out_type.shape) * out_type.dtype.itemsize > MAX_BYTES:
+            _too_big(prim.name, out_type)
         node = Node.typed(prim, inputs, attrs, out_type)  # `inputs` and `attrs` are this call's own
         self.nodes.append(node)
         return node.out
@@ -228,6 +155,12 @@ class GraphBuilder:
 
     def build(self, outputs: Iterable[Value]) -> Graph:
         return Graph(self.inputs, self.nodes, list(outputs), self.name)
+
+
+def _too_big(op: str, t: TensorType):
+    n = prod(t.shape)
+    raise ValueError(f"{op}: result {t} would have {n} elements ({n * t.dtype.itemsize} bytes), more than a "
+                     f"tensor can hold (at most {MAX_BYTES} bytes)")
 
 
 def inline(builder: GraphBuilder, graph: Graph, args: Iterable[Value]) -> list[Value]:

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .core import Graph, Value
+from .printer import print_node, value_names
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx
+
+    from .core import Graph, Value
 
 __all__ = ["to_networkx", "shape_label"]
 
@@ -54,8 +56,6 @@ def to_networkx(graph: Graph, *, outputs: bool = True) -> "networkx.MultiDiGraph
     ('mul', 1)
     """
     import networkx as nx
-
-    from .text import print_node, value_names
 
     names = value_names(graph)
     G = nx.MultiDiGraph(name=graph.name)

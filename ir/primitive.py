@@ -13,6 +13,21 @@ through a second registry.
   batch axis of `values[i]` or ``None``; `ctx` is a builder that also knows
   `axis_size` (and, for random primitives, `randomness`).
 
+Besides its rules, a primitive carries what the rest of the system needs to
+know about it, so that nothing keeps a list of names:
+
+- ``family``: ``elementwise``, ``compare``, ``logical``, ``layout``,
+  ``indexing``, ``constant``, ``reduction``, ``contraction`` or ``random``
+  (drawings, docs, and the family-wide folding and batching helpers);
+- ``roles``: what each operand is: ``data`` (carries the element type),
+  ``pred`` (a boolean mask) or ``index`` (integer positions);
+- ``fold(consts, operands, attrs, out) -> scalar | None``: the value of the
+  node when every operand is a constant fill (``consts``: their Python
+  scalars); used by `simplify`;
+- ``domain``: one `Domain` per operand, where samples for the tests are
+  drawn (inside it the op is smooth, so finite differences work too);
+- ``doc``: one line in our words (``docs/ir.md`` and ``tensorplay-ir list prims``).
+
 Codegen lowerings live in `codegen/` keyed by primitive name.
 """
 from __future__ import annotations
@@ -23,6 +38,31 @@ from typing import Any, Callable
 from .types import TensorType
 
 REGISTRY: dict[str, "Primitive"] = {}
+
+FAMILIES = ("elementwise", "compare", "logical", "layout", "indexing", "constant", "reduction", "contraction",
+            "random")
+ROLES = ("data", "pred", "index")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where test samples of one operand are drawn: floats uniform in [lo, hi), integers in
+    [ceil(lo), floor(hi)]; ``avoid`` keeps floats away from a kink: ``"zero"`` (|x| >= 0.25,
+    integers nonzero) or ``"integers"`` (0.1 away from integers and half-integers).
+
+    >>> Domain(0.1, 4.0)
+    Domain(lo=0.1, hi=4.0, avoid=None)
+    """
+
+    lo: float = -2.0
+    hi: float = 2.0
+    avoid: str | None = None
+
+    def __post_init__(self):
+        if not self.lo < self.hi:
+            raise ValueError(f"Domain: lo={self.lo} must be below hi={self.hi}")
+        if self.avoid not in (None, "zero", "integers"):
+            raise ValueError(f"Domain: avoid must be None, 'zero' or 'integers', got {self.avoid!r}")
 
 
 @dataclass(frozen=True)
@@ -46,7 +86,13 @@ class Primitive:
     def __init__(self, name: str, abstract_eval: Callable[..., TensorType], impl: Callable[..., Any], *,
                  jvp: Callable | None = None, transpose: Callable | None = None, batch: Callable | None = None,
                  differentiable: bool = True, random: bool = False, variadic: bool = False,
-                 num_operands: int | None = None, doc: str = ""):
+                 num_operands: int | None = None, doc: str = "", family: str | None = None,
+                 roles: tuple[str, ...] | None = None, fold: Callable | None = None,
+                 domain: "Domain | tuple[Domain, ...] | None" = None):
+        if family is not None and family not in FAMILIES:
+            raise ValueError(f"primitive {name!r}: family must be one of {FAMILIES}, got {family!r}")
+        if roles is not None and not set(roles) <= set(ROLES):
+            raise ValueError(f"primitive {name!r}: operand roles must be among {ROLES}, got {roles!r}")
         self.name = name
         self.abstract_eval = abstract_eval
         self.impl = impl
@@ -59,6 +105,24 @@ class Primitive:
         self.variadic = variadic
         self.num_operands = num_operands
         self.doc = doc
+        self.family = family
+        self.roles = roles
+        self.fold = fold
+        if isinstance(domain, Domain) and num_operands:
+            domain = (domain,) * num_operands
+        self.domain = domain
+
+    def data_dtype(self, operands):
+        """The element type of the op: that of its first ``data`` operand (`operands` have ``dtype``)."""
+        if self.roles is None:
+            return operands[0].dtype
+        return operands[self.roles.index("data")].dtype
+
+    def role(self, i: int) -> str:
+        """The role of operand `i` (``data`` unless declared otherwise)."""
+        if self.roles is None or i >= len(self.roles):
+            return "data"
+        return self.roles[i]
 
     def def_jvp(self, fn):
         self.jvp = fn
@@ -84,7 +148,7 @@ def register(prim: Primitive) -> Primitive:
 
 
 def get_primitive(name: str) -> Primitive:
-    _ensure_loaded()
+    """The registered primitive `name` (the registry is filled when `tensorplay.ir` is imported)."""
     try:
         return REGISTRY[name]
     except KeyError:
@@ -92,9 +156,5 @@ def get_primitive(name: str) -> Primitive:
 
 
 def all_primitives() -> list[Primitive]:
-    _ensure_loaded()
+    """Every registered primitive, in declaration order."""
     return list(REGISTRY.values())
-
-
-def _ensure_loaded() -> None:
-    from . import prims  # noqa: F401  (declares every primitive on import)

@@ -20,15 +20,9 @@ from .ops._common import get_default_dtype, set_default_dtype, result_type, broa
 from .ops.creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, zeros_like, ones_like,
                            empty_like, full_like, arange, linspace, logspace, eye, rand, randn, rand_like,
                            randn_like, randint, randperm, normal, bernoulli)
-from .ops.elementwise import (sin, cos, tan, exp, log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, neg,
-                              negative, abs, sign, floor, ceil, round, relu, add, sub, subtract, mul, multiply,
-                              div, divide, true_divide, pow, maximum, minimum, atan2, fmod, remainder,
-                              floor_divide, eq, ne, lt, le, gt, ge, less, less_equal, greater, greater_equal,
-                              not_equal, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, logical_not,
-                              logical_and, logical_or, where, clamp, clip, square, reciprocal, isnan, isfinite,
-                              lerp, addcmul, addcdiv, isclose, allclose, equal)
+from .ops import elementwise as _elementwise  # noqa: F401  (its ops are in the op table)
 from .ops.reduction import (sum, prod, mean, max, min, amax, amin, argmax, argmin, logsumexp, var, std, all,
-                            any, norm, cumsum)
+                            any, norm, cumsum, allclose, equal)
 from .ops.linalg import matmul, mm, bmm, mv, dot, inner, outer, ger, tensordot, einsum
 from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, movedim,
                         moveaxis, squeeze, unsqueeze, expand, broadcast_to, broadcast_tensors, cat, concat,
@@ -37,6 +31,9 @@ from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, s
 from .ops.indexing import index_select, take, gather, scatter_add, index_add, one_hot
 from .ops.activation import softmax, log_softmax
 from .compile import compile
+from .ops._table import exports as _table_exports
+
+globals().update(_table_exports())  # the op table's functions: tp.sin, tp.atan2, ... (tensorplay/ops/_table.py)
 
 float = float32  # noqa: A001
 double = float64

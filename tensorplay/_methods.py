@@ -29,6 +29,7 @@ from . import _views
 from ._tensor import Tensor
 from ._trace import bind
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
+from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
 
 
@@ -220,21 +221,8 @@ METHODS = {
     "__eq__": lambda self, other: False if other is None else ew.eq(self, other),
     "__ne__": lambda self, other: True if other is None else ew.ne(self, other), "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
-    # math
-    "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul, "multiply": ew.mul, "div": ew.div,
-    "divide": ew.div, "true_divide": ew.div, "floor_divide": ew.floor_divide, "remainder": ew.remainder,
-    "fmod": ew.fmod, "pow": ew.pow, "maximum": ew.maximum, "minimum": ew.minimum, "atan2": ew.atan2,
-    "neg": ew.neg, "negative": ew.neg, "abs": ew.abs, "sign": ew.sign, "sin": ew.sin, "cos": ew.cos,
-    "tan": ew.tan, "exp": ew.exp, "log": ew.log, "log1p": ew.log1p, "expm1": ew.expm1, "sqrt": ew.sqrt,
-    "rsqrt": ew.rsqrt, "tanh": ew.tanh, "sigmoid": ew.sigmoid, "relu": ew.relu, "erf": ew.erf,
-    "floor": ew.floor, "ceil": ew.ceil, "round": ew.round, "clamp": ew.clamp, "clip": ew.clamp,
-    "square": ew.square, "reciprocal": ew.reciprocal, "isnan": ew.isnan, "isfinite": ew.isfinite,
-    "lerp": ew.lerp, "addcmul": ew.addcmul, "addcdiv": ew.addcdiv, "isclose": ew.isclose,
-    "allclose": ew.allclose, "equal": ew.equal,
-    "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
-    "logical_not": ew.logical_not, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
-    "bitwise_not": ew.bitwise_not, "bitwise_and": ew.bitwise_and, "bitwise_or": ew.bitwise_or,
-    "bitwise_xor": ew.bitwise_xor,
+    # math: the elementwise ops are rows of the op table (added below)
+    "allclose": reduction.allclose, "equal": reduction.equal,
     "where": lambda self, condition, other: ew.where(condition, self, other),
     # reductions
     "sum": reduction.sum, "mean": reduction.mean, "prod": reduction.prod, "max": _max_method,
@@ -277,16 +265,7 @@ METHODS = {
 }
 
 _INPLACE = {
-    "add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div, "pow_": ew.pow, "clamp_": ew.clamp,
-    "clip_": ew.clamp, "neg_": ew.neg, "abs_": ew.abs, "exp_": ew.exp, "log_": ew.log, "sqrt_": ew.sqrt,
-    "sin_": ew.sin, "cos_": ew.cos, "tanh_": ew.tanh, "sigmoid_": ew.sigmoid, "relu_": ew.relu,
-    "floor_": ew.floor, "ceil_": ew.ceil, "round_": ew.round, "fmod_": ew.fmod, "remainder_": ew.remainder,
-    "maximum_": ew.maximum, "minimum_": ew.minimum, "square_": ew.square, "reciprocal_": ew.reciprocal,
-    "lerp_": ew.lerp, "addcmul_": ew.addcmul, "addcdiv_": ew.addcdiv,
-    "tan_": ew.tan, "log1p_": ew.log1p, "expm1_": ew.expm1, "rsqrt_": ew.rsqrt, "erf_": ew.erf, "sign_": ew.sign,
-    "atan2_": ew.atan2, "floor_divide_": ew.floor_divide, "logical_not_": ew.logical_not,
-    "bitwise_and_": ew.bitwise_and, "bitwise_or_": ew.bitwise_or, "bitwise_xor_": ew.bitwise_xor,
-    "bitwise_not_": ew.bitwise_not, "index_add_": indexing.index_add, "scatter_add_": indexing.scatter_add,
+    "index_add_": indexing.index_add, "scatter_add_": indexing.scatter_add,
     "__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul, "__itruediv__": ew.div,
     "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
     "__iand__": ew.bitwise_and, "__ior__": ew.bitwise_or, "__ixor__": ew.bitwise_xor,
@@ -304,6 +283,10 @@ def masked_fill(self, mask, value):
 
 
 METHODS["masked_fill"] = masked_fill
+
+
+METHODS.update(op_table.methods())  # the op table's rows: x.sin(), x.atan2(y), ... (tensorplay/ops/_table.py)
+_INPLACE.update(op_table.inplace_methods())
 
 
 def attach() -> None:

@@ -12,6 +12,8 @@ A `Sample` is one application of a primitive::
   copy). Float inputs are drawn from a generator seeded by the primitive's
   name, inside the op's domain (log/sqrt positive, pow base positive, no
   values near the kinks of abs/floor/round), so finite differences work too.
+  Elementwise primitives declare that domain themselves (`Primitive.domain`);
+  a new elementwise primitive gets samples here without any edit.
 - `attrs` are frozen exactly as `GraphBuilder.emit` would freeze them (tuples,
   `ir.DType` objects), so `prim.impl(*args, **attrs)` and
   `builder.emit(prim, *values, **attrs)` accept them unchanged.
@@ -42,6 +44,7 @@ import numpy as np
 from tensorplay import ir
 from tensorplay.ir import dtypes as dt
 from tensorplay.ir.core import freeze_attr
+from tensorplay.ir.primitive import Domain
 from tensorplay.ir.types import TensorType
 
 
@@ -120,7 +123,6 @@ def _gen(lo=-2.0, hi=2.0, floats=None, ints=None):
 
 
 DEFAULT = _gen()
-NONZERO = _gen(floats=_away_from_zero, ints=_away_from_zero)
 
 # Shapes for the first supported dtype; the other dtypes get EXTRA_SHAPES.
 PRIMARY_SHAPES = [(), (1,), (0,), (2, 3), (2, 0, 3)]
@@ -207,45 +209,72 @@ def _bitwise(logical, op):
     return expected
 
 
-UNARY = {
-    # name: (expected, input generator)
-    "neg": (lambda x: np.asarray(np.zeros_like(x) - x, x.dtype), DEFAULT),
-    "sin": (_f64(np.sin), DEFAULT),
-    "cos": (_f64(np.cos), DEFAULT),
-    "tan": (_f64(lambda x: np.sin(x) / np.cos(x)), _gen(-1.2, 1.2)),
-    "exp": (_f64(lambda x: np.power(math.e, x)), _gen(-3, 3)),
-    "log": (_f64(np.log), _gen(0.1, 4.0)),
-    "log1p": (_f64(np.log1p), _gen(-0.5, 3.0)),
-    "expm1": (_f64(np.expm1), _gen(-2, 2)),
-    "sqrt": (_f64(lambda x: x ** 0.5), _gen(0.1, 4.0)),
-    "rsqrt": (_f64(lambda x: x ** -0.5), _gen(0.1, 4.0)),
-    "tanh": (_f64(lambda x: (np.exp(2 * x) - 1) / (np.exp(2 * x) + 1)), DEFAULT),
-    "logistic": (_f64(lambda x: 1 / (1 + np.exp(-x))), _gen(-4, 4)),
-    "erf": (_f64(_erf_series), _gen(-2, 2)),
-    "abs": (lambda x: np.where(x < 0, -x, x).astype(x.dtype), NONZERO),
-    "sign": (_sign, _gen(floats=_away_from_zero)),
-    "floor": (_f64(np.floor), _gen(floats=_off_integer)),
-    "ceil": (_f64(np.ceil), _gen(floats=_off_integer)),
-    "round": (_f64(np.rint), _gen(floats=_off_integer)),
-    "logical_not": (_logical_not, DEFAULT),
-    "stop_gradient": (lambda x: x.copy(), DEFAULT),
+# Independent references of the elementwise primitives (their input domains are declared on the
+# primitive: `Primitive.domain`). A float primitive without a row is checked against its own impl
+# evaluated in float64 and rounded (`_f64_impl`).
+ORACLES = {
+    "neg": lambda x: np.asarray(np.zeros_like(x) - x, x.dtype),
+    "sin": _f64(np.sin),
+    "cos": _f64(np.cos),
+    "tan": _f64(lambda x: np.sin(x) / np.cos(x)),
+    "exp": _f64(lambda x: np.power(math.e, x)),
+    "log": _f64(np.log),
+    "log1p": _f64(np.log1p),
+    "expm1": _f64(np.expm1),
+    "sqrt": _f64(lambda x: x ** 0.5),
+    "rsqrt": _f64(lambda x: x ** -0.5),
+    "tanh": _f64(lambda x: (np.exp(2 * x) - 1) / (np.exp(2 * x) + 1)),
+    "logistic": _f64(lambda x: 1 / (1 + np.exp(-x))),
+    "erf": _f64(_erf_series),
+    "asinh": _f64(lambda x: np.sign(x) * np.log(np.abs(x) + np.sqrt(x * x + 1))),
+    "acosh": _f64(lambda x: np.log(x + np.sqrt(x * x - 1))),
+    "atanh": _f64(lambda x: 0.5 * np.log((1 + x) / (1 - x))),
+    "cbrt": _f64(lambda x: np.sign(x) * np.abs(x) ** (1 / 3)),
+    "abs": lambda x: np.where(x < 0, -x, x).astype(x.dtype),
+    "sign": _sign,
+    "floor": _f64(np.floor),
+    "ceil": _f64(np.ceil),
+    "round": _f64(np.rint),
+    "logical_not": _logical_not,
+    "stop_gradient": lambda x: x.copy(),
+    "add": lambda x, y: np.asarray(x + y, x.dtype),
+    "sub": lambda x, y: np.asarray(x - y, x.dtype),
+    "mul": lambda x, y: np.asarray(x * y, x.dtype),
+    "div": _trunc_div,
+    "pow": _f64(lambda x, y: np.exp(y * np.log(x))),
+    "max": lambda x, y: np.where(x >= y, x, y),
+    "min": lambda x, y: np.where(x <= y, x, y),
+    "atan2": _f64(lambda y, x: np.angle(x + 1j * y)),
+    "hypot": _f64(lambda x, y: np.sqrt(x * x + y * y)),
+    "rem": _fmod,
+    "and": _bitwise(np.logical_and, lambda x, y: x & y),
+    "or": _bitwise(np.logical_or, lambda x, y: x | y),
+    "xor": _bitwise(np.logical_xor, lambda x, y: x ^ y),
 }
 
-BINARY = {
-    # name: (expected, [generator per operand])
-    "add": (lambda x, y: np.asarray(x + y, x.dtype), DEFAULT),
-    "sub": (lambda x, y: np.asarray(x - y, x.dtype), DEFAULT),
-    "mul": (lambda x, y: np.asarray(x * y, x.dtype), DEFAULT),
-    "div": (_trunc_div, [_gen(-6, 6), NONZERO]),
-    "pow": (_f64(lambda x, y: np.exp(y * np.log(x))), [_gen(0.5, 2.0), _gen(-2, 2)]),
-    "max": (lambda x, y: np.where(x >= y, x, y), DEFAULT),
-    "min": (lambda x, y: np.where(x <= y, x, y), DEFAULT),
-    "atan2": (_f64(lambda y, x: np.angle(x + 1j * y)), NONZERO),
-    "rem": (_fmod, [_gen(-6, 6), NONZERO]),
-    "and": (_bitwise(np.logical_and, lambda x, y: x & y), DEFAULT),
-    "or": (_bitwise(np.logical_or, lambda x, y: x | y), DEFAULT),
-    "xor": (_bitwise(np.logical_xor, lambda x, y: x ^ y), DEFAULT),
-}
+
+def _f64_impl(name: str):
+    """The primitive's own impl in float64, rounded to the operand dtype (float32 vs float64 paths)."""
+    impl = ir.REGISTRY[name].impl
+    return _f64(impl)
+
+
+def domain_generator(domain: Domain):
+    """The input generator of one operand's `Domain` (see `ir.primitive.Domain`)."""
+    if domain.avoid == "zero":
+        hi = max(abs(domain.lo), abs(domain.hi))
+        return _gen(floats=lambda rng, shape, dtype: _away_from_zero(rng, shape, dtype, 0.25, hi),
+                    ints=_away_from_zero)
+    if domain.avoid == "integers":
+        return _gen(domain.lo, domain.hi, floats=_off_integer)
+    return _gen(domain.lo, domain.hi)
+
+
+def _is_plain_elementwise(prim) -> bool:
+    """Unary/binary ops whose operands are all data of one shape (comparisons have their own builder)."""
+    return prim.family in ("elementwise", "logical") and prim.roles is None and not prim.variadic \
+        and prim.num_operands in (1, 2) and prim.name != "convert_element_type"
+
 
 COMPARE = {
     "eq": lambda x, y: np.array([a == b for a, b in zip(x.flat, y.flat)], bool).reshape(x.shape),
@@ -803,22 +832,22 @@ def _random_samples(name: str) -> list[Sample]:
 # The registry-driven index
 # ---------------------------------------------------------------------------------------------
 def _builder(name: str) -> Callable[[], list[Sample]] | None:
-    if name in UNARY:
-        fn, gen = UNARY[name]
-        return lambda: _elementwise(name, 1, fn, gen)
-    if name in BINARY:
-        fn, gens = BINARY[name]
-        return lambda: _elementwise(name, 2, fn, gens)
-    if name in COMPARE:
+    prim = ir.REGISTRY[name]
+    if _is_plain_elementwise(prim):
+        if prim.domain is None:
+            return None  # no samples: tests/ir/test_prim_impls.py names the primitive
+        expected = ORACLES.get(name) or _f64_impl(name)
+        return lambda: _elementwise(name, prim.num_operands, expected,
+                                    [domain_generator(d) for d in prim.domain])
+    if prim.family == "compare":
         return lambda: _compare_samples(name)
     if name in REDUCE:
         return lambda: _reduce_samples(name)
     if name in ("argmax", "argmin"):
         return lambda: _arg_samples(name)
-    if name in ("random_uniform", "random_normal"):
+    if prim.family == "random":
         return lambda: _random_samples(name)
-    if name in ("broadcast_in_dim", "reshape", "transpose", "slice", "pad", "concatenate", "rev", "take",
-                "index_add", "iota", "full"):
+    if prim.family in ("layout", "indexing", "constant"):
         return lambda: _layout_samples(name)
     return {"select": _select_samples, "convert_element_type": _convert_samples,
             "dot_general": _dot_samples}.get(name)

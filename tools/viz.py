@@ -43,13 +43,6 @@ FAMILY_COLOURS = {
     "reduction": "#f4cccc", "contraction": "#d9d2e9", "random": "#ead1dc", "constant": "#e6e6e6",
     "other": "#d9ead3",
 }
-_COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-_LOGICAL = {"and", "or", "xor", "logical_not"}
-_CONSTANT = {"full", "iota"}
-_INDEXING = {"take", "index_add", "gather", "scatter_add"}
-_MODULE_FAMILY = {"elementwise": "elementwise", "shape": "layout", "reduce": "reduction", "linalg": "contraction",
-                  "random": "random"}
-
 DEAD = "(not computed)"  # legend entry for nodes in no kernel: dead code the backend eliminates
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace"
 CHAR_W = 7.3   # width of one character at 12px in the monospace stack above
@@ -61,22 +54,14 @@ _uids = itertools.count()
 # What colour is a node?
 # ----------------------------------------------------------------------------------------------
 def op_family(prim_name: str) -> str:
-    """The family of primitive `prim_name`, for colouring: ``elementwise``, ``layout``, ``reduction``, ..."""
-    if prim_name in _COMPARE:
-        return "compare"
-    if prim_name in _LOGICAL:
-        return "logical"
-    if prim_name in _CONSTANT:
-        return "constant"
-    if prim_name in _INDEXING:
-        return "indexing"
+    """The family of primitive `prim_name`, for colouring: ``elementwise``, ``layout``, ``reduction``, ...
+
+    Each primitive declares its family (`Primitive.family`); unknown names are ``other``.
+    """
     from tensorplay.ir.primitive import REGISTRY
 
     prim = REGISTRY.get(prim_name)
-    if prim is None:
-        return "other"
-    module = getattr(prim.impl, "__module__", "") or ""
-    return _MODULE_FAMILY.get(module.rsplit(".", 1)[-1], "other")
+    return "other" if prim is None or prim.family is None else prim.family
 
 
 def _kernel_entries(kernels: Any) -> Iterable[tuple[str, list]]:

@@ -12,9 +12,9 @@ runs::
 
 `ctx` is a `BatchBuilder`: a `GraphBuilder` that also knows `axis_size` and
 `randomness`. Rules move the batch axis only when they must. The family
-helpers at the end of this module (`vectorized`, `reducer`, `arg_reducer`,
-`random_draw`) give most primitives a one-line rule; the rest are written next
-to their primitive, in the "batching rules" section of `ir/prims/*.py`.
+helpers in `ir.rules` (re-exported here: `vectorized`, `reducer`,
+`arg_reducer`, `random_draw`, ...) give most primitives a one-line rule; the
+rest are written next to their primitive in `ir/prims/*.py`.
 
 >>> from tensorplay.ir import GraphBuilder, TensorType, float32
 >>> b = GraphBuilder()
@@ -31,22 +31,19 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .. import dtypes as dt
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import Primitive
+from ..rules import (BatchDim, BatchingError, arg_reducer, batched_shape, common_bdim, constant,  # noqa: F401
+                     int64_indices, materialize, move_axis, move_bdim, permute, random_draw, reducer, shift_axis,
+                     vectorized)
 from ..types import TensorType
 
-BatchDim = int | None
 RANDOMNESS = ("error", "different", "same")
 
 __all__ = ["BatchBuilder", "BatchingError", "batch_graph", "batch_inline", "batched_outputs", "batched_shape",
            "shift_axis", "move_axis", "move_bdim", "permute", "materialize", "common_bdim",
            "int64_indices", "vectorized", "constant", "reducer", "arg_reducer",
            "random_draw", "RANDOMNESS"]
-
-
-class BatchingError(ValueError):
-    """A graph that cannot be batched as asked (bad in/out dims, randomness, a rule's misuse)."""
 
 
 class BatchBuilder(GraphBuilder):
@@ -63,14 +60,6 @@ class BatchBuilder(GraphBuilder):
 
 
 # --- the pass ------------------------------------------------------------------------------------
-def batched_shape(shape: Sequence[int], dim: BatchDim, size: int) -> tuple[int, ...]:
-    """`shape` with a batch axis of `size` inserted at `dim` (unchanged when `dim` is None)."""
-    shape = tuple(shape)
-    if dim is None:
-        return shape
-    return shape[:dim] + (size,) + shape[dim:]
-
-
 def _normalize_dim(dim: BatchDim, ndim: int, what: str) -> BatchDim:
     """A batch dim for a per-sample rank `ndim` (negative dims count from the end of the batched rank)."""
     if dim is None:
@@ -166,112 +155,3 @@ def batched_outputs(graph: Graph, batched_inputs: Sequence[bool]) -> list[bool]:
     return [v in batched for v in graph.outputs]
 
 
-# --- helpers for rules ---------------------------------------------------------------------------
-def shift_axis(axis: int, bdim: BatchDim) -> int:
-    """The axis of a batched value (batch axis at `bdim`) that holds per-sample axis `axis`."""
-    return axis if bdim is None or axis < bdim else axis + 1
-
-
-def move_axis(ctx: GraphBuilder, x: Value, src: int, dst: int) -> Value:
-    """`x` with axis `src` moved to position `dst` (no node when src == dst)."""
-    if src == dst:
-        return x
-    perm = list(range(x.ndim))
-    perm.pop(src)
-    perm.insert(dst, src)
-    return permute(ctx, x, perm)
-
-
-def permute(ctx: GraphBuilder, x: Value, perm: Sequence[int]) -> Value:
-    """`x` transposed by `perm` (no node for the identity permutation)."""
-    perm = tuple(perm)
-    if perm == tuple(range(x.ndim)):
-        return x
-    return ctx.transpose(x, permutation=perm)
-
-
-def move_bdim(ctx: BatchBuilder, x: Value, dim: int, dst: int) -> Value:
-    """Batched `x` with its batch axis moved from `dim` to `dst`."""
-    return move_axis(ctx, x, dim, dst)
-
-
-def materialize(ctx: BatchBuilder, x: Value, dim: BatchDim, dst: int) -> Value:
-    """`x` with its batch axis at `dst`; an unbatched `x` is broadcast along a new batch axis there."""
-    if dim is not None:
-        return move_axis(ctx, x, dim, dst)
-    shape = batched_shape(x.shape, dst, ctx.axis_size)
-    return ctx.broadcast_in_dim(x, shape=shape, broadcast_dimensions=tuple(i for i in range(len(shape)) if i != dst))
-
-
-def common_bdim(ctx: BatchBuilder, values: Sequence[Value], dims: Sequence[BatchDim]) -> tuple[list[Value], int]:
-    """Operands of equal per-sample rank with their batch axes at one position (the first batched
-    operand's): others are moved only if theirs differs, unbatched ones broadcast there."""
-    target = next(d for d in dims if d is not None)
-    return [materialize(ctx, v, d, target) if d != target else v for v, d in zip(values, dims)], target
-
-
-# --- family rules --------------------------------------------------------------------------------
-def vectorized(prim: Primitive) -> Callable:
-    """The rule of an elementwise primitive on operands of equal shape (unary, binary, select, casts)."""
-    def rule(ctx: BatchBuilder, values, dims, **attrs):
-        vals, d = common_bdim(ctx, values, dims)
-        return ctx.emit(prim, *vals, **attrs), d
-    return rule
-
-
-def constant(prim: Primitive) -> Callable:
-    """The rule of an operand-free primitive (iota, full): its result is the same for every sample.
-
-    The pass never needs it (a node without batched operands is copied as is); it exists so that
-    every primitive answers the batching question."""
-    def rule(ctx: BatchBuilder, values, dims, **attrs):
-        return ctx.emit(prim, *values, **attrs), None
-    return rule
-
-
-def reducer(prim: Primitive) -> Callable:
-    """The rule of a reduction over `axes`: shift the axes past the batch axis."""
-    def rule(ctx: BatchBuilder, values, dims, *, axes, **attrs):
-        (x,), (d,) = values, dims
-        axes = tuple(shift_axis(a, d) for a in axes)
-        out = ctx.emit(prim, x, axes=axes, **attrs)
-        return out, d - sum(a < d for a in axes)
-    return rule
-
-
-def arg_reducer(prim: Primitive) -> Callable:
-    """The rule of an index-of-extremum reduction over one `axis`."""
-    def rule(ctx: BatchBuilder, values, dims, *, axis, **attrs):
-        (x,), (d,) = values, dims
-        axis = shift_axis(axis, d)
-        return ctx.emit(prim, x, axis=axis, **attrs), d - (axis < d)
-    return rule
-
-
-def random_draw(prim: Primitive) -> Callable:
-    """The rule of a counter-based draw from a key of shape (*K, 2).
-
-    A batched key is a batch of keys, so the draw is batched for free. An
-    unbatched key follows `ctx.randomness`: 'same' draws once for all samples,
-    'error' refuses, and 'different' needs the caller to pass batched keys
-    (`tensorplay.func.vmap` splits each key into one per sample).
-    """
-    def rule(ctx: BatchBuilder, values, dims, **attrs):
-        (key,), (d,) = values, dims
-        if d is None:
-            if ctx.randomness == "same":
-                return ctx.emit(prim, key, **attrs), None
-            if ctx.randomness == "error":
-                raise BatchingError(f"vmap: random operation {prim.name} under vmap with randomness='error'; "
-                                    f"use randomness='different' or 'same', or draw outside vmap")
-            raise BatchingError(f"vmap: {prim.name} under randomness='different' needs a batched key "
-                                f"(one key per sample), got an unbatched key of shape {key.shape}")
-        if d == key.ndim - 1:  # the batch axis sits after the (seed, counter) axis: put it first
-            key, d = move_bdim(ctx, key, d, 0), 0
-        return ctx.emit(prim, key, **attrs), d
-    return rule
-
-
-def int64_indices(ctx: BatchBuilder, idx: Value) -> Value:
-    """Integer indices widened to int64 (flattened batch offsets may not fit in int32)."""
-    return idx if idx.dtype is dt.int64 else ctx.convert_element_type(idx, dtype=dt.int64)

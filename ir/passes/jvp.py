@@ -20,8 +20,8 @@ A JVP rule has the frozen signature (see `ir/primitive.py`)::
 
     jvp(ctx, primals, tangents, **attrs) -> (primal_out, tangent_out | None)
 
-where `ctx` is the `GraphBuilder` of the new graph. The family helpers below
-turn the common cases into one line per primitive:
+where `ctx` is the `GraphBuilder` of the new graph. The family helpers (in
+`ir.rules`, re-exported here) turn the common cases into one line per primitive:
 
 - `defjvp_unary(prim, row)`: ``row(ctx, t, x, y) -> tangent`` with ``y = prim(x)``;
 - `defjvp_binary(prim, dx, dy)`: one contribution per operand tangent, summed;
@@ -36,128 +36,10 @@ from typing import Callable, Sequence
 
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import Primitive
+from ..rules import add_tangents, defjvp_binary, defjvp_linear, defjvp_unary, defjvp_zero, instantiate, scalar_like
 
 __all__ = ["JVPGraph", "jvp", "defjvp_unary", "defjvp_binary", "defjvp_linear", "defjvp_zero", "add_tangents",
            "instantiate", "scalar_like"]
-
-
-# --- helpers for rules ---------------------------------------------------------------------------
-def scalar_like(ctx: GraphBuilder, like: Value, value: float) -> Value:
-    """A `full` node of `like`'s shape and dtype holding `value` (converted to the dtype's kind).
-
-    >>> from tensorplay.ir import GraphBuilder, TensorType, int32
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), int32))
-    >>> scalar_like(b, x, 2.0).node.attrs
-    {'shape': (2,), 'dtype': tensorplay.int32, 'value': 2}
-    """
-    dtype = like.dtype
-    py = bool(value) if dtype.is_bool else int(value) if dtype.is_integer else float(value)
-    return ctx.const(py, like.shape, dtype)
-
-
-def instantiate(ctx: GraphBuilder, tangent: Value | None, like: Value) -> Value:
-    """`tangent`, or explicit zeros of `like`'s type when it is a symbolic zero.
-
-    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
-    >>> instantiate(b, None, x).node.prim.name, instantiate(b, x, x) is x
-    ('full', True)
-    """
-    return ctx.zeros_like(like) if tangent is None else tangent
-
-
-def add_tangents(ctx: GraphBuilder, a: Value | None, b: Value | None) -> Value | None:
-    """The sum of two tangents, either of which may be a symbolic zero.
-
-    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
-    >>> b = GraphBuilder(); t = b.add_input(TensorType((2,), float32))
-    >>> add_tangents(b, None, t) is t, add_tangents(b, None, None), add_tangents(b, t, t).node.prim.name
-    (True, None, 'add')
-    """
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return ctx.add(a, b)
-
-
-UnaryRow = Callable[[GraphBuilder, Value, Value, Value], Value]
-BinaryRow = Callable[[GraphBuilder, Value, Value, Value, Value], Value]
-
-
-def defjvp_unary(prim: Primitive, row: UnaryRow) -> None:
-    """Give `prim` the JVP ``row(ctx, t, x, y)``: the tangent of ``y = prim(x)`` along ``t``.
-
-    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
-    >>> square = Primitive("square", lambda x: x, lambda x: x * x)  # a throwaway, unregistered primitive
-    >>> defjvp_unary(square, lambda b, t, x, y: b.mul(t, b.mul(x, scalar_like(b, x, 2))))  # t·2x
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
-    >>> [n.prim.name for n in jvp(b.build([b.emit(square, x)]), [True]).graph.nodes]
-    ['square', 'full', 'mul', 'mul']
-    """
-    def rule(ctx, primals, tangents, **attrs):
-        (x,), (t,) = primals, tangents
-        y = ctx.emit(prim, x, **attrs)
-        return y, None if t is None else row(ctx, t, x, y)
-    prim.def_jvp(rule)
-
-
-def defjvp_binary(prim: Primitive, dx: BinaryRow | None, dy: BinaryRow | None) -> None:
-    """Give `prim` the JVP ``dx(ctx, tx, x, y, out) + dy(ctx, ty, x, y, out)``, each linear in its tangent.
-
-    Only the contributions of non-zero tangents are emitted:
-
-    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
-    >>> times = Primitive("times", lambda x, y: x, lambda x, y: x * y)  # unregistered, for the example
-    >>> defjvp_binary(times, lambda b, t, x, y, o: b.mul(t, y), lambda b, t, x, y, o: b.mul(x, t))
-    >>> b = GraphBuilder(); x, y = (b.add_input(TensorType((), float32)) for _ in range(2))
-    >>> [n.prim.name for n in jvp(b.build([b.emit(times, x, y)]), [True, False]).graph.nodes]
-    ['times', 'mul']
-    """
-    def rule(ctx, primals, tangents, **attrs):
-        (x, y), (tx, ty) = primals, tangents
-        out = ctx.emit(prim, x, y, **attrs)
-        t = None
-        if tx is not None and dx is not None:
-            t = dx(ctx, tx, x, y, out)
-        if ty is not None and dy is not None:
-            t = add_tangents(ctx, t, dy(ctx, ty, x, y, out))
-        return out, t
-    prim.def_jvp(rule)
-
-
-def defjvp_linear(prim: Primitive) -> None:
-    """`prim` is linear in all of its operands: its tangent is `prim` applied to the tangents.
-
-    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
-    >>> double = Primitive("double", lambda x: x, lambda x: 2 * x)  # unregistered, for the example
-    >>> defjvp_linear(double)
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
-    >>> [n.prim.name for n in jvp(b.build([b.emit(double, x)]), [True]).graph.nodes]
-    ['double', 'double']
-    """
-    def rule(ctx, primals, tangents, **attrs):
-        out = ctx.emit(prim, *primals, **attrs)
-        if all(t is None for t in tangents):
-            return out, None
-        ts = [instantiate(ctx, t, x) for t, x in zip(tangents, primals)]
-        return out, ctx.emit(prim, *ts, **attrs)
-    prim.def_jvp(rule)
-
-
-def defjvp_zero(prim: Primitive) -> None:
-    """`prim` is piecewise constant: its derivative is zero wherever it exists.
-
-    >>> from tensorplay.ir import GraphBuilder, Primitive, TensorType, float32
-    >>> step = Primitive("step", lambda x: x, lambda x: (x > 0) * 1.0)  # unregistered, for the example
-    >>> defjvp_zero(step)
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
-    >>> jvp(b.build([b.emit(step, x)]), [True]).zero_outputs
-    [True]
-    """
-    def rule(ctx, primals, tangents, **attrs):
-        return ctx.emit(prim, *primals, **attrs), None
-    prim.def_jvp(rule)
 
 
 # --- the pass ------------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ import numpy as np
 
 from ..core import Graph, GraphBuilder, Node, Value, _attr_key, freeze_attr
 from ..primitive import Primitive, get_primitive
-from ..prims import elementwise
 from ..prims.linalg import free_axes
 from ..types import TensorType
 
@@ -259,36 +258,17 @@ RULES: dict[str, list[Rule]] = {
 
 
 # --- constant folding ----------------------------------------------------------------------------
-_ELEMENTWISE = frozenset(p.name for p in vars(elementwise).values() if isinstance(p, Primitive))
-_SAME_VALUE_LAYOUT = {"broadcast_in_dim", "reshape", "transpose", "rev", "slice", "reduce_max", "reduce_min",
-                      "stop_gradient"}
-
-
 def _fold(prim: Primitive, inputs: tuple[Value, ...], consts: list, attrs: dict, out: TensorType):
-    """The fill value of `prim` applied to `full` constants (`consts`: their values), or None."""
+    """The fill value of `prim` applied to `full` constants (`consts`: their values), or None.
+
+    Each primitive says how it folds (`Primitive.fold`; None: it does not)."""
+    if prim.fold is None:
+        return None
     try:
-        return _fold_unchecked(prim, inputs, consts, attrs, out)
+        value = prim.fold(consts, inputs, attrs, out)
+        return None if value is None else _scalar(value, out.dtype)
     except (OverflowError, ValueError):  # e.g. an integer result out of range: leave the node alone
         return None
-
-
-def _fold_unchecked(prim: Primitive, inputs: tuple[Value, ...], consts: list, attrs: dict, out: TensorType):
-    name, first = prim.name, consts[0]
-    if name in _ELEMENTWISE:
-        args = [np.asarray(c, dtype=v.dtype.np) for c, v in zip(consts, inputs)]
-        with np.errstate(all="ignore"):
-            return _scalar(prim.impl(*args, **attrs), out.dtype)
-    if name in _SAME_VALUE_LAYOUT:
-        return first
-    if name == "pad" and _scalar(attrs["value"], out.dtype) == first:
-        return first
-    if name == "concatenate" and len(set(consts)) == 1:
-        return first
-    if name in ("reduce_sum", "reduce_prod"):
-        n = prod(inputs[0].shape[a] for a in attrs["axes"])
-        with np.errstate(all="ignore"):
-            return _scalar(first * n if name == "reduce_sum" else first ** n, out.dtype)
-    return None
 
 
 class _Simplifier:

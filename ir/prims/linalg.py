@@ -10,15 +10,11 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..primitive import Primitive, register
+from ..rules import add_tangents, free_axes, is_undefined, shift_axis
 from ..types import TensorType
 from ._util import check_axes, check_dtypes, fail
 
 NUMERIC = (dt.int32, dt.int64, dt.float32, dt.float64)
-
-
-def free_axes(ndim: int, *used) -> tuple[int, ...]:
-    taken = {a for group in used for a in group}
-    return tuple(a for a in range(ndim) if a not in taken)
 
 
 def _dot_type(lhs: TensorType, rhs: TensorType, *, contract, batch) -> TensorType:
@@ -52,11 +48,11 @@ def _dot_impl(lhs, rhs, *, contract, batch):
     return np.matmul(l2, r2).reshape(bshape + mshape + nshape)
 
 
-dot_general = register(Primitive("dot_general", _dot_type, _dot_impl, num_operands=2))
+dot_general = register(Primitive("dot_general", _dot_type, _dot_impl, num_operands=2, family="contraction",
+                                 doc="batched contraction; result dims are (batch, lhs free, rhs free)"))
 
 
 # === batching rules =============================================================================
-from ..passes.batching import shift_axis  # noqa: E402
 
 
 @dot_general.def_batch
@@ -78,8 +74,6 @@ def _dot_general_batch(ctx, values, dims, *, contract, batch):
 # === differentiation rules ======================================================================
 # dot_general is bilinear: d(x·y) = dx·y + x·dy; its transposes contract the cotangent with the
 # other operand and permute the result back into the operand's layout (as in JAX's lax.dot_general).
-from ..passes.jvp import add_tangents  # noqa: E402
-from ..passes.transpose import is_undefined  # noqa: E402
 
 
 @dot_general.def_jvp

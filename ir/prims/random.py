@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..primitive import Primitive, register
+from ..rules import random_draw
 from ..types import TensorType
 from ._util import check_dtypes, fail
 
@@ -96,7 +97,7 @@ def uniform_from_bits(w0, w1, dtype: dt.DType) -> np.ndarray:
 # in float64, rounded once to the result dtype.
 #
 # -log u1: u1 = m 2^k exactly, m in [sqrt(1/2), sqrt(2)) (musl's bit split), then fdlibm's e_log.c:
-# s = f/(2+f) with f = m - 1, log(m) = 2 atanh(s) = f - hfsq + s (hfsq + R(s^2)), k ln2 in two parts.
+# s = f/(2+f) with f = m - 1, log(m) = log((1+s)/(1-s)) = f - hfsq + s (hfsq + R(s^2)), k ln2 in two parts.
 LOG_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
           2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
           1.479819860511658591e-01)  # fdlibm Lg1..Lg7
@@ -227,22 +228,19 @@ def _random_type(name):
     return rule
 
 
-def random_primitive(name: str, from_bits) -> Primitive:
-    """Declare a random primitive drawing `from_bits(w0, w1, dtype)` per element."""
+def random_primitive(name: str, from_bits, doc: str) -> Primitive:
+    """Declare a random primitive drawing `from_bits(w0, w1, dtype)` per element (batched by
+    `rules.random_draw`: a batched key is a batch of keys)."""
     def impl(key, *, shape, dtype):
         return draw(key, tuple(shape), dtype, from_bits)
-    return register(Primitive(name, _random_type(name), impl, num_operands=1, differentiable=False, random=True))
+    prim = register(Primitive(name, _random_type(name), impl, num_operands=1, differentiable=False, random=True,
+                              family="random", roles=("index",), doc=doc))
+    prim.def_batch(random_draw(prim))
+    return prim
 
 
-random_uniform = random_primitive("random_uniform", uniform_from_bits)
-random_normal = random_primitive("random_normal", normal_from_bits)
-
-
-# === batching rules =============================================================================
-from ..passes.batching import random_draw  # noqa: E402
-
-random_uniform.def_batch(random_draw(random_uniform))  # a batched key is a batch of keys
-random_normal.def_batch(random_draw(random_normal))
+random_uniform = random_primitive("random_uniform", uniform_from_bits, "uniform [0, 1) draws from a Philox key")
+random_normal = random_primitive("random_normal", normal_from_bits, "standard normal draws from a Philox key")
 
 
 # === differentiation rules ======================================================================

@@ -2,10 +2,13 @@
 arg-reductions over one axis."""
 from __future__ import annotations
 
+from math import prod as _size
+
 import numpy as np
 
 from .. import dtypes as dt
 from ..primitive import Primitive, register
+from ..rules import arg_reducer as _arg_rule, defjvp_linear, fold_same_value, reducer as _reduce_rule
 from ..types import TensorType
 from ._util import check_axes, check_dtypes, fail
 
@@ -22,17 +25,33 @@ def _reduce_type(name, allowed, needs_elements):
     return rule
 
 
-def reducer(name: str, np_fn, allowed=NUMERIC, needs_elements=False, **rules) -> Primitive:
-    """Declare a reduction `name` computed by numpy's `np_fn(x, axis=...)`."""
+def reducer(name: str, np_fn, allowed=NUMERIC, needs_elements=False, *, fold, doc: str) -> Primitive:
+    """Declare a reduction `name` computed by numpy's `np_fn(x, axis=...)`, batched by `rules.reducer`."""
     def impl(x, *, axes):
         return np.asarray(np_fn(x, axis=tuple(axes))).astype(x.dtype, copy=False)
-    return register(Primitive(name, _reduce_type(name, allowed, needs_elements), impl, num_operands=1, **rules))
+    prim = register(Primitive(name, _reduce_type(name, allowed, needs_elements), impl, num_operands=1,
+                              family="reduction", fold=fold, doc=doc))
+    prim.def_batch(_reduce_rule(prim))  # axes shift past the batch axis
+    return prim
 
 
-reduce_sum = reducer("reduce_sum", np.sum)
-reduce_prod = reducer("reduce_prod", np.prod)
-reduce_max = reducer("reduce_max", np.max, dt.ALL, needs_elements=True)
-reduce_min = reducer("reduce_min", np.min, dt.ALL, needs_elements=True)
+def _fold_repeated(combine):
+    """Fold a reduction of a constant fill: `combine(value, n)` for the n reduced elements."""
+    def fold(consts, operands, attrs, out):
+        n = _size(operands[0].shape[a] for a in attrs["axes"])
+        with np.errstate(all="ignore"):
+            return combine(consts[0], n)
+    return fold
+
+
+reduce_sum = reducer("reduce_sum", np.sum, fold=_fold_repeated(lambda v, n: v * n),
+                     doc="sum over `axes` (removed from the shape)")
+reduce_prod = reducer("reduce_prod", np.prod, fold=_fold_repeated(lambda v, n: v ** n),
+                      doc="product over `axes` (removed from the shape)")
+reduce_max = reducer("reduce_max", np.max, dt.ALL, needs_elements=True, fold=fold_same_value,
+                     doc="maximum over `axes` (removed from the shape)")
+reduce_min = reducer("reduce_min", np.min, dt.ALL, needs_elements=True, fold=fold_same_value,
+                     doc="minimum over `axes` (removed from the shape)")
 
 
 def _arg_type(name):
@@ -46,33 +65,23 @@ def _arg_type(name):
     return rule
 
 
-def arg_reducer(name: str, np_fn) -> Primitive:
+def arg_reducer(name: str, np_fn, doc: str) -> Primitive:
     """Declare an index-of-extremum reduction over one axis (first occurrence wins)."""
     def impl(x, *, axis, index_dtype):
         return np.asarray(np_fn(x, axis=axis)).astype(index_dtype.np)
-    return register(Primitive(name, _arg_type(name), impl, num_operands=1, differentiable=False))
+    prim = register(Primitive(name, _arg_type(name), impl, num_operands=1, differentiable=False, family="reduction",
+                              doc=doc))
+    prim.def_batch(_arg_rule(prim))
+    return prim
 
 
-argmax = arg_reducer("argmax", np.argmax)
-argmin = arg_reducer("argmin", np.argmin)
-
-
-# === batching rules =============================================================================
-from ..passes.batching import arg_reducer as _arg_rule, reducer as _reduce_rule  # noqa: E402
-
-for _prim in (reduce_sum, reduce_prod, reduce_max, reduce_min):
-    _prim.def_batch(_reduce_rule(_prim))  # axes shift past the batch axis
-for _prim in (argmax, argmin):
-    _prim.def_batch(_arg_rule(_prim))
+argmax = arg_reducer("argmax", np.argmax, "index of the largest element along `axis` (first one wins)")
+argmin = arg_reducer("argmin", np.argmin, "index of the smallest element along `axis` (first one wins)")
 
 
 # === differentiation rules ======================================================================
 # reduce_sum is linear (transpose: broadcast back); max/min pass the tangent of the extremal
 # elements (averaged over ties); prod uses exact products of the other elements (zeros are fine).
-from math import prod as _size  # noqa: E402
-
-from ..passes.jvp import defjvp_linear  # noqa: E402
-
 defjvp_linear(reduce_sum)
 
 

@@ -9,6 +9,8 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..primitive import Primitive, register
+from ..rules import (common_bdim, constant, defjvp_linear, fold_same_value, instantiate, int64_indices,
+                     is_undefined, materialize, move_bdim, permute, shift_axis)
 from ..types import TensorType
 from ._util import check_axes, check_dtypes, fail
 
@@ -43,7 +45,9 @@ def _broadcast_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
-broadcast_in_dim = register(Primitive("broadcast_in_dim", _broadcast_type, _broadcast_impl, num_operands=1))
+broadcast_in_dim = register(Primitive("broadcast_in_dim", _broadcast_type, _broadcast_impl, num_operands=1,
+                                      family="layout", fold=fold_same_value,
+                                      doc="place operand dim i at result dim `broadcast_dimensions[i]`, repeat size-1 dims"))
 
 
 # --- reshape -----------------------------------------------------------------------------------
@@ -54,7 +58,8 @@ def _reshape_type(x: TensorType, *, shape) -> TensorType:
     return TensorType(tuple(shape), x.dtype)
 
 
-reshape = register(Primitive("reshape", _reshape_type, lambda x, *, shape: x.reshape(shape), num_operands=1))
+reshape = register(Primitive("reshape", _reshape_type, lambda x, *, shape: x.reshape(shape), num_operands=1,
+                             family="layout", fold=fold_same_value, doc="same elements, new `shape` (row-major)"))
 
 
 # --- transpose ---------------------------------------------------------------------------------
@@ -66,7 +71,9 @@ def _transpose_type(x: TensorType, *, permutation) -> TensorType:
 
 
 transpose = register(Primitive("transpose", _transpose_type,
-                               lambda x, *, permutation: np.transpose(x, permutation), num_operands=1))
+                               lambda x, *, permutation: np.transpose(x, permutation), num_operands=1,
+                               family="layout", fold=fold_same_value,
+                               doc="permute dimensions: result dim i is operand dim `permutation[i]`"))
 
 
 # --- slice -------------------------------------------------------------------------------------
@@ -86,7 +93,8 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
     return np.asarray(x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))])
 
 
-slice_ = register(Primitive("slice", _slice_type, _slice_impl, num_operands=1))
+slice_ = register(Primitive("slice", _slice_type, _slice_impl, num_operands=1, family="layout", fold=fold_same_value,
+                            doc="strided window `start_indices:limit_indices:strides`"))
 
 
 # --- pad ---------------------------------------------------------------------------------------
@@ -112,7 +120,14 @@ def _pad_impl(x, *, low, high, interior, value):
     return out
 
 
-pad = register(Primitive("pad", _pad_type, _pad_impl, num_operands=1))
+def _fold_pad(consts, operands, attrs, out):
+    """A constant padded with its own value is that constant."""
+    fill = np.asarray(attrs["value"], dtype=out.dtype.np)[()]
+    return consts[0] if fill == consts[0] else None
+
+
+pad = register(Primitive("pad", _pad_type, _pad_impl, num_operands=1, family="layout", fold=_fold_pad,
+                         doc="pad with `value`: `low`/`high` at the ends, `interior` between elements"))
 
 
 # --- concatenate -------------------------------------------------------------------------------
@@ -133,7 +148,9 @@ def _concat_type(*xs: TensorType, axis) -> TensorType:
 
 
 concatenate = register(Primitive("concatenate", _concat_type,
-                                 lambda *xs, axis: np.concatenate(xs, axis=axis), variadic=True))
+                                 lambda *xs, axis: np.concatenate(xs, axis=axis), variadic=True, family="layout",
+                                 fold=lambda consts, operands, attrs, out: consts[0] if len(set(consts)) == 1 else None,
+                                 doc="join operands along `axis`"))
 
 
 # --- rev ---------------------------------------------------------------------------------------
@@ -142,7 +159,8 @@ def _rev_type(x: TensorType, *, axes) -> TensorType:
     return x
 
 
-rev = register(Primitive("rev", _rev_type, lambda x, *, axes: np.asarray(np.flip(x, axes)), num_operands=1))
+rev = register(Primitive("rev", _rev_type, lambda x, *, axes: np.asarray(np.flip(x, axes)), num_operands=1,
+                         family="layout", fold=fold_same_value, doc="reverse the order along `axes`"))
 
 
 # --- take / index_add --------------------------------------------------------------------------
@@ -160,8 +178,8 @@ def _take_impl(x, idx, *, axis):
     return np.take(x, idx, axis=axis, mode="clip")
 
 
-take = register(Primitive("take", _take_type, _take_impl, num_operands=2,
-                          doc="x.take(idx) along `axis`; indices are clamped into range."))
+take = register(Primitive("take", _take_type, _take_impl, num_operands=2, family="indexing", roles=("data", "index"),
+                          doc="gather along `axis` at integer `idx` (indices clamped)"))
 
 
 def _index_add_type(x: TensorType, idx: TensorType, upd: TensorType, *, axis) -> TensorType:
@@ -182,8 +200,9 @@ def _index_add_impl(x, idx, upd, *, axis):
     return out
 
 
-index_add = register(Primitive("index_add", _index_add_type, _index_add_impl, num_operands=3,
-                               doc="x with `upd` added at `idx` along `axis` (repeated indices accumulate)."))
+index_add = register(Primitive("index_add", _index_add_type, _index_add_impl, num_operands=3, family="indexing",
+                               roles=("data", "index", "data"),
+                               doc="x with `upd` added at `idx` along `axis` (repeats accumulate)"))
 
 
 # --- constants ---------------------------------------------------------------------------------
@@ -202,7 +221,8 @@ def _iota_impl(*, shape, dtype, dimension):
     return np.broadcast_to(line.reshape(expanded), shape)
 
 
-iota = register(Primitive("iota", _iota_type, _iota_impl, num_operands=0, differentiable=False))
+iota = register(Primitive("iota", _iota_type, _iota_impl, num_operands=0, differentiable=False, family="constant",
+                          doc="0, 1, 2, ... along `dimension`, broadcast to `shape`"))
 
 
 def _full_type(*, shape, dtype, value) -> TensorType:
@@ -218,12 +238,11 @@ def _full_impl(*, shape, dtype, value):
     return np.full(shape, value, dtype=dtype.np)
 
 
-full = register(Primitive("full", _full_type, _full_impl, num_operands=0, differentiable=False))
+full = register(Primitive("full", _full_type, _full_impl, num_operands=0, differentiable=False, family="constant",
+                          doc="a constant tensor filled with `value`"))
 
 
-# === batching rules =============================================================================
-from ..passes.batching import (common_bdim, constant, int64_indices, materialize, move_bdim,  # noqa: E402
-                               permute, shift_axis)
+# === batching rules (families from ir.rules) =============================================================================
 
 iota.def_batch(constant(iota))  # no operands: the same for every sample
 full.def_batch(constant(full))
@@ -345,8 +364,6 @@ def _index_add_batch(ctx, values, dims, *, axis):
 # === differentiation rules ======================================================================
 # Every layout primitive is linear: its tangent is the primitive applied to the tangent, and its
 # transpose is the adjoint layout op (broadcast <-> reduce_sum, slice <-> pad, take <-> index_add).
-from ..passes.jvp import defjvp_linear, instantiate  # noqa: E402
-from ..passes.transpose import is_undefined  # noqa: E402
 
 for _prim in (broadcast_in_dim, reshape, transpose, slice_, concatenate, rev):
     defjvp_linear(_prim)

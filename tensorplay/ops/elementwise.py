@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorplay.ir import dtypes, get_primitive as _gp
+from tensorplay.ir import REGISTRY as _P, dtypes
 
 from .._tensor import Tensor
+from ._table import op
 from ._common import (_SCALARS, as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,
                       get_default_dtype, prepare, result_type, shape_of)
-
-_P = {name: _gp(name) for name in (
-    "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "logistic", "erf", "neg", "abs",
-    "sign", "floor", "ceil", "round", "add", "sub", "mul", "div", "pow", "max", "min", "atan2", "rem", "and", "or",
-    "xor", "eq", "ne", "lt", "le", "gt", "ge", "select", "logical_not")}
-
 
 def _tensor_arg(x) -> Tensor:
     return x if isinstance(x, Tensor) else as_tensor_operand(x)
@@ -90,18 +85,15 @@ def _unary_float(prim: str, name: str | None = None):
     return fn
 
 
-sin = _unary_float("sin")
-cos = _unary_float("cos")
-tan = _unary_float("tan")
-exp = _unary_float("exp")
-log = _unary_float("log")
-log1p = _unary_float("log1p")
-expm1 = _unary_float("expm1")
-sqrt = _unary_float("sqrt")
-rsqrt = _unary_float("rsqrt")
-tanh = _unary_float("tanh")
-sigmoid = _unary_float("logistic", "sigmoid")
-erf = _unary_float("erf")
+# The op table's float functions of one primitive each: public name -> primitive. Each row becomes
+# `tp.<name>`, `Tensor.<name>` and the in-place `Tensor.<name>_`.
+FLOAT_UNARY = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1",
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "logistic", "erf": "erf",
+    "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "cbrt": "cbrt",
+}
+for _name, _prim in FLOAT_UNARY.items():
+    globals()[_name] = op(_name, _unary_float(_prim, _name), inplace=True)
 
 
 def _unary_same(prim: str, name: str):
@@ -330,13 +322,25 @@ def minimum(input, other):
     return ebind(_P["min"], a, b)
 
 
-def atan2(input, other):
-    """Elementwise arctangent of input / other in the correct quadrant (float result)."""
-    dtype = result_type(input, other, op="atan2")
-    if not dtype.is_floating_point:
-        dtype = get_default_dtype()
-    a, b, _ = _operands(input, other, "atan2", dtype)
-    return ebind(_P["atan2"], a, b)
+def _binary_float(prim: str, name: str):
+    p = _P[prim]
+
+    def fn(input, other):
+        dtype = result_type(input, other, op=name)
+        if not dtype.is_floating_point:
+            dtype = get_default_dtype()
+        a, b, _ = _operands(input, other, name, dtype)
+        return ebind(p, a, b)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise {name} of input and other, broadcast and promoted; integer and bool inputs "
+                  f"are computed in the default float dtype.")
+    return fn
+
+
+# The op table's float functions of two operands: public name -> primitive (function, method, in place).
+FLOAT_BINARY = {"atan2": "atan2", "hypot": "hypot"}
+for _name, _prim in FLOAT_BINARY.items():
+    globals()[_name] = op(_name, _binary_float(_prim, _name), inplace=True)
 
 
 def fmod(input, other):
@@ -564,18 +568,23 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     return bitwise_or(close, bitwise_and(isfinite(err), le(err, allowed)))
 
 
-def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """True when every element of input is close to other (see `isclose`)."""
-    from .reduction import all as _all
-
-    return bool(_all(isclose(input, other, rtol, atol, equal_nan)))
-
-
-def equal(input, other) -> bool:
-    """True when both tensors have the same shape and elements."""
-    a, b = _tensor_arg(input), _tensor_arg(other)
-    if shape_of(a) != shape_of(b):
-        return False
-    from .reduction import all as _all
-
-    return bool(_all(eq(a, b)))
+# === the op table ===================================================================================
+# The rest of this module's user-facing ops: (name, Tensor method?, in-place method?). Each row is a
+# `tp.` function and, as flagged, `Tensor.<name>` and `Tensor.<name>_` (tensorplay/ops/_table.py).
+for _name, _method, _inplace in (
+    ("neg", True, True), ("negative", True, False), ("abs", True, True), ("sign", True, True),
+    ("floor", True, True), ("ceil", True, True), ("round", True, True), ("relu", True, True),
+    ("add", True, True), ("sub", True, True), ("subtract", True, False), ("mul", True, True),
+    ("multiply", True, False), ("div", True, True), ("divide", True, False), ("true_divide", True, False),
+    ("pow", True, True), ("maximum", True, True), ("minimum", True, True), ("fmod", True, True),
+    ("remainder", True, True), ("floor_divide", True, True),
+    ("eq", True, False), ("ne", True, False), ("lt", True, False), ("le", True, False), ("gt", True, False),
+    ("ge", True, False), ("less", False, False), ("less_equal", False, False), ("greater", False, False),
+    ("greater_equal", False, False), ("not_equal", False, False),
+    ("bitwise_and", True, True), ("bitwise_or", True, True), ("bitwise_xor", True, True),
+    ("bitwise_not", True, True), ("logical_not", True, True), ("logical_and", True, False),
+    ("logical_or", True, False), ("where", False, False), ("clamp", True, True), ("clip", True, True),
+    ("square", True, True), ("reciprocal", True, True), ("isnan", True, False), ("isfinite", True, False),
+    ("lerp", True, True), ("addcmul", True, True), ("addcdiv", True, True), ("isclose", True, False),
+):
+    op(_name, globals()[_name], method=_method, inplace=_inplace)

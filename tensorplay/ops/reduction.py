@@ -22,6 +22,7 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 _SUM, _PROD, _MAX, _MIN = (_gp(n) for n in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min"))
 _ARGMAX, _ARGMIN, _RESHAPE = _gp("argmax"), _gp("argmin"), _gp("reshape")
 _DIV, _ADD, _SLICE, _PAD = _gp("div"), _gp("add"), _gp("slice"), _gp("pad")
+_EQ, _SELECT = _gp("eq"), _gp("select")
 
 
 def _arg(x) -> Tensor:
@@ -213,11 +214,25 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     return s if denom == 1 else ebind(_DIV, s, constant(denom, d, shape_of(s), (s,)))
 
 
+def _flat_at_zero(fn, s: Tensor) -> Tensor:
+    """fn(s) for a root `fn` (fn(0) == 0) whose derivative at s == 0 is taken as 0, not inf.
+
+    PyTorch's std and norm backward mask the zero the same way (a constant vector has std 0 and
+    gradient 0). Written with two selects, so that no infinite slope meets a zero tangent: where
+    s == 0, the root sees 1 instead, and the result is the constant 0.
+    """
+    d = dtype_of(s)
+    zero = ebind(_EQ, s, constant(0, d, shape_of(s), (s,)))
+    safe = ebind(_SELECT, zero, constant(1, d, shape_of(s), (s,)), s)
+    return ebind(_SELECT, zero, constant(0, d, shape_of(s), (s,)), fn(safe))
+
+
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    """Standard deviation over `dim` (square root of `var`, same arguments)."""
+    """Standard deviation over `dim` (square root of `var`, same arguments); its derivative where
+    the variance is 0 is 0, as in PyTorch."""
     from .elementwise import sqrt
 
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    return _flat_at_zero(sqrt, var(input, dim, unbiased, keepdim, correction=correction))
 
 
 def _all_any(prim, name: str, empty_value: bool):
@@ -252,8 +267,8 @@ def norm(input, p=2, dim=None, keepdim: bool = False):
         p = 2
     if isinstance(p, str):
         raise ValueError(f"norm: unsupported norm type {p!r}")
-    if p == 2:
-        return sqrt(sum(mul(x, x), dim, keepdim))
+    if p == 2:  # derivatives at 0 are 0, as in PyTorch (see `_flat_at_zero`)
+        return _flat_at_zero(sqrt, sum(mul(x, x), dim, keepdim))
     if p == 1:
         return sum(abs(x), dim, keepdim)
     if p == 0:
@@ -262,7 +277,7 @@ def norm(input, p=2, dim=None, keepdim: bool = False):
         return amax(abs(x), dim, keepdim)
     if p == float("-inf"):
         return amin(abs(x), dim, keepdim)
-    return pow(sum(pow(abs(x), p), dim, keepdim), 1.0 / p)
+    return _flat_at_zero(lambda s: pow(s, 1.0 / p), sum(pow(abs(x), p), dim, keepdim))
 
 
 def cumsum(input, dim, *, dtype=None):
@@ -293,3 +308,19 @@ def cumsum(input, dim, *, dtype=None):
         shift *= 2
     return x
 
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element of input is close to other (see `isclose`)."""
+    from .elementwise import isclose
+
+    return bool(all(isclose(input, other, rtol, atol, equal_nan)))
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and elements."""
+    from .elementwise import eq
+
+    a, b = (x if isinstance(x, Tensor) else as_tensor_operand(x) for x in (input, other))
+    if shape_of(a) != shape_of(b):
+        return False
+    return bool(all(eq(a, b)))

@@ -11,7 +11,6 @@ import pytest
 
 from tensorplay import codegen
 from tensorplay import ir
-from tensorplay.codegen import vecmath
 from codegen_testutil import assert_close, assert_sum_close, single_node_graph
 from prim_samples import ALL_SAMPLES, Sample, sample_id
 from tensorplay.ir import dtypes as dt
@@ -19,7 +18,7 @@ from tensorplay.ir import dtypes as dt
 # ULP bounds of compiled vs numpy for float results, per primitive (default 0: exact). For
 # vecmath functions: our bound against the true value (codegen/vecmath.py) plus 3 ulp for
 # numpy's own error (its SIMD float32 kernels and libm are not correctly rounded either).
-ULP = {name: math.ceil(max(bounds)) + 3 for name, bounds in vecmath.ULP_BOUNDS.items()}
+ULP = {name: math.ceil(max(low.ulp)) + 3 for name, low in codegen.LOWERINGS.items() if low.ulp is not None}
 SUMS = {"reduce_sum", "reduce_prod", "dot_general"}
 
 

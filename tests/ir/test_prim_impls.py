@@ -38,18 +38,16 @@ RANK_AT_LEAST_1 = {"concatenate", "iota"}  # their shape rules need an axis
 
 
 def _probe(s: Sample, d: dt.DType) -> bool:
-    """Does the shape rule accept `s` with its data operands (or its `dtype` attribute) switched to `d`?"""
+    """Does the shape rule accept `s` with its data operands (or its `dtype` attribute) switched to `d`?
+
+    Only ``data`` operands switch (`Primitive.roles`): a predicate stays bool, indices stay integer."""
     prim = ir.get_primitive(s.prim)
     attrs = dict(s.attrs)
     types = [TensorType(a.shape, dt.from_numpy(a.dtype)) for a in s.args]
     if not types:
         attrs["dtype"] = d
     else:
-        data = types[1 if s.prim == "select" else 0].dtype
-        types = [TensorType(t.shape, d) if t.dtype is data and (i > 0 or s.prim != "select") else t
-                 for i, t in enumerate(types)]
-        if s.prim in ("take", "index_add"):  # the index operand keeps its dtype
-            types[1] = TensorType(s.args[1].shape, dt.from_numpy(s.args[1].dtype))
+        types = [TensorType(t.shape, d) if prim.role(i) == "data" else t for i, t in enumerate(types)]
     try:
         prim.abstract_eval(*types, **attrs)
     except (TypeError, ValueError):
@@ -60,7 +58,18 @@ def _probe(s: Sample, d: dt.DType) -> bool:
 def _data_dtype(s: Sample) -> dt.DType:
     if not s.args:
         return s.attrs["dtype"]
-    return dt.from_numpy(s.args[1 if s.prim == "select" else 0].dtype)
+    prim = ir.get_primitive(s.prim)
+    return dt.from_numpy(s.args[next(i for i in range(len(s.args)) if prim.role(i) == "data")].dtype) \
+        if any(prim.role(i) == "data" for i in range(len(s.args))) else dt.from_numpy(s.args[0].dtype)
+
+
+def test_every_elementwise_primitive_declares_its_sample_domain():
+    """Input domains live on the primitive (one per operand), not in the tests."""
+    from prim_samples import _is_plain_elementwise
+
+    missing = [p.name for p in ir.all_primitives() if _is_plain_elementwise(p)
+               and (p.domain is None or len(p.domain) != p.num_operands)]
+    assert not missing, f"elementwise primitives without a sample domain (Primitive(domain=...)): {missing}"
 
 
 @pytest.mark.parametrize("name", sorted(ir.REGISTRY))

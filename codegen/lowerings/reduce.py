@@ -4,7 +4,7 @@
   producers are fused (the operand is an expression evaluated in the loop);
 - argmax / argmin: max then first-match, two vectorised passes, producers fused;
 - index_add: copy then scatter-accumulate, over materialised operands;
-- dot_general: in `dot.py`.
+- dot_general: `lowerings/dot.py` (the emitters are in `codegen/dot.py`).
 
 The reduction driver walks the operand in memory order, so every load is
 contiguous whichever axes are reduced. Reduced axes that form a suffix of the
@@ -21,10 +21,11 @@ from llvmlite import ir
 
 from tensorplay.ir import dtypes as dt
 from tensorplay.ir.core import Node
-from . import irutil as u
-from . import jit
-from .context import Index, KernelContext
-from .lower import Lowering, _register, convert
+from .. import irutil as u
+from .. import jit
+from ..context import Index, KernelContext
+from ..registry import Lowering, register
+from .elementwise import convert
 
 # reassociation lets LLVM vectorise float reductions; no "contract": fusing a producer's multiply
 # into the accumulation (an FMA) would make results depend on which loop (vector or remainder) ran.
@@ -116,7 +117,7 @@ def emit_reduction(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
 
 def reduction(name: str) -> None:
     monoid = MONOIDS[name]
-    _register(name, Lowering("kernel", lambda ctx, node: emit_reduction(ctx, node, monoid), fuses_producers=True))
+    register(name, Lowering("kernel", lambda ctx, node: emit_reduction(ctx, node, monoid), fuses_producers=True))
 
 
 for _name in MONOIDS:
@@ -163,9 +164,9 @@ def emit_arg_reduction(ctx: KernelContext, node: Node, largest: bool) -> None:
         ctx.forget()
 
 
-_register("argmax", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, node, True),
+register("argmax", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, node, True),
                              fuses_producers=True))
-_register("argmin", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, node, False),
+register("argmin", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, node, False),
                              fuses_producers=True))
 
 
@@ -199,6 +200,4 @@ def emit_index_add(ctx: KernelContext, node: Node) -> None:
         ctx.forget()
 
 
-_register("index_add", Lowering("kernel", emit_index_add))
-
-from . import dot  # noqa: E402,F401  (registers dot_general)
+register("index_add", Lowering("kernel", emit_index_add))

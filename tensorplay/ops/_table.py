@@ -1,0 +1,54 @@
+"""The op table: one row per user-facing op gives its `tp.` function, its Tensor
+method (and in-place ``name_`` method) and its export, so that adding an op is one row.
+
+Op modules add rows with `op(...)`; `tensorplay/__init__.py` exports
+`exports()` and `tensorplay/_methods.py` attaches `methods()` and
+`inplace_methods()`.
+
+>>> from tensorplay.ops._table import TABLE
+>>> import tensorplay as tp
+>>> TABLE["sin"].fn is tp.sin, TABLE["sin"].method, TABLE["sin"].inplace
+(True, True, True)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["Op", "TABLE", "op", "exports", "methods", "inplace_methods"]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One user-facing op: `tp.<name>`, and (flags) `Tensor.<name>` and `Tensor.<name>_`."""
+
+    name: str
+    fn: Callable
+    method: bool = True
+    inplace: bool = False
+
+
+TABLE: dict[str, Op] = {}
+
+
+def op(name: str, fn: Callable, *, method: bool = True, inplace: bool = False) -> Callable:
+    """Add the row `name` (each name once) and return `fn`, for ``sin = op("sin", ...)``."""
+    if name in TABLE:
+        raise ValueError(f"op {name!r} is in the op table twice")
+    TABLE[name] = Op(name, fn, method, inplace)
+    return fn
+
+
+def exports() -> dict[str, Callable]:
+    """``tp.<name>`` for every row."""
+    return {r.name: r.fn for r in TABLE.values()}
+
+
+def methods() -> dict[str, Callable]:
+    """``Tensor.<name>`` for the rows that are methods."""
+    return {r.name: r.fn for r in TABLE.values() if r.method}
+
+
+def inplace_methods() -> dict[str, Callable]:
+    """``Tensor.<name>_`` (the out-of-place function; `_methods` writes the result back)."""
+    return {r.name + "_": r.fn for r in TABLE.values() if r.inplace}
