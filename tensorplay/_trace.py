@@ -54,6 +54,7 @@ _levels = itertools.count(1)
 SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
 """Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
+_BROADCAST = get_primitive("broadcast_in_dim")
 _VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
 
@@ -128,6 +129,8 @@ class Trace:
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
         self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
         self._known: dict[Value, np.ndarray] = {}
+        self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, type, value) -> its 0-d input's tensor
+        self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -180,6 +183,22 @@ class Trace:
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
+
+    def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
+        """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
+        value and dtype): scalars that parameterise data do not change the graph's structure."""
+        key = (dtype, type(value), value.hex() if isinstance(value, float) else value, shape)
+        hit = self._scalars.get(key)
+        if hit is not None:
+            return Tensor._symbolic(self, hit)
+        source = self._scalar_sources.get(key[:3])
+        if source is None:
+            source = self._scalar_sources[key[:3]] = Tensor._wrap(np.array(value, dtype=dtype.np))
+        value = self.capture(source, source._type())
+        if shape:
+            value = self.builder.emit(_BROADCAST, value, shape=shape, broadcast_dimensions=())
+        self._scalars[key] = value
+        return Tensor._symbolic(self, value)
 
     def wrote_storage_of(self, t: Tensor) -> bool:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""

@@ -165,10 +165,14 @@ def _proxy(trace, root: Tensor) -> Tensor:
     local = root._trace is None and id(root) in views.locals
     arr = root._data if root._trace is None else None
     if local and arr is not None and (arr.size == 1 or arr.size and not arr.flags.writeable and not any(arr.strides)):
-        # a trace-local scalar or broadcast scalar (an operand constant): a `full` node, not an input
+        # a trace-local scalar or broadcast scalar (an operand constant): a `full` node under tp.compile,
+        # an input under a plain transform (`Trace.scalar_input`), so that its value is data
         dt = dtypes.from_numpy(arr.dtype)
         scalar = arr.reshape(-1)[0].item()
-        value = trace.builder.emit("full", shape=tuple(arr.shape), dtype=dt, value=scalar)
+        if trace.concrete:
+            value = trace.scalar_input(scalar, dt, tuple(arr.shape))._value
+        else:
+            value = trace.builder.emit("full", shape=tuple(arr.shape), dtype=dt, value=scalar)
     else:
         value = trace.capture(root, root._type())
     proxy = Tensor._symbolic(trace, value)
