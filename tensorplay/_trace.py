@@ -36,8 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
-from tensorplay.ir.core import freeze_attr, inline
-from tensorplay.ir.passes.simplify import dce
+from tensorplay.ir.core import Node, freeze_attr, inline
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
@@ -129,7 +128,7 @@ class Trace:
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
         self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
         self._known: dict[Value, np.ndarray] = {}
-        self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, type, value) -> its 0-d input's tensor
+        self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
         self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
 
     # --- entering and leaving -------------------------------------------------------------------
@@ -178,8 +177,18 @@ class Trace:
         return _views.lift_outside(self, t)
 
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
-        vals = [self.lift(t) for t in operands]
-        out = Tensor._symbolic(self, self.builder.emit(prim, *vals, **attrs))
+        """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
+        `bind` makes them): the node keeps the dict."""
+        vals = tuple([self.lift(t) for t in operands])
+        try:
+            out_type = prim.abstract_eval(*[v.type for v in vals], **attrs)
+        except TypeError as e:
+            if str(e).startswith(prim.name):
+                raise
+            raise TypeError(f"{prim.name}: {e}") from None
+        node = Node.typed(prim, vals, attrs, out_type)
+        self.builder.nodes.append(node)
+        out = Tensor._symbolic(self, node.out)
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
@@ -187,13 +196,13 @@ class Trace:
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
         value and dtype): scalars that parameterise data do not change the graph's structure."""
-        key = (dtype, type(value), value.hex() if isinstance(value, float) else value, shape)
+        key = (dtype, value if value else str(value), shape)  # str: 0.0 and -0.0 are different data
         hit = self._scalars.get(key)
         if hit is not None:
             return Tensor._symbolic(self, hit)
-        source = self._scalar_sources.get(key[:3])
+        source = self._scalar_sources.get(key[:2])
         if source is None:
-            source = self._scalar_sources[key[:3]] = Tensor._wrap(np.array(value, dtype=dtype.np))
+            source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
         value = self.capture(source, source._type())
         if shape:
             value = self.builder.emit(_BROADCAST, value, shape=shape, broadcast_dimensions=())
@@ -212,8 +221,9 @@ class Trace:
         """
         outs = [self.lift(t) for t in outputs]
         self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
-        graph = Graph(self.arg_values + self.capture_values, self.builder.nodes, outs + written, self.builder.name)
-        return dce(graph)  # inlined transforms leave values they do not return (e.g. grad's primal output)
+        results = outs + written
+        return Graph(self.arg_values + self.capture_values, _live(self.builder.nodes, results), results,
+                     self.builder.name)
 
     # --- concrete values on demand --------------------------------------------------------------
     def concrete_array(self, t: Tensor, what: str) -> np.ndarray:
@@ -284,6 +294,22 @@ class Trace:
             if s is source:
                 break
         return source.pin()
+
+
+def _live(nodes: list, outputs: list) -> list:
+    """The nodes that `outputs` depend on, in order: dead code elimination without copying (the
+    nodes are this trace's own). Inlined transforms leave values they do not return, e.g. grad's
+    primal output, and values computed only to be printed are dead too."""
+    live = set(outputs)
+    keep = []
+    for node in reversed(nodes):
+        if node.out in live:
+            keep.append(node)
+            live.update(node.inputs)
+    if len(keep) == len(nodes):
+        return list(nodes)
+    keep.reverse()
+    return keep
 
 
 def _outside_array(t: Tensor, below: list) -> np.ndarray:

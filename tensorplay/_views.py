@@ -74,6 +74,8 @@ def layout_key(t: Tensor):
 def outside_layout(t: Tensor) -> Layout | None:
     """The layout of a root from outside a trace, when it is not C-contiguous."""
     if t._trace is None:
+        if t._data.flags.c_contiguous:
+            return None
         lay = array_layout(t._data)
         return None if is_c_contiguous(*lay) else lay
     return t._trace.views.layouts.get(id(t))
@@ -485,6 +487,10 @@ def finish_writes(trace, outputs: Sequence[Tensor]) -> tuple[list[int], list[Val
     written.sort(key=lambda w: w[0])
     aliases = []
     for t in outputs:
+        if t._trace is trace and t._base is None and id(t) not in views.sources:  # a root: computed, or an arg
+            k = arg_pos.get(id(t))
+            aliases.append(None if k is None else (k, ()))
+            continue
         root, steps = _root_and_steps(trace, t) if owner(t) is trace else (None, ())
         idx = input_index(root) if root is not None else None
         aliases.append(None if idx is None else (idx, tuple(steps)))
