@@ -93,6 +93,7 @@ class TraceViews:
         self.local_proxies: set[int] = set()   # ids of proxies of trace-local tensors (never written back)
         self.layouts: dict[int, Layout] = {}   # id(root) -> its layout when it is not C-contiguous
         self.derived: dict[int, tuple] = {}    # id(outside view) -> (view, proxy stamp, value)
+        self.view_layouts: dict[int, tuple] = {}  # id(traced view made by a reshape) -> (view, its layout)
 
     def wrote(self, t: Tensor) -> bool:
         """Has this trace written the (outside) storage of `t`?"""
@@ -293,13 +294,23 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
     src = operands[0]
     trace = out._trace
     root, steps = _root_and_steps(trace, src)
-    if name == "reshape" and (steps or id(root) in trace.views.layouts) and \
-            layout_step(layout_of(trace, root, steps), name, attrs) is None:
-        return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
+    if name == "reshape" and (steps or id(root) in trace.views.layouts):
+        lay = layout_step(_view_layout(trace, src, root, steps), name, attrs)
+        if lay is None:
+            return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
+        trace.views.view_layouts[id(out)] = (out, lay)
     out._base = root
     out._steps = steps + ((name, attrs),)
     out._stamp = root._stamp
     return out
+
+
+def _view_layout(trace, view: Tensor, root: Tensor, steps) -> Layout:
+    """The layout of `view` (= `root` through `steps`), from the cache when a reshape recorded it."""
+    hit = trace.views.view_layouts.get(id(view))
+    if hit is not None and hit[0] is view:
+        return hit[1]
+    return layout_of(trace, root, steps)
 
 
 def is_view_of(view: Tensor, t: Tensor) -> bool:
