@@ -37,6 +37,7 @@ import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
 from tensorplay.ir.core import Node, freeze_attr, inline
+from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
@@ -222,7 +223,9 @@ class Trace:
         outs = [self.lift(t) for t in outputs]
         self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
         results = outs + written
-        return Graph(self.arg_values + self.capture_values, _live(self.builder.nodes, results), results,
+        # dead code (values an inlined transform does not return, values computed only to be
+        # printed) is dropped without copying: the nodes are this trace's own
+        return Graph(self.arg_values + self.capture_values, live_nodes(self.builder.nodes, results), results,
                      self.builder.name)
 
     # --- concrete values on demand --------------------------------------------------------------
@@ -294,22 +297,6 @@ class Trace:
             if s is source:
                 break
         return source.pin()
-
-
-def _live(nodes: list, outputs: list) -> list:
-    """The nodes that `outputs` depend on, in order: dead code elimination without copying (the
-    nodes are this trace's own). Inlined transforms leave values they do not return, e.g. grad's
-    primal output, and values computed only to be printed are dead too."""
-    live = set(outputs)
-    keep = []
-    for node in reversed(nodes):
-        if node.out in live:
-            keep.append(node)
-            live.update(node.inputs)
-    if len(keep) == len(nodes):
-        return list(nodes)
-    keep.reverse()
-    return keep
 
 
 def _outside_array(t: Tensor, below: list) -> np.ndarray:
