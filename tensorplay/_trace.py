@@ -233,7 +233,7 @@ class Trace:
         """The value of `t` (a tensor of this trace, or storage it shadows), computed on demand.
 
         Raises TracingError naming the transforms when the value does not exist while tracing
-        (under `tp.compile`, or batched under vmap). The array is memoised: do not write into it.
+        (under `tp.compile`, or batched under vmap). The array is a read-only view of the memo.
         """
         trace = _views.owning_trace((t,))
         if trace is None:
@@ -242,12 +242,14 @@ class Trace:
             raise leaked_tracer(what, trace.transform)
         value = trace.lift(t)
         try:
-            return trace._evaluate(value)
+            arr = trace._evaluate(value).view()
         except _NoValue as e:
             raise TracingError(
                 f"{what} needs a concrete value, but this tensor of shape {tuple(value.shape)} is traced under "
                 f"{transform_stack() or trace.transform}, {e}. Python control flow cannot depend on such values: "
                 f"use tp.where(cond, a, b) for data-dependent choices.") from None
+        arr.flags.writeable = False  # the memo (and maybe a caller's storage) is behind it
+        return arr
 
     def _evaluate(self, value: Value) -> np.ndarray:
         """`value`'s array: the nodes producing it run with their numpy impls (memoised per value)."""

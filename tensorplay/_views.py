@@ -29,11 +29,18 @@ values are immutable, so aliasing is bookkeeping on the tensors:
   and the outside tensor and all its views read and write through the proxy.
   Concrete tensors created *while* tracing are local: ops on them alone run eagerly
   (constant folding) and they are never written back.
+- under a plain transform (`Trace.capture_views`), a view of outside storage that the trace
+  has not written is an input of its own, and slices of outside storage are taken eagerly
+  (`outside_view`): offsets are data, so the graph does not change with them. Two inputs of
+  one storage are consistent by construction (`check_no_aliased_writes` exempts them).
 
 The traced graph is therefore always functional. `Trace.finish` appends the final value
 of every argument or captured storage that was written as an extra graph output and
-records the input it belongs to in ``ClosedGraph.mutated``; `write_back` is the one
-helper that call sites use to store those values into the caller's tensors.
+records the input it belongs to in ``ClosedGraph.mutated``; `ClosedGraph.write_back` is
+the one helper that call sites use to store those values into the caller's tensors.
+
+Layouts and strides are pure functions in `tensorplay._layout`; the trace state lives in
+`tensorplay._state`. This module imports neither `_trace` nor anything above it.
 """
 from __future__ import annotations
 
@@ -46,7 +53,7 @@ from tensorplay.ir import TensorType, Value, dtypes
 
 from ._layout import (VIEW_PRIMS, Layout, array_layout, contiguous_strides, diagonal_eager, expand_steps,
                       has_overlap, is_c_contiguous, layout_step, step_shape, through_expand, view_layout)
-from ._state import STATE, TracingError, leaked_tracer
+from ._state import STATE, leaked_tracer
 from ._tensor import Tensor
 
 _stamps = itertools.count(1)

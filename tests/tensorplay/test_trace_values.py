@@ -225,3 +225,26 @@ def test_fresh_semantics_a_changed_global_scale_is_seen():
     np.testing.assert_allclose(grad(f)(x).numpy(), [4.0, 8.0])
     state["scale"] = 5.0
     np.testing.assert_allclose(grad(f)(x).numpy(), [10.0, 20.0])
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_hessian_through_a_branch(sign):
+    from tensorplay.func import hessian, jacfwd
+
+    def f(x):
+        return (x ** 3).sum() if x.sum() > 0 else (x ** 2).sum()
+
+    x = np.array([1.0, 2.0]) * sign
+    want = np.diag(6 * x) if sign > 0 else 2 * np.eye(2)
+    np.testing.assert_allclose(hessian(f)(f64(x)).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(jacfwd(jacrev(f))(f64(x)).numpy(), want, rtol=1e-12)
+
+
+def test_unbatched_inner_transform_under_vmap_has_values(capsys):
+    def g(w):
+        print(w.sum())
+        return (w * w).sum()
+
+    out = vmap(lambda x: grad(g)(tp.ones(2)) * x)(tp.ones(3, 2))
+    np.testing.assert_array_equal(out.numpy(), np.full((3, 2), 2.0))
+    assert capsys.readouterr().out == "tensor(2.)\n"
