@@ -18,6 +18,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 from math import prod
 from typing import Sequence
 
@@ -159,11 +160,19 @@ _ANY = dtypes.float32  # view primitives keep the dtype, so their shape rule doe
 
 def step_shape(shape: tuple, name: str, attrs: dict) -> tuple:
     """The shape after one view step, from the primitive's `abstract_eval` (macros: step by step)."""
+    try:
+        return _step_shape(tuple(shape), name, tuple(attrs.items()))
+    except TypeError:  # unhashable attributes: not memoised
+        return _step_shape.__wrapped__(tuple(shape), name, tuple(attrs.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _step_shape(shape: tuple, name: str, attrs: tuple) -> tuple:
     if name in MACROS:
-        for n, a in MACROS[name](tuple(shape), attrs):
+        for n, a in MACROS[name](shape, dict(attrs)):
             shape = step_shape(shape, n, a)
         return tuple(shape)
-    return get_primitive(name).abstract_eval(TensorType(tuple(shape), _ANY), **attrs).shape
+    return get_primitive(name).abstract_eval(TensorType(shape, _ANY), **dict(attrs)).shape
 
 
 def _diagonal_layout(layout: Layout, attrs: dict) -> Layout:

@@ -129,13 +129,14 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     return "".join(parts)
 
 
-def tensor_repr(t) -> str:
-    """The repr of tensor `t` (symbolic tensors show their type and transform)."""
+def tensor_repr(t, arr: np.ndarray | None) -> str:
+    """The repr of tensor `t` with value `arr`, as torch prints it. A traced tensor whose value can
+    be computed (see `Trace.concrete_array`) prints that value; one without (`arr` None: under
+    `tp.compile`, or batched under vmap) shows its type and transform."""
     from .ops._common import get_default_dtype
 
-    if t._trace is not None:
+    if arr is None:
         return f"Tensor(shape={tuple(t.shape)}, dtype={t.dtype.name}, traced under {t._trace.transform})"
-    arr = t._data
     dt = dtypes.from_numpy(arr.dtype)
     prefix = "tensor("
     suffixes = []

@@ -231,7 +231,7 @@ class Tensor:
     def __repr__(self) -> str:
         from ._repr import tensor_repr
 
-        return tensor_repr(self)
+        return tensor_repr(self, _value_if_known(self))
 
     __str__ = __repr__
 

@@ -36,8 +36,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
-from tensorplay.ir.core import freeze_attr, inline
-from tensorplay.ir.passes.simplify import dce
+from tensorplay.ir.core import Node, freeze_attr, inline
+from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
@@ -54,6 +54,7 @@ _levels = itertools.count(1)
 SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
 """Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
+_BROADCAST = get_primitive("broadcast_in_dim")
 _VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
 
@@ -128,6 +129,8 @@ class Trace:
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
         self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
         self._known: dict[Value, np.ndarray] = {}
+        self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
+        self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -175,11 +178,37 @@ class Trace:
         return _views.lift_outside(self, t)
 
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
-        vals = [self.lift(t) for t in operands]
-        out = Tensor._symbolic(self, self.builder.emit(prim, *vals, **attrs))
+        """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
+        `bind` makes them): the node keeps the dict."""
+        vals = tuple([self.lift(t) for t in operands])
+        try:
+            out_type = prim.abstract_eval(*[v.type for v in vals], **attrs)
+        except TypeError as e:
+            if str(e).startswith(prim.name):
+                raise
+            raise TypeError(f"{prim.name}: {e}") from None
+        node = Node.typed(prim, vals, attrs, out_type)
+        self.builder.nodes.append(node)
+        out = Tensor._symbolic(self, node.out)
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
+
+    def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
+        """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
+        value and dtype): scalars that parameterise data do not change the graph's structure."""
+        key = (dtype, value if value else str(value), shape)  # str: 0.0 and -0.0 are different data
+        hit = self._scalars.get(key)
+        if hit is not None:
+            return Tensor._symbolic(self, hit)
+        source = self._scalar_sources.get(key[:2])
+        if source is None:
+            source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
+        value = self.capture(source, source._type())
+        if shape:
+            value = self.builder.emit(_BROADCAST, value, shape=shape, broadcast_dimensions=())
+        self._scalars[key] = value
+        return Tensor._symbolic(self, value)
 
     def wrote_storage_of(self, t: Tensor) -> bool:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""
@@ -193,15 +222,18 @@ class Trace:
         """
         outs = [self.lift(t) for t in outputs]
         self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
-        graph = Graph(self.arg_values + self.capture_values, self.builder.nodes, outs + written, self.builder.name)
-        return dce(graph)  # inlined transforms leave values they do not return (e.g. grad's primal output)
+        results = outs + written
+        # dead code (values an inlined transform does not return, values computed only to be
+        # printed) is dropped without copying: the nodes are this trace's own
+        return Graph(self.arg_values + self.capture_values, live_nodes(self.builder.nodes, results), results,
+                     self.builder.name)
 
     # --- concrete values on demand --------------------------------------------------------------
     def concrete_array(self, t: Tensor, what: str) -> np.ndarray:
         """The value of `t` (a tensor of this trace, or storage it shadows), computed on demand.
 
         Raises TracingError naming the transforms when the value does not exist while tracing
-        (under `tp.compile`, or batched under vmap). The array is memoised: do not write into it.
+        (under `tp.compile`, or batched under vmap). The array is a read-only view of the memo.
         """
         trace = _views.owning_trace((t,))
         if trace is None:
@@ -210,12 +242,14 @@ class Trace:
             raise leaked_tracer(what, trace.transform)
         value = trace.lift(t)
         try:
-            return trace._evaluate(value)
+            arr = trace._evaluate(value).view()
         except _NoValue as e:
             raise TracingError(
                 f"{what} needs a concrete value, but this tensor of shape {tuple(value.shape)} is traced under "
                 f"{transform_stack() or trace.transform}, {e}. Python control flow cannot depend on such values: "
                 f"use tp.where(cond, a, b) for data-dependent choices.") from None
+        arr.flags.writeable = False  # the memo (and maybe a caller's storage) is behind it
+        return arr
 
     def _evaluate(self, value: Value) -> np.ndarray:
         """`value`'s array: the nodes producing it run with their numpy impls (memoised per value)."""

@@ -20,7 +20,7 @@ values are immutable, so aliasing is bookkeeping on the tensors:
   replayed on the root, re-derived on the next read whenever the root was written
   since (``_stamp`` differs from the root's).
 - a write into a tensor scatters the new value back through the steps into the root
-  (`scatter`: the inverse of each view step, e.g. a `slice` becomes `pad` + `select`
+  (`tensorplay._scatter`: the inverse of each view step, e.g. a `slice` becomes `pad` + `select`
   or a `concatenate`), rebinds the root's value and bumps its stamp.
 - whether a traced `reshape` is a view follows numpy's rule on the strides the
   tensor would have (`Layout`), so a reshape that copies in eager mode copies here.
@@ -29,11 +29,18 @@ values are immutable, so aliasing is bookkeeping on the tensors:
   and the outside tensor and all its views read and write through the proxy.
   Concrete tensors created *while* tracing are local: ops on them alone run eagerly
   (constant folding) and they are never written back.
+- under a plain transform (`Trace.capture_views`), a view of outside storage that the trace
+  has not written is an input of its own, and slices of outside storage are taken eagerly
+  (`outside_view`): offsets are data, so the graph does not change with them. Two inputs of
+  one storage are consistent by construction (`check_no_aliased_writes` exempts them).
 
 The traced graph is therefore always functional. `Trace.finish` appends the final value
 of every argument or captured storage that was written as an extra graph output and
-records the input it belongs to in ``ClosedGraph.mutated``; `write_back` is the one
-helper that call sites use to store those values into the caller's tensors.
+records the input it belongs to in ``ClosedGraph.mutated``; `ClosedGraph.write_back` is
+the one helper that call sites use to store those values into the caller's tensors.
+
+Layouts and strides are pure functions in `tensorplay._layout`; the trace state lives in
+`tensorplay._state`. This module imports neither `_trace` nor anything above it.
 """
 from __future__ import annotations
 
@@ -42,11 +49,12 @@ from typing import Sequence
 
 import numpy as np
 
-from tensorplay.ir import TensorType, Value, dtypes
+from tensorplay.ir import Value, dtypes
 
 from ._layout import (VIEW_PRIMS, Layout, array_layout, contiguous_strides, diagonal_eager, expand_steps,
-                      has_overlap, is_c_contiguous, layout_step, step_shape, through_expand, view_layout)
-from ._state import STATE, TracingError, leaked_tracer
+                      has_overlap, is_c_contiguous, layout_step, through_expand, view_layout)
+from ._scatter import scatter
+from ._state import STATE, leaked_tracer
 from ._tensor import Tensor
 
 _stamps = itertools.count(1)
@@ -74,6 +82,8 @@ def layout_key(t: Tensor):
 def outside_layout(t: Tensor) -> Layout | None:
     """The layout of a root from outside a trace, when it is not C-contiguous."""
     if t._trace is None:
+        if t._data.flags.c_contiguous:
+            return None
         lay = array_layout(t._data)
         return None if is_c_contiguous(*lay) else lay
     return t._trace.views.layouts.get(id(t))
@@ -91,6 +101,7 @@ class TraceViews:
         self.local_proxies: set[int] = set()   # ids of proxies of trace-local tensors (never written back)
         self.layouts: dict[int, Layout] = {}   # id(root) -> its layout when it is not C-contiguous
         self.derived: dict[int, tuple] = {}    # id(outside view) -> (view, proxy stamp, value)
+        self.view_layouts: dict[int, tuple] = {}  # id(traced view made by a reshape) -> (view, its layout)
 
     def wrote(self, t: Tensor) -> bool:
         """Has this trace written the (outside) storage of `t`?"""
@@ -165,10 +176,14 @@ def _proxy(trace, root: Tensor) -> Tensor:
     local = root._trace is None and id(root) in views.locals
     arr = root._data if root._trace is None else None
     if local and arr is not None and (arr.size == 1 or arr.size and not arr.flags.writeable and not any(arr.strides)):
-        # a trace-local scalar or broadcast scalar (an operand constant): a `full` node, not an input
+        # a trace-local scalar or broadcast scalar (an operand constant): a `full` node under tp.compile,
+        # an input under a plain transform (`Trace.scalar_input`), so that its value is data
         dt = dtypes.from_numpy(arr.dtype)
         scalar = arr.reshape(-1)[0].item()
-        value = trace.builder.emit("full", shape=tuple(arr.shape), dtype=dt, value=scalar)
+        if trace.concrete:
+            value = trace.scalar_input(scalar, dt, tuple(arr.shape))._value
+        else:
+            value = trace.builder.emit("full", shape=tuple(arr.shape), dtype=dt, value=scalar)
     else:
         value = trace.capture(root, root._type())
     proxy = Tensor._symbolic(trace, value)
@@ -287,13 +302,23 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
     src = operands[0]
     trace = out._trace
     root, steps = _root_and_steps(trace, src)
-    if name == "reshape" and (steps or id(root) in trace.views.layouts) and \
-            layout_step(layout_of(trace, root, steps), name, attrs) is None:
-        return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
+    if name == "reshape" and (steps or id(root) in trace.views.layouts):
+        lay = layout_step(_view_layout(trace, src, root, steps), name, attrs)
+        if lay is None:
+            return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
+        trace.views.view_layouts[id(out)] = (out, lay)
     out._base = root
     out._steps = steps + ((name, attrs),)
     out._stamp = root._stamp
     return out
+
+
+def _view_layout(trace, view: Tensor, root: Tensor, steps) -> Layout:
+    """The layout of `view` (= `root` through `steps`), from the cache when a reshape recorded it."""
+    hit = trace.views.view_layouts.get(id(view))
+    if hit is not None and hit[0] is view:
+        return hit[1]
+    return layout_of(trace, root, steps)
 
 
 def is_view_of(view: Tensor, t: Tensor) -> bool:
@@ -365,88 +390,6 @@ def _eager_store(target: Tensor, src: np.ndarray, op: str) -> None:
     np.copyto(dst, src)
 
 
-def scatter(b, base: Value, steps, new: Value) -> Value:
-    """The value of `base` after writing `new` into its view `steps` (the view's inverse, step by step)."""
-    if not steps:
-        return new
-    steps = expand_steps(base.shape, steps)
-    # operand values are needed only below a slice (to keep the elements it does not cover)
-    last_slice = max((i for i, (name, _) in enumerate(steps) if name == "slice"), default=-1)
-    types, vals = [base.type], [base]
-    for i, (name, attrs) in enumerate(steps[:-1]):
-        if i < last_slice:
-            vals.append(b.emit(name, vals[-1], **attrs))
-            types.append(vals[-1].type)
-        else:
-            types.append(TensorType(step_shape(types[-1].shape, name, attrs), types[-1].dtype))
-    cur = new
-    for i in range(len(steps) - 1, -1, -1):
-        name, attrs = steps[i]
-        cur = _INVERSE[name](b, types[i], vals[i] if i < len(vals) else None, cur, attrs)
-    return cur
-
-
-def _inv_reshape(b, src: TensorType, src_val, cur: Value, attrs) -> Value:
-    return cur if cur.shape == src.shape else b.reshape(cur, shape=src.shape)
-
-
-def _inv_transpose(b, src, src_val, cur, attrs):
-    perm = attrs["permutation"]
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return b.transpose(cur, permutation=tuple(inv))
-
-
-def _inv_slice(b, src, src_val, cur, attrs):
-    starts, limits, strides = attrs["start_indices"], attrs["limit_indices"], attrs["strides"]
-    if cur.type.size == 0:
-        return src_val
-    cut = [d for d in range(len(src.shape)) if cur.shape[d] != src.shape[d]]
-    if not cut:
-        return cur
-    if len(cut) == 1 and strides[cut[0]] == 1:  # one contiguous range: concatenate the untouched ends around it
-        d = cut[0]
-        lo, hi = starts[d], starts[d] + cur.shape[d]
-        pieces = []
-        if lo > 0:
-            pieces.append(_slice_dim(b, src_val, d, 0, lo))
-        pieces.append(cur)
-        if hi < src.shape[d]:
-            pieces.append(_slice_dim(b, src_val, d, hi, src.shape[d]))
-        return pieces[0] if len(pieces) == 1 else b.concatenate(*pieces, axis=d)
-    low, high, interior = [], [], []
-    for d in range(len(src.shape)):
-        n, st = cur.shape[d], strides[d]
-        low.append(starts[d])
-        interior.append(st - 1)
-        high.append(src.shape[d] - starts[d] - (n - 1) * st - 1)
-    pad = dict(low=tuple(low), high=tuple(high), interior=tuple(interior))
-    mask = b.pad(b.const(True, cur.shape, dtypes.bool_), value=False, **pad)
-    zero = False if cur.dtype.is_bool else 0 if cur.dtype.is_integer else 0.0
-    return b.select(mask, b.pad(cur, value=zero, **pad), src_val)
-
-
-def _slice_dim(b, v: Value, d: int, start: int, stop: int) -> Value:
-    starts, limits = [0] * v.ndim, list(v.shape)
-    starts[d], limits[d] = start, stop
-    return b.slice(v, start_indices=tuple(starts), limit_indices=tuple(limits), strides=(1,) * v.ndim)
-
-
-def _inv_broadcast(b, src, src_val, cur, attrs):
-    # only broadcasts that repeat nothing are ever written through (has_overlap guards the others)
-    return cur if cur.shape == src.shape else b.reshape(cur, shape=src.shape)
-
-
-_INVERSE = {
-    "reshape": _inv_reshape,              # reshape back
-    "transpose": _inv_transpose,          # the inverse permutation
-    "slice": _inv_slice,                  # concatenate, or pad + select
-    "broadcast_in_dim": _inv_broadcast,   # (non-repeating) reshape back
-    "stop_gradient": lambda b, src, src_val, cur, attrs: cur,  # detach()/.data alias the same storage
-}
-
-
 # === finishing a trace: the write-backs =====================================================================
 def finish_writes(trace, outputs: Sequence[Tensor]) -> tuple[list[int], list[Value], list]:
     """(input indices written, their final values, output aliases) for `trace`'s graph.
@@ -481,6 +424,10 @@ def finish_writes(trace, outputs: Sequence[Tensor]) -> tuple[list[int], list[Val
     written.sort(key=lambda w: w[0])
     aliases = []
     for t in outputs:
+        if t._trace is trace and t._base is None and id(t) not in views.sources:  # a root: computed, or an arg
+            k = arg_pos.get(id(t))
+            aliases.append(None if k is None else (k, ()))
+            continue
         root, steps = _root_and_steps(trace, t) if owner(t) is trace else (None, ())
         idx = input_index(root) if root is not None else None
         aliases.append(None if idx is None else (idx, tuple(steps)))

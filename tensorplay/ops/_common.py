@@ -186,11 +186,14 @@ def _top_trace(like):
 
 
 def constant(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:
-    """A tensor filled with `value`: a `full` node when any of `like` is traced, else a concrete array
-    (a fresh small array, or a read-only broadcast view for big shapes)."""
+    """A tensor filled with `value` (an operand's Python scalar): concrete unless one of `like` is
+    traced. Under a plain transform the scalar is a graph input (`Trace.scalar_input`), under
+    `tp.compile` a `full` node. Concrete: a fresh small array, or a read-only broadcast view."""
     top = _top_trace(like)
     shape = tuple(shape)
     if top is not None:
+        if top.concrete:  # a plain transform: the scalar is data, an input, so the graph does not change with it
+            return top.scalar_input(_py(value, dtype), dtype, shape)
         return top.emit(_FULL, (), {"shape": shape, "dtype": dtype, "value": _py(value, dtype)})
     if prod(shape) <= 4096:
         arr = np.empty(shape, dtype.np)

@@ -12,6 +12,7 @@ from tensorplay.ir import dtypes
 from .._tensor import Tensor
 from .._trace import bind
 from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, constant, convert, normalize_dim
+from .shape import flatten, movedim, narrow, permute, reshape, select, slice_dim
 
 
 def _index_tensor(item, op: str = "index") -> Tensor:
@@ -98,8 +99,6 @@ def getitem(x: Tensor, key) -> Tensor:
             start, stop, step = k.indices(n)
             if k.step is not None and k.step <= 0:
                 raise ValueError("step must be greater than zero")
-            from .shape import slice_dim
-
             out = slice_dim(out, dim, start, builtins.max(start, stop), step)
             dim += 1
         elif isinstance(k, (int, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.is_traced
@@ -108,8 +107,6 @@ def getitem(x: Tensor, key) -> Tensor:
             n = out.shape[dim]
             if not -n <= i < n:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
-            from .shape import select
-
             out = select(out, dim, i)
         elif isinstance(k, (Tensor, list, np.ndarray)):
             adv.append((dim, _index_tensor(k)))
@@ -121,8 +118,6 @@ def getitem(x: Tensor, key) -> Tensor:
 
 def _advanced(x: Tensor, adv: list[tuple[int, Tensor]]) -> Tensor:
     """Integer-array indexing of dims `adv` (numpy placement rules)."""
-    from .shape import permute, reshape, movedim
-
     dims = [d for d, _ in adv]
     idx = [normalize_index(t, x.shape[d], "index", d) for d, t in adv]
     bshape = broadcast_shapes(*(tuple(t.shape) for t in idx), op="index")
@@ -161,16 +156,12 @@ def index_select(input, dim: int, index) -> Tensor:
 
 def take(input, index) -> Tensor:
     """Entries of the flattened `input` at `index`."""
-    from .shape import flatten
-
     x = flatten(as_tensor_operand(input))
     return bind("take", x, normalize_index(_index_tensor(index, "take"), x.shape[0], "take", 0), axis=0)
 
 
 def gather(input, dim: int, index) -> Tensor:
     """out[i][j] = input[index[i][j]][j] for dim=0 (and so on): torch.gather."""
-    from .shape import flatten, reshape
-
     x = as_tensor_operand(input)
     idx = _index_tensor(index, "gather")
     d = normalize_dim(dim, x.ndim, "gather")
@@ -199,8 +190,6 @@ def _linear_index(idx: Tensor, d: int, shape) -> Tensor:
 
 def scatter_add(input, dim: int, index, src) -> Tensor:
     """Out-of-place torch.scatter_add: out[index[i][j]][j] += src[i][j] for dim=0."""
-    from .shape import flatten, reshape, narrow
-
     x = as_tensor_operand(input)
     idx = normalize_index(_index_tensor(index, "scatter_add"), x.shape[normalize_dim(dim, x.ndim, "scatter_add")],
                           "scatter_add", dim)

@@ -23,8 +23,13 @@ def _arg(x) -> Tensor:
 
 
 def _fresh(out: Tensor, *sources: Tensor) -> Tensor:
-    """`out`, copied if it may share memory with a source (for ops that PyTorch defines as copying)."""
-    if out._trace is None and any(s._trace is None and np.may_share_memory(out._data, s._data) for s in sources):
+    """`out`, copied if it may share memory with a source (for ops that PyTorch defines as copying).
+
+    Eagerly numpy knows; under a trace `out` shares storage exactly when it is a view (has a base),
+    so a write into it would reach the source."""
+    if out._trace is not None or any(s._trace is not None for s in sources):
+        return copy(out) if out._base is not None else out
+    if any(np.may_share_memory(out._data, s._data) for s in sources):
         return copy(out)
     return out
 
