@@ -30,7 +30,7 @@ from .._tensor import Tensor
 from .._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import layout_key, own_outputs
 
-__all__ = ["LRU", "memo", "clear", "stats", "Transform", "call_outermost", "MAX_ENTRIES"]
+__all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "call_outermost", "MAX_ENTRIES"]
 
 MAX_ENTRIES = 256
 
@@ -119,6 +119,30 @@ def memo(cache: LRU, key, build: Callable[[], Any]) -> Any:
         value = build()
         cache.put(key, value)
     return value
+
+
+def run_graph(graph, inputs: list) -> list:
+    """`call_graph` with a short path for the common case: no active trace and concrete inputs
+    run the graph's kept runner directly (no trace resolution, no executable-cache lookup).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> run_graph(b.build([b.neg(x)]), [tp.ones(2)])
+    [tensor([-1., -1.])]
+    """
+    if _STACK:
+        return call_graph(graph, inputs)
+    arrays = []
+    keep = arrays.append
+    for t in inputs:
+        if t._trace is not None:
+            return call_graph(graph, inputs)
+        keep(t._data)
+    run, fresh = runner(graph)
+    wrap = Tensor._wrap
+    outs = [wrap(a) for a in run(*arrays)]
+    return outs if fresh else own_outputs(outs, inputs)
 
 
 # --- the outermost plain call -----------------------------------------------------------------------
