@@ -6,7 +6,7 @@ be hashable). Captured tensors (module parameters, globals) are graph inputs
 read at every call, so in-place updates to them are seen.
 
 The cached call is the hot path: the key is built in one walk over the arguments
-(`_signature`, no `TreeDef`s), and a graph that writes no input and returns no
+(`call_signature`, no `TreeDef`s), and a graph that writes no input and returns no
 view of one runs its `Executable` and wraps the fresh output buffers directly. A
 call whose arguments are all C-contiguous concrete tensors (the common case) is
 keyed by their shapes and dtypes alone (`_fast_key`) and skips even that walk.
@@ -71,6 +71,77 @@ def _fast_key(args) -> tuple | None:
     return tuple(key)
 
 
+def call_signature(args, kwargs, where: str) -> tuple[tuple, list, bool]:
+    """(key, tensor leaves, all concrete): the cache key of a call, in one walk over the arguments.
+
+    The key is the preorder sequence of the argument tree -- containers as (type, arity) or
+    (dict, sorted keys), tensors as (shape, dtype, layout), other leaves as (type, value) --
+    which determines the tree structure and every leaf's signature, as `tree_flatten` would.
+    A non-hashable non-tensor leaf is a TypeError naming `where`.
+
+    >>> import tensorplay as tp
+    >>> key, tensors, concrete = call_signature((tp.ones(2), 3), {}, "f")
+    >>> len(tensors), concrete, key[-1]
+    (1, True, ('S', <class 'int'>, 3))
+    """
+    key: list = []
+    tensors: list = []
+    concrete = True
+    push, keep = key.append, tensors.append
+
+    def go(x):
+        nonlocal concrete
+        cls = x.__class__
+        if cls is Tensor:
+            keep(x)
+            if x._trace is None:
+                a = x._data
+                push((a.shape, a.dtype, None if a.flags.c_contiguous else layout_key(x)))
+            else:
+                concrete = False
+                push((tuple(x.shape), x.dtype.np, layout_key(x)))
+        elif cls is tuple or cls is list:
+            push((cls, len(x)))
+            for c in x:
+                go(c)
+        elif cls is dict:
+            keys = tuple(sorted(x, key=_pytree._key_order))
+            push((dict, keys))
+            for k in keys:
+                go(x[k])
+        elif x is None:
+            push(None)
+        elif isinstance(x, Tensor):
+            keep(x)
+            concrete = concrete and x._trace is None
+            push((tuple(x.shape), x.dtype.np, layout_key(x)))
+        elif isinstance(x, tuple):  # namedtuples keep their class; other subclasses (tp.Size) are tuples
+            push((cls if hasattr(cls, "_fields") else tuple, len(x)))
+            for c in x:
+                go(c)
+        elif isinstance(x, list):
+            push((list, len(x)))
+            for c in x:
+                go(c)
+        elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: a dict, as `tree_flatten` has it
+            keys = tuple(sorted(x, key=_pytree._key_order))
+            push((dict, keys))
+            for k in keys:
+                go(x[k])
+        else:
+            try:
+                hash(x)
+            except TypeError:
+                raise TypeError(f"{where}: non-tensor argument of type {cls.__name__} "
+                                f"is not hashable, so it cannot be part of the compile cache key") from None
+            push(("S", cls, x))
+
+    go(args)
+    if kwargs:
+        go(kwargs)
+    return tuple(key), tensors, concrete
+
+
 def _check_static_argnums(static_argnums, fn) -> tuple[int, ...]:
     """`static_argnums` as a tuple of ints, checked against `fn`'s positional parameters when known."""
     nums = (static_argnums,) if isinstance(static_argnums, int) and not isinstance(static_argnums, bool) \
@@ -123,70 +194,6 @@ class CompiledFunction:
                                 f"static arguments must be hashable Python values (pass tensors as ordinary "
                                 f"arguments)")
 
-    def _signature(self, args, kwargs) -> tuple[tuple, list, bool]:
-        """(key, tensor leaves, all concrete): the cache key of a call, in one walk over the arguments.
-
-        The key is the preorder sequence of the argument tree -- containers as (type, arity) or
-        (dict, sorted keys), tensors as (shape, dtype, layout), other leaves as (type, value) --
-        which determines the tree structure and every leaf's signature, as `tree_flatten` would.
-        """
-        key: list = []
-        tensors: list = []
-        concrete = True
-        push, keep = key.append, tensors.append
-
-        def go(x):
-            nonlocal concrete
-            cls = x.__class__
-            if cls is Tensor:
-                keep(x)
-                if x._trace is None:
-                    a = x._data
-                    push((a.shape, a.dtype, None if a.flags.c_contiguous else layout_key(x)))
-                else:
-                    concrete = False
-                    push((tuple(x.shape), x.dtype.np, layout_key(x)))
-            elif cls is tuple or cls is list:
-                push((cls, len(x)))
-                for c in x:
-                    go(c)
-            elif cls is dict:
-                keys = tuple(sorted(x, key=_pytree._key_order))
-                push((dict, keys))
-                for k in keys:
-                    go(x[k])
-            elif x is None:
-                push(None)
-            elif isinstance(x, Tensor):
-                keep(x)
-                concrete = concrete and x._trace is None
-                push((tuple(x.shape), x.dtype.np, layout_key(x)))
-            elif isinstance(x, tuple):  # namedtuples keep their class; other subclasses (tp.Size) are tuples
-                push((cls if hasattr(cls, "_fields") else tuple, len(x)))
-                for c in x:
-                    go(c)
-            elif isinstance(x, list):
-                push((list, len(x)))
-                for c in x:
-                    go(c)
-            elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: a dict, as `tree_flatten` has it
-                keys = tuple(sorted(x, key=_pytree._key_order))
-                push((dict, keys))
-                for k in keys:
-                    go(x[k])
-            else:
-                try:
-                    hash(x)
-                except TypeError:
-                    raise TypeError(f"compile({self.__name__}): non-tensor argument of type {cls.__name__} "
-                                    f"is not hashable, so it cannot be part of the compile cache key") from None
-                push(("S", cls, x))
-
-        go(args)
-        if kwargs:
-            go(kwargs)
-        return tuple(key), tensors, concrete
-
     def get_graph(self, *args, **kwargs) -> ClosedGraph:
         """The traced graph for these arguments (tracing on first use)."""
         return self._entry(args, kwargs)[0].closed
@@ -194,7 +201,7 @@ class CompiledFunction:
     def _entry(self, args, kwargs) -> tuple[_Entry, list, bool]:
         if self.static_argnums:
             self._check_static(args)
-        key, tensors, concrete = self._signature(args, kwargs)
+        key, tensors, concrete = call_signature(args, kwargs, f"compile({self.__name__})")
         entry = self._cache.get(key)
         if entry is None:
             with self._lock:  # one trace per signature, however many threads make the first call
