@@ -18,12 +18,20 @@ from tensorplay.ir import Graph, interpret
 _RUNNER_ATTR = {"compiled": "_tp_runner_compiled", "interpreter": "_tp_runner_interpreter"}
 
 
+_parsed: tuple[str | None, str] = (None, "compiled")  # (raw TENSORPLAY_BACKEND value, backend name)
+
+
 def backend() -> str:
     """The active backend name: 'compiled' (default) or 'interpreter'."""
-    name = os.environ.get("TENSORPLAY_BACKEND", "compiled").strip().lower() or "compiled"
+    global _parsed
+    raw = os.environ.get("TENSORPLAY_BACKEND")
+    if raw == _parsed[0]:
+        return _parsed[1]
+    name = (raw or "compiled").strip().lower() or "compiled"
     if name not in ("compiled", "interpreter", "llvm"):
         raise ValueError(f"TENSORPLAY_BACKEND={name!r}: expected 'compiled' or 'interpreter'")
-    return "interpreter" if name == "interpreter" else "compiled"
+    _parsed = (raw, "interpreter" if name == "interpreter" else "compiled")
+    return _parsed[1]
 
 
 def runner(graph: Graph) -> tuple[Callable[..., list], bool]:

@@ -6,16 +6,23 @@ be hashable). Captured tensors (module parameters, globals) are graph inputs
 read at every call, so in-place updates to them are seen.
 
 The cached call is the hot path: the key is built in one walk over the arguments
-(`_signature`, no `TreeDef`s), and a graph that writes no input and returns no
-view of one runs its `Executable` and wraps the fresh output buffers directly.
+(`call_signature`, no `TreeDef`s), and a graph that writes no input and returns no
+view of one runs its `Executable` and wraps the fresh output buffers directly. A
+call whose arguments are all C-contiguous concrete tensors (the common case) is
+keyed by their shapes and dtypes alone (`_fast_key`) and skips even that walk.
+
+The first call of a signature traces under a per-function lock, so two threads
+making it at once trace the function once.
 """
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
 from typing import Any, Callable
 
 from . import _pytree
-from ._exec import backend, executor
+from ._exec import runner
 from ._tensor import Tensor
 from ._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
 from ._views import layout_key
@@ -26,28 +33,139 @@ _wrap = Tensor._wrap
 class _Entry:
     """One traced signature: the closed graph, how to run it, and what the call path may skip."""
 
-    __slots__ = ("closed", "run", "captures", "fast")
+    __slots__ = ("closed", "run", "captures", "fast", "finish")
 
     def __init__(self, closed: ClosedGraph):
         self.closed = closed
-        run, fresh = _runner(closed.graph)
+        run, fresh = runner(closed.graph)
         self.run = run
         # captures that are tensors are passed as they are; a RandomKey draws a fresh key per call
         self.captures = None if any(isinstance(s, RandomKey) for s in closed.captures) else list(closed.captures)
         # outputs are new buffers, nothing is written back, no output is an input or a view of one:
         # `write_back` (and its output/input aliasing check) has nothing to do
         self.fast = fresh and not closed.mutated and all(a is None for a in closed.output_aliases)
+        self.finish = _finisher(closed) if self.fast else None
 
 
-def _runner(graph) -> tuple[Callable, bool]:
-    """(run(*arrays) -> arrays, fresh): `fresh` when the outputs are always new buffers (a codegen
-    `Executable` never returns its inputs or views of them; the interpreter may)."""
-    if backend() == "compiled":
-        from tensorplay.codegen import compile_graph  # a broken backend is an error, never a silent fallback
+def _finisher(closed: ClosedGraph) -> Callable[[list], Any]:
+    """The function turning the executable's output arrays into the result of a fast call."""
+    if closed.out_tree.kind == "leaf" and closed.out_static == [None]:
+        return lambda arrays: _wrap(arrays[0])
+    unflatten = closed.unflatten_outputs
+    return lambda arrays: unflatten([_wrap(a) for a in arrays])
 
-        return compile_graph(graph), True
-    run = executor(graph)
-    return (lambda *arrays: run(arrays)), False
+
+def _fast_key(args) -> tuple | None:
+    """The key of a call whose positional arguments are all concrete C-contiguous tensors: their
+    shapes and dtypes (None for any other call)."""
+    key = []
+    push = key.append
+    for a in args:
+        if a.__class__ is not Tensor or a._trace is not None:
+            return None
+        d = a._data
+        if not d.flags.c_contiguous:
+            return None
+        push(d.shape)
+        push(d.dtype)
+    return tuple(key)
+
+
+def call_signature(args, kwargs, where: str) -> tuple[tuple, list, bool]:
+    """(key, tensor leaves, all concrete): the cache key of a call, in one walk over the arguments.
+
+    The key is the preorder sequence of the argument tree -- containers as (type, arity) or
+    (dict type, keys in insertion order), tensors as (shape, dtype, layout), other leaves as (type, value) --
+    which determines the tree structure and every leaf's signature, as `tree_flatten` would.
+    A non-hashable non-tensor leaf is a TypeError naming `where`.
+
+    >>> import tensorplay as tp
+    >>> key, tensors, concrete = call_signature((tp.ones(2), 3), {}, "f")
+    >>> len(tensors), concrete, key[-1]
+    (1, True, ('S', <class 'int'>, 3))
+    """
+    key: list = []
+    tensors: list = []
+    concrete = True
+    push, keep = key.append, tensors.append
+
+    def go(x):
+        nonlocal concrete
+        cls = x.__class__
+        if cls is Tensor:
+            keep(x)
+            if x._trace is None:
+                a = x._data
+                push((a.shape, a.dtype, None if a.flags.c_contiguous else layout_key(x)))
+            else:
+                concrete = False
+                push((tuple(x.shape), x.dtype.np, layout_key(x)))
+        elif cls is tuple or cls is list:
+            push((cls, len(x)))
+            for c in x:
+                go(c)
+        elif cls is dict:
+            push((dict, tuple(x)))  # insertion order, as `tree_flatten`: {a, b} and {b, a} are two entries
+            for c in x.values():
+                go(c)
+        elif x is None:
+            push(None)
+        elif isinstance(x, Tensor):
+            keep(x)
+            concrete = concrete and x._trace is None
+            push((tuple(x.shape), x.dtype.np, layout_key(x)))
+        elif isinstance(x, tuple):  # namedtuples keep their class; other subclasses (tp.Size) are tuples
+            push((cls if hasattr(cls, "_fields") else tuple, len(x)))
+            for c in x:
+                go(c)
+        elif isinstance(x, list):
+            push((list, len(x)))
+            for c in x:
+                go(c)
+        elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: their container, as `tree_flatten` has it
+            push((_pytree.dict_container(x), tuple(x)))
+            for k in x:
+                go(x[k])
+        else:
+            try:
+                hash(x)
+            except TypeError:
+                raise TypeError(f"{where}: non-tensor argument of type {cls.__name__} "
+                                f"is not hashable, so it cannot be part of the compile cache key") from None
+            push(("S", cls, x))
+
+    go(args)
+    if kwargs:
+        go(kwargs)
+    return tuple(key), tensors, concrete
+
+
+def _check_static_argnums(static_argnums, fn) -> tuple[int, ...]:
+    """`static_argnums` as a tuple of ints, checked against `fn`'s positional parameters when known."""
+    nums = (static_argnums,) if isinstance(static_argnums, int) and not isinstance(static_argnums, bool) \
+        else static_argnums
+    if not isinstance(nums, (tuple, list)) or any(isinstance(a, bool) or not isinstance(a, int) for a in nums):
+        raise TypeError(f"compile: static_argnums must be an int or a tuple of ints, got {static_argnums!r}")
+    nums = tuple(nums)
+    if fn is not None:
+        limit = _positional_limit(fn)
+        for a in nums:
+            if limit is not None and not -limit <= a < limit:
+                raise ValueError(f"compile({getattr(fn, '__name__', 'f')}): static_argnums {a} is out of range for "
+                                 f"a function of {limit} positional parameter(s)")
+    return nums
+
+
+def _positional_limit(fn) -> int | None:
+    """How many positional parameters `fn` takes (None if unknown or unbounded, as with ``*args``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return None
+    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
 
 
 class CompiledFunction:
@@ -55,87 +173,74 @@ class CompiledFunction:
 
     def __init__(self, fn: Callable, static_argnums: tuple[int, ...] = ()):
         self.fn = fn
-        self.static_argnums = static_argnums
+        self.static_argnums = _check_static_argnums(static_argnums, fn)
         self._cache: dict[Any, _Entry] = {}
+        self._fast: dict[tuple, _Entry] = {}  # `_fast_key` -> entry, for fast entries without RandomKeys
+        self._lock = threading.Lock()
         self.trace_count = 0
         functools.update_wrapper(self, fn)
 
-    def _signature(self, args, kwargs) -> tuple[tuple, list, bool]:
-        """(key, tensor leaves, all concrete): the cache key of a call, in one walk over the arguments.
-
-        The key is the preorder sequence of the argument tree -- containers as (type, arity) or
-        (dict type, keys in insertion order), tensors as (shape, dtype, layout), other leaves as (type, value) --
-        which determines the tree structure and every leaf's signature, as `tree_flatten` would.
-        """
-        key: list = []
-        tensors: list = []
-        concrete = True
-        push, keep = key.append, tensors.append
-
-        def go(x):
-            nonlocal concrete
-            cls = x.__class__
-            if cls is Tensor:
-                keep(x)
-                if x._trace is None:
-                    a = x._data
-                    push((a.shape, a.dtype, None if a.flags.c_contiguous else layout_key(x)))
-                else:
-                    concrete = False
-                    push((tuple(x.shape), x.dtype.np, layout_key(x)))
-            elif cls is tuple or cls is list:
-                push((cls, len(x)))
-                for c in x:
-                    go(c)
-            elif cls is dict:
-                push((dict, tuple(x)))  # insertion order, as `tree_flatten`: {a, b} and {b, a} are two entries
-                for c in x.values():
-                    go(c)
-            elif x is None:
-                push(None)
-            elif isinstance(x, Tensor):
-                keep(x)
-                concrete = concrete and x._trace is None
-                push((tuple(x.shape), x.dtype.np, layout_key(x)))
-            elif isinstance(x, tuple):  # namedtuples keep their class; other subclasses (tp.Size) are tuples
-                push((cls if hasattr(cls, "_fields") else tuple, len(x)))
-                for c in x:
-                    go(c)
-            elif isinstance(x, list):
-                push((list, len(x)))
-                for c in x:
-                    go(c)
-            elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: their container, as `tree_flatten` has it
-                push((_pytree.dict_container(x), tuple(x)))
-                for k in x:
-                    go(x[k])
-            else:
-                try:
-                    hash(x)
-                except TypeError:
-                    raise TypeError(f"compile({self.__name__}): non-tensor argument of type {cls.__name__} "
-                                    f"is not hashable, so it cannot be part of the compile cache key") from None
-                push(("S", cls, x))
-
-        go(args)
-        if kwargs:
-            go(kwargs)
-        return tuple(key), tensors, concrete
+    def _check_static(self, args) -> None:
+        """A static argument is a hashable Python value, never a tensor; its position exists in the call."""
+        n = len(args)
+        for a in self.static_argnums:
+            if not -n <= a < n:
+                raise ValueError(f"compile({self.__name__}): static_argnums {a} is out of range for a call with "
+                                 f"{n} positional argument(s)")
+            if isinstance(args[a], Tensor):
+                raise TypeError(f"compile({self.__name__}): argument {a % n} is in static_argnums but is a tensor; "
+                                f"static arguments must be hashable Python values (pass tensors as ordinary "
+                                f"arguments)")
 
     def get_graph(self, *args, **kwargs) -> ClosedGraph:
         """The traced graph for these arguments (tracing on first use)."""
         return self._entry(args, kwargs)[0].closed
 
     def _entry(self, args, kwargs) -> tuple[_Entry, list, bool]:
-        key, tensors, concrete = self._signature(args, kwargs)
+        if self.static_argnums:
+            self._check_static(args)
+        key, tensors, concrete = call_signature(args, kwargs, f"compile({self.__name__})")
         entry = self._cache.get(key)
         if entry is None:
-            closed = trace_function(self.fn, args, kwargs, transform="compile")
-            self.trace_count += 1
-            entry = self._cache[key] = _Entry(closed)
+            with self._lock:  # one trace per signature, however many threads make the first call
+                entry = self._cache.get(key)
+                if entry is None:
+                    closed = trace_function(self.fn, args, kwargs, transform="compile")
+                    self.trace_count += 1
+                    entry = self._cache[key] = _Entry(closed)
+        if not kwargs and entry.finish is not None and entry.captures is not None and concrete:
+            fast = _fast_key(args)
+            if fast is not None:
+                self._fast[fast] = entry
         return entry, tensors, concrete
 
     def __call__(self, *args, **kwargs):
+        if kwargs or _STACK:
+            return self._call(args, kwargs)
+        key = []  # `_fast_key`, inlined: this is the hot path
+        push = key.append
+        arrays = []
+        keep = arrays.append
+        for a in args:
+            if a.__class__ is not Tensor or a._trace is not None:
+                return self._call(args, kwargs)
+            d = a._data
+            if not d.flags.c_contiguous:
+                return self._call(args, kwargs)
+            push(d.shape)
+            push(d.dtype)
+            keep(d)
+        entry = self._fast.get(tuple(key))
+        if entry is None:
+            return self._call(args, kwargs)
+        caps = entry.captures
+        if caps:
+            if any(c._trace is not None for c in caps):
+                return self._call(args, kwargs)
+            arrays += [c._data for c in caps]
+        return entry.finish(entry.run(*arrays))
+
+    def _call(self, args, kwargs):
         entry, tensors, concrete = self._entry(args, kwargs)
         closed = entry.closed
         captures = entry.captures
@@ -158,9 +263,16 @@ def compile(fn: Callable | None = None, *, static_argnums=(), **options):
     >>> f = tp.compile(lambda x: tp.sin(x) * 2)
     >>> f(tp.zeros(3))
     tensor([0., 0., 0.])
+
+    `static_argnums` names positional arguments that are Python values (they are part of the
+    cache key, as every non-tensor argument is); any other keyword is an error.
     """
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
+    if options:
+        raise TypeError(f"compile: unknown option(s) {', '.join(map(repr, sorted(options)))}; the supported "
+                        f"option is static_argnums")
+    if fn is not None and not callable(fn):
+        raise TypeError(f"compile: expected a function, got {type(fn).__name__}")
+    nums = _check_static_argnums(static_argnums, fn)
     if fn is None:
-        return lambda f: CompiledFunction(f, tuple(static_argnums))
-    return CompiledFunction(fn, tuple(static_argnums))
+        return lambda f: CompiledFunction(f, nums)
+    return CompiledFunction(fn, nums)

@@ -31,8 +31,9 @@ from tensorplay.ir.primitive import get_primitive
 
 from .. import _pytree
 from .._tensor import Tensor
-from .._trace import _STACK, ClosedGraph, call_graph, current_trace, trace_function
+from .._trace import _STACK, ClosedGraph, current_trace, trace_function
 from . import _pipeline
+from ._pipeline import run_graph
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
 
@@ -171,7 +172,7 @@ _ONE_GRAPH = _pipeline.LRU("jacobian")
 
 def _run(graph: Graph, inputs: Sequence[Tensor]) -> list:
     """Simplify `graph` (once per structure) and execute it (or inline it into the trace owning an input)."""
-    return call_graph(_pipeline.memo(_ONE_GRAPH, graph.structural_key(), lambda: simplify(graph)), list(inputs))
+    return run_graph(_pipeline.memo(_ONE_GRAPH, graph.structural_key(), lambda: simplify(graph)), list(inputs))
 
 
 def _pick(results: list, argnums) -> Any:
@@ -200,7 +201,7 @@ def _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs):
     n_out = len(tr.graph.outputs)
     seeds = [1.0] + [None] * (n_out - 1)
     graph = _pipeline.memo(_GRAD, tr.pipeline_key(nums), lambda: grad_graph(tr.graph, tr.wrt(nums), seeds, simplified=True))
-    outs = call_graph(graph, tr.inputs)
+    outs = run_graph(graph, tr.inputs)
     grads = _pick(_unflatten_args(tr, outs[n_out:], nums), argnums)
     value, aux = tr.split_outputs(outs[:n_out])
     return grads, value, aux
@@ -300,7 +301,7 @@ def _vjp_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, trans
     _check_tensor_output(tr, "func must return tensors")
     parts = _split(tr, argnums, transposed=True)
     back = parts.second
-    outs = call_graph(parts.forward, tr.inputs)
+    outs = run_graph(parts.forward, tr.inputs)
     n_out = len(tr.graph.outputs)
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])
@@ -308,7 +309,7 @@ def _vjp_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, trans
 
     def vjp_fn(cotangents):
         cts = _check_like(transform, "cotangents", cotangents, main_leaves, tr.main_tree, "output")
-        return tuple(_unflatten_args(tr, call_graph(back, residuals + cts), argnums))
+        return tuple(_unflatten_args(tr, run_graph(back, residuals + cts), argnums))
 
     return output, vjp_fn, aux
 
@@ -373,11 +374,21 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
         k = zero_outputs.index(True)
         raise RuntimeError(f"{transform}(strict=True): output {k} does not depend on the primals, so its "
                            f"tangent is identically zero")
-    outs = call_graph(graph, tr.inputs + t_flat)
+    outs = run_graph(graph, tr.inputs + t_flat)
     n_out = len(tr.graph.outputs)
     output, aux = tr.split_outputs(outs[:n_out])
     tangent_out = _pytree.tree_unflatten(tr.main_tree, _with_static(tr, outs[n_out:]))
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
+
+
+def _match_types(tensors: tuple, types: list) -> bool:
+    """`tensors` are tensors of exactly `types` (the fast check of `jvp_fn`'s tangents)."""
+    if len(tensors) != len(types):
+        return False
+    for t, typ in zip(tensors, types):
+        if t.__class__ is not Tensor or t._type() != typ:
+            return False
+    return True
 
 
 def _with_static(tr: _Traced, main_tensors: Sequence) -> list:
@@ -395,17 +406,25 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
         _reject_random(tr)
     parts = _split(tr, argnums, transposed=False)
     linear = parts.second
-    outs = call_graph(parts.forward, tr.inputs)
+    outs = run_graph(parts.forward, tr.inputs)
     n_out = len(tr.graph.outputs)
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])
     diff_args = [args[a] for a in argnums]
     d_leaves, d_tree = _pytree.tree_flatten(tuple(diff_args))
+    # tangents given as one tensor per (tensor) argument, in argument order, are checked without pytrees
+    flat_types = [x._type() for x in diff_args] if all(isinstance(x, Tensor) for x in diff_args) else None
+    ordered = list(argnums) == sorted(argnums)
+    single = tr.main_tree.kind == "leaf" and tr.num_main == 1
 
     def jvp_fn(*tangents):
-        t_flat = _check_like(transform, "tangents", tuple(tangents), d_leaves, d_tree, "primals")
-        touts = call_graph(linear, residuals + _input_order(tr, argnums, t_flat))
-        return _pytree.tree_unflatten(tr.main_tree, _with_static(tr, touts))
+        if flat_types is not None and ordered and _match_types(tangents, flat_types):
+            t_flat = list(tangents)
+        else:
+            t_flat = _input_order(tr, argnums, _check_like(transform, "tangents", tuple(tangents), d_leaves, d_tree,
+                                                           "primals"))
+        touts = run_graph(linear, residuals + t_flat)
+        return touts[0] if single else _pytree.tree_unflatten(tr.main_tree, _with_static(tr, touts))
 
     return output, jvp_fn, aux
 

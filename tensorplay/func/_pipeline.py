@@ -28,9 +28,10 @@ from .. import _pytree
 from .._exec import runner
 from .._tensor import Tensor
 from .._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
-from .._views import layout_key, own_outputs
+from .._views import own_outputs
+from ..compile import call_signature
 
-__all__ = ["LRU", "memo", "clear", "stats", "Transform", "call_outermost", "MAX_ENTRIES"]
+__all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "call_outermost", "MAX_ENTRIES"]
 
 MAX_ENTRIES = 256
 
@@ -121,6 +122,30 @@ def memo(cache: LRU, key, build: Callable[[], Any]) -> Any:
     return value
 
 
+def run_graph(graph, inputs: list) -> list:
+    """`call_graph` with a short path for the common case: no active trace and concrete inputs
+    run the graph's kept runner directly (no trace resolution, no executable-cache lookup).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> run_graph(b.build([b.neg(x)]), [tp.ones(2)])
+    [tensor([-1., -1.])]
+    """
+    if _STACK:
+        return call_graph(graph, inputs)
+    arrays = []
+    keep = arrays.append
+    for t in inputs:
+        if t._trace is not None:
+            return call_graph(graph, inputs)
+        keep(t._data)
+    run, fresh = runner(graph)
+    wrap = Tensor._wrap
+    outs = [wrap(a) for a in run(*arrays)]
+    return outs if fresh else own_outputs(outs, inputs)
+
+
 # --- the outermost plain call -----------------------------------------------------------------------
 class Transform(NamedTuple):
     """What a same-argument transform wrapper is: `key` (its kind and parameters, hashable),
@@ -178,28 +203,6 @@ class _Replayed:
 _OUTERMOST = LRU("outermost")
 
 
-def _signature(args: tuple, kwargs: dict) -> tuple[tuple, list] | None:
-    """(hashable key of the argument structure and non-tensor leaves, tensor leaves), or None when a
-    leaf cannot be part of a key (unhashable) or a tensor is not concrete."""
-    leaves, tree = _pytree.tree_flatten((args, kwargs))
-    tensors, statics = [], []
-    for leaf in leaves:
-        if isinstance(leaf, Tensor):
-            if leaf._trace is not None:
-                return None
-            tensors.append(leaf)
-            data = leaf._data
-            statics.append(None if data.flags.c_contiguous else ("layout", layout_key(leaf)))
-        else:
-            statics.append(("static", type(leaf), leaf))
-    key = (tree, tuple(statics))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key, tensors
-
-
 def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Callable):
     """Call the transform `wrapper` at top level through the pipeline cache (see the module docstring).
 
@@ -214,11 +217,13 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
             [0., 4.]])
     """
     chain, user_fn = wrapper._tp_chain
-    sig = _signature(args, kwargs) if not _STACK else None
-    if sig is None:
-        return fallback(*args, **kwargs)
-    arg_key, tensors = sig
     name = " > ".join(t.name for t in chain)
+    try:
+        arg_key, tensors, concrete = call_signature(args, kwargs, name)
+    except TypeError:  # a non-hashable non-tensor argument: no key
+        return fallback(*args, **kwargs)
+    if not concrete:
+        return fallback(*args, **kwargs)
     user = trace_function(user_fn, args, kwargs, transform=name, name=getattr(user_fn, "__name__", None))
     key = (tuple(t.key for t in chain), arg_key, user.graph.structural_key(), user.out_tree,
            tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),

@@ -37,6 +37,7 @@ from tensorplay.ir.passes.batching import RANDOMNESS, batch_graph, batched_outpu
 from .. import _pytree
 from .._tensor import Tensor
 from .._trace import RandomKey, bind, call_graph, trace_function, transform_stack
+from . import _pipeline
 
 __all__ = ["vmap", "chunk_vmap"]
 
@@ -92,6 +93,10 @@ def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: 
         return call.run(max(1, math.ceil(call.size / chunks)))
 
     return wrapped
+
+
+_BATCHED = _pipeline.LRU("vmap")
+_OUT_DIMS = _pipeline.LRU("vmap_out_dims")
 
 
 # --- the call --------------------------------------------------------------------------------------
@@ -300,14 +305,22 @@ class _VmapCall:
         closed = self._trace()
         inputs, in_dims = self._inputs(closed)
         n_own = len(closed.graph.outputs) - len(closed.mutated)  # then one output per in-place write-back
-        out_dims = self._out_dims(closed, [d is not None for d in in_dims], n_own)
-        out_dims += self._write_dims(closed, in_dims, n_own)
-        graphs: dict[int, Any] = {}
+        graph_key = closed.graph.structural_key()
+        out_key = _out_dims_key(self.out_dims)
+        if out_key is not None:
+            out_key = (graph_key, tuple(in_dims), out_key, closed.out_tree, tuple(closed.out_static),
+                       tuple(closed.mutated))
+
+        def resolve_out_dims():
+            dims = self._out_dims(closed, [d is not None for d in in_dims], n_own)
+            return tuple(dims + self._write_dims(closed, in_dims, n_own))
+
+        out_dims = list(_pipeline.memo(_OUT_DIMS, _hashable(out_key), resolve_out_dims))
 
         def batched(size: int):
-            if size not in graphs:
-                graphs[size] = batch_graph(closed.graph, in_dims, size, out_dims, randomness=self.randomness)
-            return graphs[size]
+            key = (graph_key, tuple(in_dims), size, tuple(out_dims), self.randomness)
+            return _pipeline.memo(_BATCHED, key, lambda: batch_graph(closed.graph, in_dims, size, out_dims,
+                                                                      randomness=self.randomness))
 
         if chunk_size is None or chunk_size >= self.size:
             outs = call_graph(batched(self.size), inputs)
@@ -320,6 +333,32 @@ class _VmapCall:
         outs = [pieces[0][k] if d is None else bind("concatenate", *(p[k] for p in pieces), axis=d)
                 for k, d in enumerate(out_dims)]
         return closed.unflatten_outputs(closed.write_back(inputs, outs))
+
+
+def _out_dims_key(out_dims):
+    """`out_dims` as a hashable key (lists become tuples), or None if it holds something else."""
+    if out_dims is None or (isinstance(out_dims, int) and not isinstance(out_dims, bool)):
+        return out_dims
+    if isinstance(out_dims, (tuple, list)):
+        parts = tuple(_out_dims_key(d) for d in out_dims)
+        return (type(out_dims).__name__, parts) if all(p is not None or d is None for p, d in zip(parts, out_dims)) \
+            else None
+    if isinstance(out_dims, dict):
+        try:
+            items = tuple(sorted((k, _out_dims_key(v)) for k, v in out_dims.items()))
+        except TypeError:
+            return None
+        return ("dict", items)
+    return None
+
+
+def _hashable(key):
+    """`key`, or None when it cannot be hashed (then the result is computed, not cached)."""
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _narrow(t: Tensor, d: int, start: int, n: int) -> Tensor:

@@ -6,6 +6,7 @@ import pytest
 
 MODULES = ["tensorplay.ir.passes.jvp", "tensorplay.ir.passes.partial_eval", "tensorplay.ir.passes.transpose", "tensorplay.ir.passes.reverse",
            "tensorplay.ir.passes.simplify", "tensorplay.func._pipeline", "tensorplay._exec",
+           "tensorplay.compile",
            "tensorplay.func._ad"]
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 SCRIPTS = ["bench_fused_elementwise", "bench_mlp", "bench_per_sample_grads", "bench_jacobians",
-           "bench_dispatch", "bench_compile_time"]
+           "bench_plain_transforms", "bench_dispatch", "bench_compile_time"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -1,0 +1,90 @@
+"""`tp.compile`: the fast cached call path, one trace under concurrent first calls, and the
+checks of its options."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+
+
+def test_concurrent_first_calls_trace_once():
+    entered = []
+
+    def slow(x):
+        entered.append(threading.get_ident())
+        time.sleep(0.05)  # widen the window in which a second thread could start its own trace
+        return x * 2 + 1
+
+    f = tp.compile(slow)
+    x = tp.arange(4.0)
+    barrier = threading.Barrier(4)
+    results, errors = [], []
+
+    def call():
+        try:
+            barrier.wait()
+            results.append(f(x).numpy())
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert f.trace_count == 1 and len(entered) == 1
+    for r in results:
+        np.testing.assert_array_equal(r, np.arange(4.0, dtype=np.float32) * 2 + 1)
+
+
+def test_fast_path_reads_captures_and_distinguishes_signatures():
+    w = tp.ones(3)
+    f = tp.compile(lambda x: x * w)
+    np.testing.assert_array_equal(f(tp.arange(3.0)).numpy(), [0, 1, 2])
+    w.mul_(2.0)
+    np.testing.assert_array_equal(f(tp.arange(3.0)).numpy(), [0, 2, 4])
+    np.testing.assert_array_equal(f(tp.arange(3.0, dtype=tp.float64)).numpy(), [0, 2, 4])
+    assert f.trace_count == 2
+    strided = tp.arange(6.0)[::2]  # not C-contiguous: the general path, its own signature
+    np.testing.assert_array_equal(f(strided).numpy(), [0, 4, 8])
+
+
+def test_fast_path_returns_the_output_structure():
+    f = tp.compile(lambda x, y: {"s": x + y, "p": (x * y, 3)})
+    out = f(tp.ones(2), tp.full((2,), 2.0))
+    out = f(tp.ones(2), tp.full((2,), 2.0))
+    np.testing.assert_array_equal(out["s"].numpy(), [3, 3])
+    np.testing.assert_array_equal(out["p"][0].numpy(), [2, 2])
+    assert out["p"][1] == 3
+
+
+def test_unknown_options_are_rejected():
+    with pytest.raises(TypeError, match="unknown option.*'fullgraph'"):
+        tp.compile(lambda x: x, fullgraph=True)
+    with pytest.raises(TypeError, match="unknown option"):
+        tp.compile(mode="max-autotune")
+
+
+@pytest.mark.parametrize("bad", ["0", 1.0, (0, "1"), True, [None]])
+def test_static_argnums_must_be_ints(bad):
+    with pytest.raises(TypeError, match="static_argnums must be an int or a tuple of ints"):
+        tp.compile(lambda x, n: x * n, static_argnums=bad)
+
+
+def test_static_argnums_out_of_range():
+    with pytest.raises(ValueError, match="static_argnums 2 is out of range .* 2 positional"):
+        tp.compile(lambda x, n: x * n, static_argnums=2)
+    f = tp.compile(lambda *a: a[0] * a[1], static_argnums=(1,))  # unknown arity: checked per call
+    np.testing.assert_array_equal(f(tp.ones(2), 3).numpy(), [3, 3])
+    with pytest.raises(ValueError, match="static_argnums 1 is out of range for a call with 1"):
+        f(tp.ones(2))
+
+
+def test_a_tensor_at_a_static_position_is_an_error():
+    f = tp.compile(lambda x, n: x * n, static_argnums=1)
+    np.testing.assert_array_equal(f(tp.ones(2), 2).numpy(), [2, 2])
+    with pytest.raises(TypeError, match="argument 1 is in static_argnums but is a tensor"):
+        f(tp.ones(2), tp.ones(2))

@@ -1,0 +1,172 @@
+"""The plain transforms' pipeline cache: repeated calls only trace and look up; fresh Python
+semantics are kept (a changed global, an in-place update of a captured tensor, a fresh random
+draw); nested transforms hit the cache too; `_pipeline.clear()` empties it."""
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay import codegen
+from tensorplay.func import _pipeline, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp, vmap
+
+RNG = np.random.default_rng(0)
+W = tp.from_numpy(RNG.standard_normal((4, 3)).astype(np.float32))
+X = tp.from_numpy(RNG.standard_normal(3).astype(np.float32))
+XB = tp.from_numpy(RNG.standard_normal((5, 3)).astype(np.float32))
+
+
+def loss(x):
+    return (tp.tanh(W @ x) ** 2).sum()
+
+
+def layer(x):
+    return tp.tanh(W @ x)
+
+
+def misses() -> int:
+    return sum(m for _, m, _ in _pipeline.stats().values())
+
+
+CALLS = {
+    "grad": lambda: grad(loss)(X),
+    "grad_and_value": lambda: grad_and_value(loss)(X),
+    "jacrev": lambda: jacrev(layer)(X),
+    "jacfwd": lambda: jacfwd(layer)(X),
+    "hessian": lambda: hessian(loss)(X),
+    "vmap(grad)": lambda: vmap(grad(loss))(XB),
+    "jacfwd(jacrev)": lambda: jacfwd(jacrev(layer))(X),
+    "vmap(jacrev)": lambda: vmap(jacrev(layer))(XB),
+    "grad(grad)": lambda: grad(lambda x: grad(loss)(x).sum())(X),
+    "jvp": lambda: jvp(layer, (X,), (X,)),
+    "vjp": lambda: vjp(layer, X)[1](tp.ones(4)),
+    "linearize": lambda: linearize(layer, X)[1](X),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_repeated_plain_calls_do_not_recompile(name):
+    """Fresh transform objects each call (as in a loop body): the compile and pipeline-miss counts
+    stop growing after the first call."""
+    call = CALLS[name]
+    first = call()
+    c0, m0 = codegen.compile_count(), misses()
+    for _ in range(100):
+        again = call()
+    assert codegen.compile_count() == c0, f"{name}: recompiled on a repeated call"
+    assert misses() == m0, f"{name}: a pass pipeline ran again on a repeated call"
+    for a, b in zip(_leaves(first), _leaves(again)):
+        np.testing.assert_array_equal(a, b)
+
+
+def _leaves(x):
+    if isinstance(x, tp.Tensor):
+        return [x.numpy()]
+    if isinstance(x, (tuple, list)):
+        return [a for y in x for a in _leaves(y)]
+    return []
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return SCALE * (x * x).sum()
+
+
+def test_a_changed_global_is_seen():
+    global SCALE
+    g = grad(scaled)
+    SCALE = 2.0
+    np.testing.assert_allclose(g(X).numpy(), 4.0 * X.numpy(), rtol=1e-6)
+    SCALE = 3.0
+    np.testing.assert_allclose(g(X).numpy(), 6.0 * X.numpy(), rtol=1e-6)
+    SCALE = 2.0
+    np.testing.assert_allclose(g(X).numpy(), 4.0 * X.numpy(), rtol=1e-6)
+
+
+def test_a_captured_tensor_updated_in_place_is_seen_without_recompiling():
+    w = tp.from_numpy(np.ones((4, 3), np.float32))
+
+    def f(x):
+        return (w @ x).sum()
+
+    j = jacrev(lambda x: w @ x)
+    np.testing.assert_allclose(grad(f)(X).numpy(), np.ones(3) * 4, rtol=1e-6)
+    np.testing.assert_allclose(j(X).numpy(), np.ones((4, 3)), rtol=1e-6)
+    c0 = codegen.compile_count()
+    w.mul_(3.0)
+    np.testing.assert_allclose(grad(f)(X).numpy(), np.ones(3) * 12, rtol=1e-6)
+    np.testing.assert_allclose(j(X).numpy(), 3 * np.ones((4, 3)), rtol=1e-6)
+    assert codegen.compile_count() == c0
+
+
+def test_a_different_captured_tensor_of_the_same_shape_is_read():
+    """Same graph structure, different closure: the cached executable reads the tensor of this call."""
+    for k in range(3):
+        w = tp.full((4, 3), float(k + 1))
+        got = jacrev(lambda x: w @ x)(X)
+        np.testing.assert_allclose(got.numpy(), np.full((4, 3), k + 1.0))
+
+
+def test_random_draws_are_fresh_on_every_cached_call():
+    f = grad(lambda x: (x * tp.rand(3)).sum())
+    a, b = f(X).numpy(), f(X).numpy()
+    assert not np.array_equal(a, b)
+    assert ((a >= 0) & (a < 1)).all() and ((b >= 0) & (b < 1)).all()
+
+
+def test_in_place_writes_of_the_function_reach_the_caller_on_cached_calls():
+    def f(x, buf):
+        buf.add_(1.0)
+        return (x * x).sum()
+
+    buf = tp.zeros(2)
+    for k in range(3):
+        np.testing.assert_allclose(grad(f)(X, buf).numpy(), 2 * X.numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(buf.numpy(), np.full(2, k + 1.0))
+
+
+def test_keyword_and_static_arguments_are_part_of_the_key():
+    def f(x, *, p, scale):
+        return scale * (x ** p).sum()
+
+    for p, scale in [(2.0, 1.0), (3.0, 1.0), (2.0, 5.0)]:
+        got = grad(f)(X, p=p, scale=scale)
+        np.testing.assert_allclose(got.numpy(), scale * p * X.numpy() ** (p - 1), rtol=1e-5)
+
+
+class _Unhashable:
+    __hash__ = None
+
+    def __init__(self, k):
+        self.k = k
+
+
+def test_an_unhashable_static_argument_falls_back_to_the_uncached_call():
+    for k in (2.0, 3.0):
+        got = grad(lambda x, opts: (x * opts.k).sum())(X, _Unhashable(k))
+        np.testing.assert_allclose(got.numpy(), np.full(3, k))
+
+
+def test_clear_empties_every_cache():
+    grad(loss)(X)
+    assert any(n for _, _, n in _pipeline.stats().values())
+    _pipeline.clear()
+    assert not any(n for _, _, n in _pipeline.stats().values())
+    m0 = misses()
+    np.testing.assert_allclose(grad(loss)(X).numpy(), grad(loss)(X).numpy())
+    assert misses() > m0
+
+
+def test_errors_are_raised_on_every_call_not_cached():
+    f = grad(lambda x: x * 2)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="single-element"):
+            f(X)
+
+
+def test_lru_is_bounded():
+    c = _pipeline.LRU("test-bounded", maxsize=3)
+    for k in range(10):
+        c.put(k, k)
+    assert len(c) == 3 and c.get(9) == 9 and c.get(0) is None
+    _pipeline._CACHES.remove(c)
