@@ -344,12 +344,29 @@ def cmd_viz(args) -> int:
         n_k = getattr(kernels, "stats", {}).get("kernels", len(getattr(kernels, "kernels", [])))
         stats["kernels"] = n_k
     try:
-        fmt = write_graph(stage.graph, args.output, kernels=kernels, title=f"@{stage.graph.name} \u2014 {stage.title}",
-                          stats=stats)
+        if args.view == "kernels":
+            fmt = _write_kernel_view(stage, kernels, args.output, suffix)
+        else:
+            fmt = write_graph(stage.graph, args.output, kernels=kernels,
+                              title=f"@{stage.graph.name} \u2014 {stage.title}", stats=stats)
     except OSError as e:
         raise CLIError(f"cannot write {args.output}: {e.strerror or e}") from None
     print(f"wrote {args.output} ({fmt}, {stage.title}, {len(stage.graph.nodes)} nodes){note}")
     return 0
+
+
+def _write_kernel_view(stage, kernels, path: str, suffix: str) -> str:
+    from .viz import kernel_view_svg
+
+    if suffix != ".svg":
+        raise CLIError("--view kernels draws an .svg (the .html page has a kernels button)")
+    if kernels is None:
+        raise CLIError(f"--view kernels needs the compiled kernels of @{stage.graph.name}")
+    svg = kernel_view_svg(stage.graph, kernels=kernels, title=f"@{stage.graph.name} kernels \u2014 {stage.title}",
+                          legend=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(svg)
+    return "svg, kernel view"
 
 
 def cmd_list(args) -> int:
@@ -470,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("-o", "--output", required=True, metavar="OUT", help="graph.svg, graph.html or graph.dot")
     z.add_argument("--colour-by", "--color-by", dest="colour_by", choices=("auto", "kernel", "family"),
                    default="auto", help="fill nodes by fused kernel or by op family (default: kernel if possible)")
+    z.add_argument("--view", choices=("ops", "kernels"), default="ops",
+                   help="ops: one box per IR node; kernels: one box per fused kernel, with the buffers between "
+                        "them and their sizes (.svg)")
     z.set_defaults(handler=cmd_viz)
 
     li = sub.add_parser("list", help="list transforms, passes or primitives")
