@@ -28,7 +28,7 @@ import shutil
 import subprocess
 from typing import Any, Iterable, Mapping
 
-from tensorplay.ir.core import Graph, Node
+from tensorplay.ir.core import Graph, Node, set_display
 from tensorplay.ir.nx import to_networkx
 
 from .viz_layout import layered_layout
@@ -880,3 +880,8 @@ def write_graph(graph: Graph, path: str, *, kernels: Any = "auto", title: str | 
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return fmt
+
+
+# Notebooks: every `ir.Graph` (what `.graph` and each pass return) displays as this drawing.
+set_display("html", graph_to_html)
+set_display("svg", graph_to_svg)

@@ -6,6 +6,7 @@ import re
 import os
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
@@ -432,3 +433,21 @@ def test_html_has_the_kernel_view_an_html_legend_and_wrapping_ir():
     html = viz.graph_to_html(mlp_graph())
     assert 'class="tp-view"' in html and "tp-kernels" in html and 'class="tp-legend"' in html
     assert "pre-wrap" in html
+
+
+def test_every_ir_graph_displays_in_notebooks():
+    from tensorplay.ir.passes.simplify import dce
+
+    g = dce(tp.make_graph(lambda x: tp.sin(x).sum(), tp.ones(3)).graph)
+    assert isinstance(g, ir.Graph)
+    assert g._repr_html_().startswith('<div class="tp-viz"')
+    ET.fromstring(g._repr_svg_())
+
+
+def test_ir_does_not_import_the_drawing_code():
+    code = ("import sys, tensorplay.ir as ir; "
+            "assert not [m for m in sys.modules if m.startswith('tensorplay.tools')], 'ir imported tools'; "
+            "b = ir.GraphBuilder('f'); x = b.add_input(ir.TensorType((2,), ir.float32)); "
+            "g = b.build([b.sin(x)]); assert g._repr_svg_().startswith('<svg'); print('ok')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == "ok", p.stderr
