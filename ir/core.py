@@ -65,11 +65,43 @@ class Graph:
     def structural_hash(self) -> int:
         return hash(self.structural_key())
 
+    # Jupyter's rich display: the drawing lives in tensorplay.tools.viz (see `set_display`).
+    def _repr_html_(self):
+        return _rich_display(self, "html")
+
+    def _repr_svg_(self):
+        return _rich_display(self, "svg")
+
     def to_networkx(self, *, outputs: bool = True):
         """This graph as a `networkx.MultiDiGraph` (see `ir.nx.to_networkx`)."""
         from .nx import to_networkx
 
         return to_networkx(self, outputs=outputs)
+
+
+# Rich display hook. `ir` never imports the drawing code (tools depends on ir, not the other way):
+# a renderer registers itself with `set_display`; the first display of a graph imports the module
+# named by DISPLAY_MODULE (which registers its renderers), if it is installed.
+DISPLAY_MODULE = "tensorplay.tools.viz"
+_DISPLAY: dict[str, Any] = {}
+
+
+def set_display(kind: str, render) -> None:
+    """Register `render(graph) -> str` as the notebook display of graphs (`kind` 'html' or 'svg')."""
+    _DISPLAY[kind] = render
+
+
+def _rich_display(graph: "Graph", kind: str):
+    render = _DISPLAY.get(kind)
+    if render is None and DISPLAY_MODULE:
+        import importlib
+
+        try:
+            importlib.import_module(DISPLAY_MODULE)
+        except ImportError:
+            return None  # no renderer installed: the notebook shows repr()
+        render = _DISPLAY.get(kind)
+    return None if render is None else render(graph)
 
 
 def _attr_key(a: Any) -> Any:

@@ -5,11 +5,15 @@
     tensorplay-ir dump  MODULE:FUNC --arg f32[8,3] [--transform SPEC ...] [--pass SPEC ...]
                         [--print-after-all] [--llvm] [--asm] [--stats] [--stage N|final]
     tensorplay-ir dump  FILE.tpir [--transform ...] [--pass ...] ...
+    tensorplay-ir opt   FILE.tpir -p simplify,dce [--print-ir-after-all]
     tensorplay-ir run   FILE.tpir [--seed N] [--rtol R] [--atol A]
+    tensorplay-ir run   MODULE:FUNC --arg f32[8,3] [--transform SPEC ...]
     tensorplay-ir verify FILE.tpir [FILE.tpir ...]
     tensorplay-ir viz   (MODULE:FUNC --arg ... | FILE.tpir) [--transform ...] [--stage N|final] -o OUT.svg|.html|.dot
     tensorplay-ir list  {transforms,passes,prims}
 
+Every subcommand reads ``-`` as standard input and writes to ``-o FILE`` instead of standard
+output (for ``viz``, ``-o`` names the drawing); ``--version`` prints the version.
 ``python -m tensorplay.tools.cli`` is the same program. Exit status: 0 success, 1
 invalid IR (``verify``) or results outside tolerance (``run``), 2 bad input
 (unknown module or function, malformed spec or IR, unknown transform, missing
@@ -18,6 +22,7 @@ file), reported as one ``tensorplay-ir: error: ...`` line on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -48,6 +53,8 @@ class _Parser(argparse.ArgumentParser):
 # Inputs
 # ----------------------------------------------------------------------------------------------
 def _is_ir_file(target: str) -> bool:
+    if target == "-":
+        return True
     return target.endswith((".tpir", ".mlir")) or (os.path.isfile(target) and not target.endswith(".py")
                                                     and ":" not in os.path.basename(target))
 
@@ -73,7 +80,11 @@ def _parse_ir_file(path: str):
     try:
         return parse_graph(text)
     except ParseError as e:
-        raise CLIError(f"{path}:{e.line}:{e.column}: {e.message}") from None
+        raise CLIError(f"{_shown(path)}:{e.line}:{e.column}: {e.message}") from None
+
+
+def _shown(path: str) -> str:
+    return "<stdin>" if path == "-" else path
 
 
 def _specs(values: Sequence[str] | None, what: str):
@@ -100,7 +111,7 @@ def _stages(args):
                 raise CLIError(f"--arg {' '.join(map(str, tensor_specs))} does not match the inputs of "
                                f"@{graph.name} ({', '.join(map(str, graph.in_types))}); "
                                f"--arg is only needed with --transform")
-        return build_stages(graph=graph, source=args.target, specs=tensor_specs, transforms=transforms,
+        return build_stages(graph=graph, source=_shown(args.target), specs=tensor_specs, transforms=transforms,
                             passes=passes, seed=args.seed)
     fn = load_target(args.target)
     return build_stages(fn=fn, specs=tensor_specs or [], transforms=transforms, passes=passes, seed=args.seed)
@@ -217,35 +228,72 @@ def cmd_dump(args) -> int:
 # run / verify / viz / list
 # ----------------------------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    """Run an IR file on random inputs, compiled and interpreted, and compare."""
-    from tensorplay import ir
-
-    from .cli_run import compare_outputs, random_inputs
+    """Run an IR file on random inputs, or a Python function on its --arg examples, compiled and
+    interpreted, and compare (a function is also compared with its eager result)."""
+    from .cli_run import compare_outputs, function_run, graph_run
 
     for name in ("rtol", "atol"):
         value = getattr(args, name)
         if value is not None and not value >= 0:
             raise CLIError(f"--{name} must be a non-negative number, got {value}")
-    graph = _parse_ir_file(args.file)
-    arrays = random_inputs(graph, args.seed)
-    t0 = time.perf_counter()
-    reference = ir.interpret(graph, arrays)
-    t1 = time.perf_counter()
-    exe = _compile(graph)
-    t2 = time.perf_counter()
-    compiled = exe(*arrays)
-    t3 = time.perf_counter()
+    if _is_ir_file(args.target) or ":" not in args.target:
+        if args.arg or args.transform:
+            raise CLIError("--arg and --transform apply to MODULE:FUNC targets; an IR file is run on random "
+                           "inputs of its own types")
+        graph = _parse_ir_file(args.target)
+        result = graph_run(graph, args.seed, _compile)
+    else:
+        from .cli_pipeline import transform_def
+        from .cli_specs import load_target, parse_tensor_spec
+
+        if not args.arg:
+            raise CLIError(f"run {args.target}: give the example arguments with --arg, e.g. --arg f32[8,3]")
+        fn = load_target(args.target)
+        for t in _specs(args.transform, "transform"):
+            fn = transform_def(t).wrap(fn, t.kw)
+        result = function_run(fn, [parse_tensor_spec(a) for a in args.arg], args.seed, _compile)
+    graph = result.graph
     print(f"@{graph.name}: {len(graph.inputs)} inputs, {len(graph.nodes)} nodes, {len(graph.outputs)} outputs; "
           f"seed {args.seed}")
-    print(f"interpreter {_ms(t1 - t0)}; compile {_ms(t2 - t1)}; compiled run {_ms(t3 - t2)}")
+    print(f"interpreter {_ms(result.interpret_s)}; compile {_ms(result.compile_s)}; "
+          f"compiled run {_ms(result.run_s)}")
     failed = 0
-    for d in compare_outputs(graph, compiled, reference, args.rtol, args.atol):
-        status = "ok" if d.ok else "MISMATCH"
-        failed += not d.ok
-        print(f"output {d.index} {d.type}: max abs diff {d.max_abs:.3g}, max rel diff {d.max_rel:.3g}: {status}")
+    comparisons = [("", result.compiled, result.reference)]
+    if result.eager is not None:
+        comparisons.append(("eager vs interpreter: ", result.eager, result.reference))
+    for label, got, want in comparisons:
+        for d in compare_outputs(graph, got, want, args.rtol, args.atol):
+            status = "ok" if d.ok else "MISMATCH"
+            failed += not d.ok
+            print(f"{label}output {d.index} {d.type}: max abs diff {d.max_abs:.3g}, "
+                  f"max rel diff {d.max_rel:.3g}: {status}")
     if failed:
         print(f"{PROG}: {failed} output(s) differ beyond tolerance", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_opt(args) -> int:
+    """Run a comma-separated pass pipeline over an IR file and print the result (as mlir-opt does)."""
+    from tensorplay.ir.text import print_graph
+    from tensorplay.ir.verify import VerificationError, verify
+
+    from .cli_pipeline import run_pass
+    from .cli_specs import split_pipeline
+
+    specs = [spec for text in args.passes or () for spec in split_pipeline(text)]
+    graph = _parse_ir_file(args.file)
+    for spec in specs:
+        graph, name = run_pass(graph, spec)
+        try:
+            verify(graph)
+        except VerificationError as e:
+            print(f"{PROG}: error: pass {name} produced invalid IR: {_one_line(e)}", file=sys.stderr)
+            return 1
+        if args.print_ir_after_all:
+            print(_banner(f"IR Dump After {spec.text or name}"), file=sys.stderr)
+            print(print_graph(graph), file=sys.stderr)
+    print(print_graph(graph))
     return 0
 
 
@@ -261,12 +309,12 @@ def cmd_verify(args) -> int:
         if not errors:
             g = parse_graph(text)
             if not args.quiet:
-                print(f"{path}: ok: @{g.name}, {len(g.inputs)} inputs, {len(g.nodes)} nodes, "
+                print(f"{_shown(path)}: ok: @{g.name}, {len(g.inputs)} inputs, {len(g.nodes)} nodes, "
                       f"{len(g.outputs)} outputs")
             continue
         status = 1
         for e in errors:
-            print(f"{path}:{e.line}:{e.column}: error: {e.message}")
+            print(f"{_shown(path)}:{e.line}:{e.column}: error: {e.message}")
             if e.source_line is not None and not args.no_source:
                 print(f"  {e.source_line}")
                 print(f"  {' ' * (e.column - 1)}^")
@@ -296,12 +344,29 @@ def cmd_viz(args) -> int:
         n_k = getattr(kernels, "stats", {}).get("kernels", len(getattr(kernels, "kernels", [])))
         stats["kernels"] = n_k
     try:
-        fmt = write_graph(stage.graph, args.output, kernels=kernels, title=f"@{stage.graph.name} \u2014 {stage.title}",
-                          stats=stats)
+        if args.view == "kernels":
+            fmt = _write_kernel_view(stage, kernels, args.output, suffix)
+        else:
+            fmt = write_graph(stage.graph, args.output, kernels=kernels,
+                              title=f"@{stage.graph.name} \u2014 {stage.title}", stats=stats)
     except OSError as e:
         raise CLIError(f"cannot write {args.output}: {e.strerror or e}") from None
     print(f"wrote {args.output} ({fmt}, {stage.title}, {len(stage.graph.nodes)} nodes){note}")
     return 0
+
+
+def _write_kernel_view(stage, kernels, path: str, suffix: str) -> str:
+    from .viz import kernel_view_svg
+
+    if suffix != ".svg":
+        raise CLIError("--view kernels draws an .svg (the .html page has a kernels button)")
+    if kernels is None:
+        raise CLIError(f"--view kernels needs the compiled kernels of @{stage.graph.name}")
+    svg = kernel_view_svg(stage.graph, kernels=kernels, title=f"@{stage.graph.name} kernels \u2014 {stage.title}",
+                          legend=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(svg)
+    return "svg, kernel view"
 
 
 def cmd_list(args) -> int:
@@ -340,7 +405,8 @@ def cmd_list(args) -> int:
 # Parser and entry point
 # ----------------------------------------------------------------------------------------------
 def _add_pipeline_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", help="MODULE:FUNC (a module path or a .py file, then the function) or FILE.tpir")
+    p.add_argument("target", help="MODULE:FUNC (a module path or a .py file, then the function) or FILE.tpir "
+                                  "('-' reads IR from stdin)")
     p.add_argument("--arg", action="append", metavar="SPEC",
                    help="an example argument of the final function: f32[64,784], i64[3], f32[] (repeatable)")
     p.add_argument("--transform", action="append", metavar="SPEC",
@@ -350,7 +416,22 @@ def _add_pipeline_options(p: argparse.ArgumentParser) -> None:
                    help="run a pass of ir/passes on the last graph, e.g. simplify or 'batching.batch_graph(...)'")
     p.add_argument("--seed", type=int, default=0, help="seed for the example argument values (default 0)")
     p.add_argument("--stage", metavar="N|final", help="select one stage (0 = traced)")
+
+
+def _add_output_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output ('-': stdout)")
     p.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("tensorplay")
+    except Exception:  # noqa: BLE001 - not installed as a distribution: the package's own version
+        import tensorplay
+
+        return tensorplay.__version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -358,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Inspect tensorplay's graph IR: trace, transform, verify, run and draw.",
                      formatter_class=argparse.RawDescriptionHelpFormatter,
                      epilog="Exit status: 0 ok, 1 invalid IR or mismatching results, 2 bad input.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -369,35 +451,52 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--asm", action="store_true", help="print the host assembly of the final graph")
     d.add_argument("--stats", action="store_true",
                    help="node counts per stage, kernels after fusion, time in tracing, passes, LLVM and codegen")
+    _add_output_option(d)
     d.set_defaults(handler=cmd_dump)
 
-    r = sub.add_parser("run", help="run an IR file compiled and interpreted on random inputs and compare")
-    r.add_argument("file", help="FILE.tpir")
+    r = sub.add_parser("run", help="run an IR file (random inputs) or MODULE:FUNC (--arg examples) compiled and "
+                                   "interpreted, and compare")
+    r.add_argument("target", metavar="FILE.tpir|MODULE:FUNC", help="an IR file ('-' for stdin) or a Python function")
+    r.add_argument("--arg", action="append", metavar="SPEC", help="MODULE:FUNC: an example argument, e.g. f32[8,3]")
+    r.add_argument("--transform", action="append", metavar="SPEC", help="MODULE:FUNC: apply a transform first")
     r.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
     r.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: 1e-4 f32, 1e-9 f64)")
     r.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: 1e-5 f32, 1e-12 f64)")
-    r.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    _add_output_option(r)
     r.set_defaults(handler=cmd_run)
+
+    o = sub.add_parser("opt", help="run a pass pipeline over an IR file and print the result")
+    o.add_argument("file", metavar="FILE.tpir", help="an IR file ('-' for stdin)")
+    o.add_argument("-p", "--passes", action="append", metavar="PIPELINE",
+                   help="comma-separated passes, e.g. 'simplify.cse,dce' or 'batching.batch_graph(in_dims=(0,))' "
+                        "(repeatable: pipelines run one after another)")
+    o.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
+    _add_output_option(o)
+    o.set_defaults(handler=cmd_opt)
 
     v = sub.add_parser("verify", help="parse and verify IR files")
     v.add_argument("files", nargs="+", metavar="FILE.tpir")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
     v.add_argument("--no-source", action="store_true", help="do not quote the offending line under each error")
-    v.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    _add_output_option(v)
     v.set_defaults(handler=cmd_verify)
 
     z = sub.add_parser("viz", help="draw a graph to .svg, .html or .dot, coloured by fused kernel")
     _add_pipeline_options(z)
+    z.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
     z.add_argument("-o", "--output", required=True, metavar="OUT", help="graph.svg, graph.html or graph.dot")
     z.add_argument("--colour-by", "--color-by", dest="colour_by", choices=("auto", "kernel", "family"),
                    default="auto", help="fill nodes by fused kernel or by op family (default: kernel if possible)")
+    z.add_argument("--view", choices=("ops", "kernels"), default="ops",
+                   help="ops: one box per IR node; kernels: one box per fused kernel, with the buffers between "
+                        "them and their sizes (.svg)")
     z.set_defaults(handler=cmd_viz)
 
     li = sub.add_parser("list", help="list transforms, passes or primitives")
     li.add_argument("what", choices=("transforms", "passes", "prims"))
     li.add_argument("--markdown", action="store_true", help="prims: print the Markdown table of docs/ir.md")
     li.add_argument("--update-doc", metavar="FILE.md", help="prims: rewrite the generated table in FILE.md")
-    li.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    _add_output_option(li)
     li.set_defaults(handler=cmd_list)
     return parser
 
@@ -406,6 +505,21 @@ def _one_line(e: BaseException) -> str:
     text = str(e).strip()
     first = text.split("\n", 1)[0].strip() if text else ""
     return first or type(e).__name__
+
+
+@contextlib.contextmanager
+def _output(args):
+    """Standard output goes to ``-o FILE`` (all subcommands but viz, whose -o is the drawing)."""
+    path = getattr(args, "output", None)
+    if args.handler is cmd_viz or path in (None, "-"):
+        yield
+        return
+    try:
+        f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise CLIError(f"cannot write {path}: {e.strerror or e}") from None
+    with f, contextlib.redirect_stdout(f):
+        yield
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -418,8 +532,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     show_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
     try:
         args = parser.parse_args(argv)
-        status = args.handler(args)
-        sys.stdout.flush()
+        with _output(args):
+            status = args.handler(args)
+            sys.stdout.flush()
         return status
     except CLIError as e:
         print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)

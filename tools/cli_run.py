@@ -1,13 +1,16 @@
 """`tensorplay-ir run`: random inputs for a graph, and the compiled-vs-interpreter comparison."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
 from tensorplay.ir.core import Graph, Value
 
-__all__ = ["random_inputs", "positive_inputs", "compare_outputs", "OutputDiff", "default_tolerance"]
+__all__ = ["random_inputs", "positive_inputs", "compare_outputs", "OutputDiff", "default_tolerance", "RunResult",
+           "graph_run", "function_run"]
 
 # operand positions whose values must stay in a domain: log(x), sqrt(x), pow(x, .), div(., y), rem(., y)
 _DOMAIN_OPERANDS = {"log": (0,), "log1p": (0,), "sqrt": (0,), "rsqrt": (0,), "pow": (0,), "div": (1,),
@@ -100,3 +103,57 @@ def compare_outputs(graph: Graph, compiled: list[np.ndarray], reference: list[np
         ok = bool(np.all(err <= t + r * np.abs(np.nan_to_num(b64, nan=0.0, posinf=0.0, neginf=0.0))))
         diffs.append(OutputDiff(k, str(v.type), float(err.max()), float(np.where(same, 0.0, rel).max()), ok))
     return diffs
+
+
+@dataclass
+class RunResult:
+    """One `run`: the graph, its outputs compiled and interpreted (and eager, for a function), timings."""
+
+    graph: Graph
+    compiled: list[np.ndarray]
+    reference: list[np.ndarray]
+    eager: list[np.ndarray] | None
+    interpret_s: float
+    compile_s: float
+    run_s: float
+
+
+def _execute(graph: Graph, arrays: Sequence[np.ndarray], compile_graph: Callable, eager=None) -> RunResult:
+    from tensorplay import ir
+
+    t0 = time.perf_counter()
+    reference = ir.interpret(graph, list(arrays))
+    t1 = time.perf_counter()
+    exe = compile_graph(graph)
+    t2 = time.perf_counter()
+    compiled = exe(*arrays)
+    t3 = time.perf_counter()
+    return RunResult(graph, compiled, reference, eager, t1 - t0, t2 - t1, t3 - t2)
+
+
+def graph_run(graph: Graph, seed: int, compile_graph: Callable) -> RunResult:
+    """Run `graph` on `random_inputs`, interpreted and compiled by `compile_graph`."""
+    return _execute(graph, random_inputs(graph, seed), compile_graph)
+
+
+def function_run(fn: Callable, specs: Sequence, seed: int, compile_graph: Callable) -> RunResult:
+    """Trace `fn` on example tensors for `specs`, then run its graph interpreted and compiled on those
+    tensors and the function's captures (their current values); `eager` is `fn` called directly.
+
+    Unlike a dumped IR file, nothing here runs on made-up values: constants and captured tensors
+    are passed as they are, so all three results must agree.
+    """
+    import tensorplay as tp
+    from tensorplay._pytree import tree_flatten
+
+    from .cli_specs import example_tensor
+
+    rng = np.random.default_rng(seed)
+    args = [example_tensor(s, rng) for s in specs]
+    closed = tp.make_graph(fn, *args)
+    arrays = [np.array(a.numpy()) for a in args] + [np.array(c.numpy()) for c in closed.capture_tensors()]
+    eager = [np.array(t.numpy()) for t in tree_flatten(fn(*args))[0] if isinstance(t, tp.Tensor)]
+    result = _execute(closed.graph, arrays, compile_graph, eager)
+    result.compiled = result.compiled[:closed.num_outputs]
+    result.reference = result.reference[:closed.num_outputs]
+    return result

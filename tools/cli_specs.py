@@ -26,8 +26,8 @@ import numpy as np
 from tensorplay.ir import dtypes as dt
 from tensorplay.ir.types import TensorType
 
-__all__ = ["SpecError", "TensorSpec", "CallSpec", "parse_tensor_spec", "parse_call_spec", "load_target",
-           "example_tensor"]
+__all__ = ["SpecError", "TensorSpec", "CallSpec", "parse_tensor_spec", "parse_call_spec", "split_pipeline",
+           "load_target", "example_tensor"]
 
 
 class SpecError(ValueError):
@@ -170,6 +170,34 @@ def parse_call_spec(text: str, what: str = "transform") -> CallSpec:
     if len(set(names)) != len(names):
         raise SpecError(f"malformed {what} spec {text!r}: an argument is given twice")
     return CallSpec(_dotted(body.func), tuple(kwargs), source)
+
+
+def split_pipeline(text: str) -> list[CallSpec]:
+    """A comma-separated pass pipeline, ``'simplify.cse,dce'``, as call specs; commas inside
+    brackets or strings belong to an argument (``'batching.batch_graph(in_dims=(0, None)),dce'``).
+
+    >>> [str(s) for s in split_pipeline("simplify.cse, batching.batch_graph(in_dims=(0, None)),dce")]
+    ['simplify.cse', 'batching.batch_graph(in_dims=(0, None))', 'dce']
+    """
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    if depth or quote:
+        raise SpecError(f"malformed pass pipeline {text!r}: unbalanced brackets or quotes")
+    if any(not p.strip() for p in parts):
+        raise SpecError(f"malformed pass pipeline {text!r}: an empty pass name (two commas in a row?)")
+    return [parse_call_spec(p.strip(), "pass") for p in parts]
 
 
 # ----------------------------------------------------------------------------------------------

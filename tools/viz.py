@@ -18,25 +18,24 @@ Edges are labelled with the shape and element type of the value they carry.
 """
 from __future__ import annotations
 
+import colorsys
 import html
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 from typing import Any, Iterable, Mapping
 
-from tensorplay.ir.core import Graph, Node
+from tensorplay.ir.core import Graph, Node, set_display
 from tensorplay.ir.nx import to_networkx
 
 from .viz_layout import layered_layout
 
-__all__ = ["to_networkx", "to_dot", "graph_to_svg", "graph_to_html", "write_graph", "op_family",
-           "kernel_map", "render_with_graphviz", "FAMILY_COLOURS", "KERNEL_COLOURS", "DEAD"]
-
-# ColorBrewer Set3 (12 pastel colours) and a few extra, cycled for kernels.
-KERNEL_COLOURS = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
-                  "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3", "#fdbf6f", "#cab2d6", "#b2df8a"]
+__all__ = ["to_networkx", "to_dot", "graph_to_svg", "graph_to_html", "kernel_view_svg", "write_graph",
+           "op_family", "kernel_map", "kernel_colours", "legend_order", "render_with_graphviz", "FAMILY_COLOURS",
+           "KERNEL_COLOURS", "DEAD"]
 FAMILY_COLOURS = {
     "input": "#ffffff", "output": "#eeeeee",
     "elementwise": "#cfe2f3", "compare": "#d0e0e3", "logical": "#c9daf8", "layout": "#fff2cc", "indexing": "#fce5cd",
@@ -126,16 +125,91 @@ def _auto_kernels(graph: Graph) -> dict[Node, str]:
         return {}
 
 
+def legend_order(names: Iterable[str]) -> list[str]:
+    """`names` sorted as a person counts: k0, k1, k2, ..., k10 (digits compare as numbers); `DEAD` last.
+
+    >>> legend_order(["k10_sum", "k2_exp", DEAD, "k1_dot"])
+    ['k1_dot', 'k2_exp', 'k10_sum', '(not computed)']
+    """
+    def key(name: str):
+        parts = re.split(r"(\d+)", name)
+        return (name == DEAD, [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p])
+
+    return sorted(dict.fromkeys(names), key=key)
+
+
+def _srgb_to_lab(rgb: tuple[float, float, float]) -> tuple[float, float, float]:
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def relative_luminance(hex_colour: str) -> float:
+    """WCAG relative luminance of ``#rrggbb``."""
+    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+TEXT_COLOUR = "#111111"
+GOLDEN_ANGLE = 137.50776405003785
+
+
+def _candidates(levels: int) -> list[tuple[str, tuple]]:
+    """Pastel HSL colours (golden-angle hues, a few lightness/saturation bands), light enough that
+    the node text (#111) keeps a contrast of at least 7:1."""
+    out = []
+    for i in range(36 * levels):
+        hue = (i * GOLDEN_ANGLE) % 360 / 360
+        light = (0.80, 0.70, 0.88)[(i // 3) % 3]
+        sat = (0.75, 0.50)[(i // 9) % 2]
+        rgb = colorsys.hls_to_rgb(hue, light, sat)
+        code = "#" + "".join(f"{round(c * 255):02x}" for c in rgb)
+        if (relative_luminance(code) + 0.05) / (relative_luminance(TEXT_COLOUR) + 0.05) >= 7.0:
+            out.append((code, _srgb_to_lab(rgb)))
+    return out
+
+
+def kernel_colours(n: int) -> list[str]:
+    """`n` distinct fill colours for `n` kernels, as far apart as possible (in CIELAB).
+
+    Farthest-point picking over golden-angle pastel hues: the first colours are the most
+    distinct, every colour differs from all others, and all keep the node text readable.
+
+    >>> cs = kernel_colours(30)
+    >>> len(set(cs)) == 30
+    True
+    """
+    if n <= 0:
+        return []
+    levels = 1
+    pool = _candidates(levels)
+    while len(pool) < 2 * n:
+        levels *= 2
+        pool = _candidates(levels)
+    chosen = [pool[0]]
+    dist = [sum((a - b) ** 2 for a, b in zip(lab, pool[0][1])) for _, lab in pool]
+    while len(chosen) < n:
+        j = max(range(len(pool)), key=lambda i: dist[i])
+        chosen.append(pool[j])
+        dist = [min(d, sum((a - b) ** 2 for a, b in zip(lab, pool[j][1]))) for d, (_, lab) in zip(dist, pool)]
+    return [code for code, _ in chosen]
+
+
+KERNEL_COLOURS = kernel_colours(12)  # the first few, for callers that want a fixed palette
+
+
 def _colouring(graph: Graph, kernels: Any) -> tuple[dict[Node, str], dict[str, str], str]:
-    """(node -> legend key, legend key -> colour, mode) where mode is 'kernel' or 'family'."""
+    """(node -> legend key, legend key -> colour, mode) where mode is 'kernel' or 'family'.
+
+    Kernel colours are distinct for every kernel; the legend (the mapping's order) counts up."""
     kmap = _auto_kernels(graph) if isinstance(kernels, str) and kernels == "auto" else kernel_map(graph, kernels)
     if kmap:
-        names: list[str] = []
-        for n in graph.nodes:
-            k = kmap.get(n)
-            if k is not None and k not in names:
-                names.append(k)
-        colours = {k: KERNEL_COLOURS[i % len(KERNEL_COLOURS)] for i, k in enumerate(names)}
+        names = legend_order(k for k in (kmap.get(n) for n in graph.nodes) if k is not None)
+        colours = dict(zip(names, kernel_colours(len(names))))
         groups = {n: kmap.get(n, DEAD) for n in graph.nodes}
         if DEAD in groups.values():  # nodes the backend drops because no output needs them
             colours[DEAD] = "#ffffff"
@@ -311,9 +385,9 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
 
     head = 30.0
     legend_items = list(colours.items())
-    legend_w = (max((len(k) for k, _ in legend_items), default=0) * 6.6 + 44) if legend and legend_items else 0.0
-    width = max(layout.width + legend_w, 240.0)
-    height = max(layout.height + head, head + 22 * len(legend_items) + 40 if legend else 0)
+    legend_w = _legend_width(legend_items) if legend and legend_items else 0.0
+    width = max(layout.width + legend_w, 240.0, len(title or graph.name) * 8.0 + 24)
+    height = max(layout.height + head, head + 20 * len(legend_items) + 40 if legend else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tp-graph" id="{_esc(uid)}" '
            f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.1f} {height:.1f}" '
            f'data-graph="{_esc(graph.name)}" data-colour-by="{mode}">',
@@ -366,14 +440,182 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
                    f"{body}</g>")
     out.append("</g>")
     if legend and legend_items:
-        lx = layout.width + 8
-        out.append(f'<g class="legend" transform="translate({lx:.1f},4)">')
-        out.append(f'<text x="0" y="0">{"kernels" if mode == "kernel" else "op families"}</text>')
-        for i, (key, colour) in enumerate(legend_items):
-            y = 20 + 20 * i
-            out.append(f'<rect x="0" y="{y - 7}" width="14" height="14" rx="3" fill="{colour}"/>'
-                       f'<text x="20" y="{y}">{_esc(key)}</text>')
-        out.append("</g>")
+        out.append(_svg_legend(legend_items, layout.width + 8, "kernels" if mode == "kernel" else "op families"))
+    out.append("</g></svg>")
+    return "\n".join(out)
+
+
+LEGEND_CHAR_W = 7.0  # an 11px monospace character, rounded up so that labels never clip
+
+
+def _legend_width(items) -> float:
+    return max(len(k) for k, _ in items) * LEGEND_CHAR_W + 20 + 16
+
+
+def _svg_legend(items, x: float, heading: str) -> str:
+    rows = [f'<g class="legend" transform="translate({x:.1f},4)">', f'<text x="0" y="0">{_esc(heading)}</text>']
+    for i, (key, colour) in enumerate(items):
+        y = 20 + 20 * i
+        rows.append(f'<g class="legend-item" data-key="{_esc(key)}"><rect x="0" y="{y - 7}" width="14" height="14" '
+                    f'rx="3" fill="{colour}"/><text x="20" y="{y}">{_esc(key)}</text></g>')
+    rows.append("</g>")
+    return "".join(rows)
+
+
+def _html_legend(items, heading: str) -> str:
+    cells = "".join(f'<li data-key="{_esc(k)}"><span class="tp-swatch" style="background:{c}"></span>{_esc(k)}</li>'
+                    for k, c in items)
+    return f'<div class="tp-legend"><span>{_esc(heading)}:</span><ul>{cells}</ul></div>'
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel-level view
+# ----------------------------------------------------------------------------------------------
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def kernel_level_graph(graph: Graph, kernels: Any = "auto"):
+    """The fused kernels of `graph` as a `networkx.MultiDiGraph`: vertices are the graph's inputs,
+    its kernels and its outputs; an edge is a buffer one kernel writes and another reads, with its
+    type and size in bytes. Nodes in no kernel (views the backend does not compute) are looked
+    through to the buffers they read. Returns None when there is no kernel information.
+    """
+    import networkx as nx
+
+    from tensorplay.ir.nx import shape_label
+    from tensorplay.ir.text import value_names
+
+    kmap = _auto_kernels(graph) if isinstance(kernels, str) and kernels == "auto" else kernel_map(graph, kernels)
+    if not kmap:
+        return None
+    names = value_names(graph)
+    G = nx.MultiDiGraph(name=graph.name)
+    for i, v in enumerate(graph.inputs):
+        G.add_node(names[v], kind="input", label=names[v], type=str(v.type), text=f"{names[v]}: {v.type}")
+    members: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        if n in kmap:
+            members.setdefault(kmap[n], []).append(n)
+    for k in legend_order(members):
+        ops = " ".join(n.prim.name for n in members[k])
+        G.add_node(k, kind="kernel", label=k, sub=f"{len(members[k])} node(s)", text=f"{k}: {ops}")
+
+    def sources(v, seen=None) -> list[str]:
+        """Vertices whose buffers hold value `v` (or the values a non-computed view of it reads)."""
+        if v.node is None:
+            return [names[v]] if v in names else []
+        if v.node in kmap:
+            return [kmap[v.node]]
+        seen = seen if seen is not None else set()
+        if v in seen:
+            return []
+        seen.add(v)
+        return [s for u in v.node.inputs for s in sources(u, seen)]
+
+    def buffer(src: str, dst: str, v) -> None:
+        if src == dst or G.has_edge(src, dst, key=v.id):
+            return
+        size = v.type.dtype.itemsize * _numel(v.type.shape)
+        G.add_edge(src, dst, key=v.id, shape=f"{shape_label(v)} \u00b7 {_human_bytes(size)}", type=str(v.type),
+                   bytes=size)
+
+    for k, nodes in members.items():
+        inside = set(nodes)
+        for n in nodes:
+            for v in n.inputs:
+                if v.node in inside:
+                    continue
+                for src in sources(v):
+                    buffer(src, k, v)
+    for i, v in enumerate(graph.outputs):
+        vid = f"return:{i}"
+        G.add_node(vid, kind="output", label=f"return {i}" if len(graph.outputs) > 1 else "return",
+                   text=f"return {names.get(v, '?')}")
+        for src in sources(v):
+            buffer(src, vid, v)
+    return G
+
+
+def _numel(shape) -> int:
+    total = 1
+    for d in shape:
+        total *= d
+    return total
+
+
+def kernel_view_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = None, uid: str | None = None,
+                    legend: bool = False) -> str | None:
+    """An SVG of the kernel-level view (`kernel_level_graph`): one box per fused kernel, in its
+    colour, with the buffers between kernels labelled by type and size. None without kernels.
+
+    >>> import tensorplay as tp
+    >>> g = tp.make_graph(lambda x: (tp.sin(x) * 2).sum(), tp.ones(3)).graph
+    >>> svg = kernel_view_svg(g, kernels=[("k0", [0, 1]), ("k1", [2])])
+    >>> svg.count('class="node kernel"'), "12 B" in svg
+    (2, True)
+    """
+    K = kernel_level_graph(graph, kernels)
+    if K is None:
+        return None
+    uid = uid or f"tpk{next(_uids)}"
+    kernel_names = [v for v, d in K.nodes(data=True) if d["kind"] == "kernel"]
+    colours = dict(zip(kernel_names, kernel_colours(len(kernel_names))))
+
+    def size(v):
+        d = K.nodes[v]
+        if d["kind"] == "kernel":
+            return max(len(d["label"]) * CHAR_W, len(d["sub"]) * SMALL_CHAR_W) + 24, 40.0
+        if d["kind"] == "input":
+            return max(len(d["label"]) * CHAR_W, len(d["type"]) * SMALL_CHAR_W) + 28, 36.0
+        return len(d["label"]) * CHAR_W + 24, 26.0
+
+    layout = layered_layout(K, size, pinned_top=lambda v: K.nodes[v]["kind"] == "input")
+    head = 30.0
+    items = list(colours.items())
+    legend_w = _legend_width(items) if legend and items else 0.0
+    width = max(layout.width + legend_w, 240.0)
+    height = max(layout.height + head, head + 20 * len(items) + 40 if legend else 0)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tp-graph tp-kernels" id="{_esc(uid)}" '
+           f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.1f} {height:.1f}" '
+           f'data-graph="{_esc(graph.name)}" data-view="kernels">',
+           f"<style>{_SVG_STYLE.format(font=FONT)}</style>",
+           f'<defs><marker id="{uid}-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+           f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/></marker></defs>',
+           '<rect width="100%" height="100%" fill="#ffffff"/>',
+           f'<text class="title" x="12" y="19">{_esc(title or "@" + graph.name + " kernels")}</text>',
+           f'<g transform="translate(0,{head:.0f})">', '<g class="edges">']
+    placer = _LabelPlacer(layout.boxes.values())
+    for (u, v, k), pts in layout.edges.items():
+        d = K.edges[u, v, k]
+        spot = placer.place(pts, d["shape"]) or _bezier(pts[-2], pts[-1], 0.5)
+        out.append(f'<g class="edge buffer" data-from="{_esc(u)}" data-to="{_esc(v)}" data-bytes="{d["bytes"]}">'
+                   f'<title>{_esc(u)} \u2192 {_esc(v)}: {_esc(d["type"])}</title>'
+                   f'<path d="{_path(pts)}" marker-end="url(#{uid}-arrow)"/>'
+                   f'<text x="{spot[0]:.1f}" y="{spot[1]:.1f}">{_esc(d["shape"])}</text></g>')
+    out += ["</g>", '<g class="nodes">']
+    for vid, d in K.nodes(data=True):
+        x, y, w, h = layout.boxes[vid]
+        cx, cy = x + w / 2, y + h / 2
+        if d["kind"] == "kernel":
+            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{colours[vid]}"/>'
+                    f'<text x="{cx:.1f}" y="{cy - 8:.1f}">{_esc(d["label"])}</text>'
+                    f'<text class="sub" x="{cx:.1f}" y="{cy + 9:.1f}">{_esc(d["sub"])}</text>')
+        elif d["kind"] == "input":
+            body = (f'<ellipse cx="{cx:.1f}" cy="{cy:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}" fill="#ffffff"/>'
+                    f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["label"])}</text>'
+                    f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(d["type"])}</text>')
+        else:
+            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="4" '
+                    f'fill="{FAMILY_COLOURS["output"]}"/><text x="{cx:.1f}" y="{cy:.1f}">{_esc(d["label"])}</text>')
+        out.append(f'<g class="node {d["kind"]}" data-name="{_esc(vid)}"><title>{_esc(d["text"])}</title>{body}</g>')
+    out.append("</g>")
+    if legend and items:
+        out.append(_svg_legend(items, layout.width + 8, "kernels"))
     out.append("</g></svg>")
     return "\n".join(out)
 
@@ -389,8 +631,20 @@ _HTML_STYLE = """
 #{uid} .tp-main {{ display: flex; max-height: 92vh; }}
 #{uid} .tp-canvas {{ flex: 1 1 auto; overflow: hidden; cursor: grab; min-height: 200px; }}
 #{uid} .tp-canvas svg {{ display: block; }}
-#{uid} .tp-ir {{ flex: 0 1 auto; max-width: 40%; overflow: auto; margin: 0; padding: 6px 8px; font-size: 11px;
-  border-left: 1px solid #eee; background: #fafafa; white-space: pre; }}
+#{uid} .tp-ir {{ flex: 0 1 36%; max-width: 40%; min-width: 16em; overflow: auto; margin: 0; padding: 6px 8px;
+  font-size: 11px; border-left: 1px solid #eee; background: #fafafa; white-space: pre-wrap;
+  overflow-wrap: anywhere; }}
+#{uid} .tp-ir span.tp-line {{ display: block; padding-left: 4ch; text-indent: -4ch; }}
+#{uid} .tp-legend {{ display: flex; gap: 6px; align-items: baseline; padding: 4px 8px; font-size: 11px;
+  border-bottom: 1px solid #eee; }}
+#{uid} .tp-legend ul {{ display: flex; flex-wrap: wrap; gap: 2px 12px; list-style: none; margin: 0; padding: 0; }}
+#{uid} .tp-legend li {{ white-space: nowrap; cursor: pointer; }}
+#{uid} .tp-legend li.hl {{ font-weight: bold; }}
+#{uid} .tp-swatch {{ display: inline-block; width: 11px; height: 11px; border: 1px solid #444; border-radius: 2px;
+  margin-right: 4px; vertical-align: -1px; }}
+#{uid} .tp-canvas svg.tp-kernels {{ display: none; }}
+#{uid}.tp-show-kernels .tp-canvas svg.tp-kernels {{ display: block; }}
+#{uid}.tp-show-kernels .tp-canvas svg.tp-ops {{ display: none; }}
 #{uid} .tp-ir span.hl {{ background: #ffe08a; }}
 #{uid} .tp-ir span[data-name] {{ cursor: pointer; }}
 #{uid} .tp-info {{ color: #666; }}
@@ -400,18 +654,29 @@ _HTML_SCRIPT = r"""
 (function () {
   var root = document.getElementById(%(uid)s);
   if (!root) { return; }
-  var svg = root.querySelector('svg.tp-graph');
+  var MIN_SCALE = %(min_scale)s;  // fit never shrinks text below this fraction of its size: pan instead
   var canvas = root.querySelector('.tp-canvas');
   var info = root.querySelector('.tp-info');
-  var vb = svg.getAttribute('viewBox').split(' ').map(Number);
-  var full = vb.slice();
+  var svg, vb, full;
+  function use(el) {
+    svg = el;
+    full = svg.getAttribute('data-full-viewbox') || svg.getAttribute('viewBox');
+    svg.setAttribute('data-full-viewbox', full);
+    full = full.split(' ').map(Number);
+    vb = full.slice();
+  }
+  use(root.querySelector('svg.tp-ops'));
   function apply() { svg.setAttribute('viewBox', vb.join(' ')); }
   function fit() {
-    vb = full.slice();
-    var w = Math.min(canvas.clientWidth || full[2], full[2] * 1.5);
+    var avail = canvas.clientWidth || full[2];
     var maxH = Math.max(480, Math.min(1000, (window.innerHeight || 800) - 60));
+    var scale = Math.min(avail / full[2], maxH / full[3], 1.5);
+    scale = Math.max(scale, MIN_SCALE);
+    var w = Math.min(avail, full[2] * scale), h = Math.min(maxH, full[3] * scale);
     svg.setAttribute('width', String(w));
-    svg.setAttribute('height', String(Math.min(maxH, full[3] * w / full[2])));
+    svg.setAttribute('height', String(h));
+    vb = [full[0], full[1], w / scale, h / scale];
+    svg.setAttribute('data-scale', String(scale));
     apply();
   }
   function zoom(factor, cx, cy) {
@@ -491,6 +756,29 @@ _HTML_SCRIPT = r"""
   root.querySelector('.tp-out').addEventListener('click', function () {
     zoom(1.25, vb[0] + vb[2] / 2, vb[1] + vb[3] / 2);
   });
+  var legendItems = Array.prototype.slice.call(root.querySelectorAll('.tp-legend li'));
+  legendItems.forEach(function (li) {
+    li.addEventListener('click', function () {
+      var key = li.getAttribute('data-key'), on = !li.classList.contains('hl');
+      clear();
+      legendItems.forEach(function (o) { o.classList.remove('hl'); });
+      if (!on) { return; }
+      li.classList.add('hl');
+      nodes.forEach(function (el) {
+        var k = el.getAttribute('data-kernel') || el.getAttribute('data-family');
+        if (k !== key) { el.classList.add('dim'); }
+      });
+    });
+  });
+  var viewButton = root.querySelector('.tp-view');
+  if (viewButton) {
+    viewButton.addEventListener('click', function () {
+      var kernelsShown = root.classList.toggle('tp-show-kernels');
+      viewButton.textContent = kernelsShown ? 'ops' : 'kernels';
+      use(root.querySelector(kernelsShown ? 'svg.tp-kernels' : 'svg.tp-ops'));
+      fit();
+    });
+  }
   root.querySelector('.tp-toggle').addEventListener('click', function () {
     var ir = root.querySelector('.tp-ir');
     ir.style.display = ir.style.display === 'none' ? '' : 'none';
@@ -502,15 +790,20 @@ _HTML_SCRIPT = r"""
 """
 
 
+MIN_FIT_SCALE = 0.8  # 12px labels stay >= 9.6px in the fit view; larger graphs pan
+
+
 def _ir_listing(graph: Graph) -> str:
     from tensorplay.ir.text import graph_lines
 
     lines = graph_lines(graph)
-    out = [_esc(lines[0])]
-    for i, text in enumerate(lines[1:1 + len(graph.nodes)]):
-        out.append(f'<span data-name="%{i}">{_esc(text)}</span>')
-    out.extend(_esc(t) for t in lines[1 + len(graph.nodes):])
-    return "\n".join(out)
+    n = len(graph.nodes)
+    # one block per line (a long line wraps with a hanging indent); the newline stays in the
+    # text for copying, inside the block, so that blocks do not add blank lines
+    out = [f'<span class="tp-line">{_esc(lines[0])}\n</span>']
+    out += [f'<span class="tp-line" data-name="%{i}">{_esc(t)}\n</span>' for i, t in enumerate(lines[1:1 + n])]
+    out += [f'<span class="tp-line">{_esc(t)}\n</span>' for t in lines[1 + n:]]
+    return "".join(out)
 
 
 def graph_to_html(graph: Graph, *, kernels: Any = "auto", title: str | None = None, full_document: bool = False,
@@ -523,19 +816,30 @@ def graph_to_html(graph: Graph, *, kernels: Any = "auto", title: str | None = No
     with True a complete page. Without JavaScript it is still a static drawing.
     """
     uid = f"tpviz{next(_uids)}{os.getpid()}"
-    svg = graph_to_svg(graph, kernels=kernels, title=title, uid=f"{uid}-svg")
+    if isinstance(kernels, str) and kernels == "auto":  # schedule once, for both views
+        groups: dict[str, list] = {}
+        for node, name in _auto_kernels(graph).items():
+            groups.setdefault(name, []).append(node)
+        kernels = list(groups.items()) or None
+    svg = graph_to_svg(graph, kernels=kernels, title=title, uid=f"{uid}-svg", legend=False)
+    svg = svg.replace('class="tp-graph"', 'class="tp-graph tp-ops"', 1)
+    kernel_svg = kernel_view_svg(graph, kernels=kernels, uid=f"{uid}-k") if kernels is not None else None
+    _, colours, mode = _colouring(graph, kernels)
     summary = f"@{_esc(graph.name)}: {len(graph.inputs)} inputs, {len(graph.nodes)} nodes, {len(graph.outputs)} outputs"
     if stats:
         summary += "".join(f"; {_esc(k)}: {_esc(v)}" for k, v in stats.items())
+    view = '<button class="tp-view" type="button">kernels</button>' if kernel_svg else ""
     body = (f'<div class="tp-viz" id="{uid}">'
             f"<style>{_HTML_STYLE.format(uid=uid, font=FONT)}</style>"
             f'<div class="tp-bar"><span>{summary}</span>'
             '<button class="tp-fit" type="button">fit</button><button class="tp-in" type="button">+</button>'
-            '<button class="tp-out" type="button">\u2212</button>'
+            f'<button class="tp-out" type="button">\u2212</button>{view}'
             '<button class="tp-toggle" type="button">IR</button><span class="tp-info"></span></div>'
-            f'<div class="tp-main"><div class="tp-canvas">{svg}</div>'
+            + (_html_legend(list(colours.items()), "kernels" if mode == "kernel" else "op families")
+               if colours else "") +
+            f'<div class="tp-main"><div class="tp-canvas">{svg}{kernel_svg or ""}</div>'
             f'<pre class="tp-ir">{_ir_listing(graph)}</pre></div>'
-            f"<script>{_HTML_SCRIPT % {'uid': json.dumps(uid)}}</script></div>")
+            f"<script>{_HTML_SCRIPT % {'uid': json.dumps(uid), 'min_scale': MIN_FIT_SCALE}}</script></div>")
     if not full_document:
         return body
     page_title = _esc(title or f"@{graph.name}")
@@ -561,3 +865,8 @@ def write_graph(graph: Graph, path: str, *, kernels: Any = "auto", title: str | 
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return fmt
+
+
+# Notebooks: every `ir.Graph` (what `.graph` and each pass return) displays as this drawing.
+set_display("html", graph_to_html)
+set_display("svg", graph_to_svg)

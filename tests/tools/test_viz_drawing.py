@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
@@ -256,6 +258,8 @@ function El(d, parent) {
   this.classList = {
     add(c) { const s = new Set((self.attrs['class'] || '').split(/\s+/).filter(Boolean)); s.add(c); self.attrs['class'] = [...s].join(' '); },
     remove(c) { self.attrs['class'] = (self.attrs['class'] || '').split(/\s+/).filter(x => x && x !== c).join(' '); },
+    contains(c) { return (self.attrs['class'] || '').split(/\s+/).includes(c); },
+    toggle(c) { if (this.contains(c)) { this.remove(c); return false; } this.add(c); return true; },
   };
 }
 El.prototype.getAttribute = function (k) { k = k.toLowerCase(); return k in this.attrs ? this.attrs[k] : null; };
@@ -336,8 +340,10 @@ def test_html_fragment_and_document():
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 def test_html_script_runs_without_errors():
-    out = run_script_in_node(viz.graph_to_html(mlp_graph(), full_document=True))
-    assert out.strip() == f"ok {len(mlp_graph().nodes) + 4 + 1}"
+    g = mlp_graph()
+    kernels = viz.kernel_level_graph(g)
+    out = run_script_in_node(viz.graph_to_html(g, full_document=True))
+    assert out.strip() == f"ok {len(g.nodes) + 4 + 1 + kernels.number_of_nodes()}"
 
 
 def test_closed_graph_reprs_for_jupyter():
@@ -367,3 +373,81 @@ def test_nodes_in_no_kernel_are_marked_not_computed():
     legend = [t.text for t in root.iter(f"{SVG_NS}text")]
     assert viz.DEAD in legend
     assert "dashed" in viz.to_dot(g, kernels=[{"name": "k0_mul", "nodes": [n0]}])
+
+
+# --- kernel colours, legend order, kernel-level view -------------------------------------------
+def test_kernel_colours_are_distinct_and_readable():
+    import itertools
+
+    for n in (1, 12, 25, 40):
+        cs = viz.kernel_colours(n)
+        assert len(cs) == n and len(set(cs)) == n
+        text = viz.relative_luminance(viz.TEXT_COLOUR)
+        assert all((viz.relative_luminance(c) + 0.05) / (text + 0.05) >= 7.0 for c in cs)
+    lab = lambda h: viz._srgb_to_lab(tuple(int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)))  # noqa: E731
+    cs = viz.kernel_colours(25)
+    closest = min(sum((a - b) ** 2 for a, b in zip(lab(x), lab(y))) ** 0.5 for x, y in itertools.combinations(cs, 2))
+    assert closest > 10  # CIELAB distance: clearly different to the eye
+
+
+def test_legend_counts_up_and_every_kernel_has_its_own_colour():
+    g = mlp_graph()
+    names = [f"k{i}_op" for i in range(len(g.nodes))]
+    kernels = [(name, [i]) for i, name in enumerate(names)]
+    svg = viz.graph_to_svg(g, kernels=kernels)
+    keys = [e.get("data-key") for e in ET.fromstring(svg).iter(f"{SVG_NS}g") if e.get("data-key")]
+    assert keys == names  # k0, k1, ..., k9, k10, ... (not k1, k10, k2)
+    fills = {r.get("fill") for e in ET.fromstring(svg).iter(f"{SVG_NS}g") if e.get("data-key")
+             for r in e.iter(f"{SVG_NS}rect")}
+    assert len(fills) == len(names)
+    assert viz.legend_order(["k10", viz.DEAD, "k2", "k1"]) == ["k1", "k2", "k10", viz.DEAD]
+
+
+def test_legend_is_wide_enough_for_its_longest_label():
+    g = mlp_graph()
+    long = "k0_" + "x" * 60
+    svg = viz.graph_to_svg(g, kernels=[(long, list(range(len(g.nodes))))])
+    width = float(ET.fromstring(svg).get("width"))
+    legend_x = float(re.search(r'class="legend" transform="translate\(([\d.]+)', svg).group(1))
+    assert legend_x + 20 + len(long) * 6.7 <= width  # 11px monospace is ~6.6px per character
+
+
+def test_kernel_level_view_has_one_box_per_kernel_and_sized_buffers():
+    g = mlp_graph()
+    K = viz.kernel_level_graph(g)
+    kmap = viz._auto_kernels(g)
+    assert {v for v, d in K.nodes(data=True) if d["kind"] == "kernel"} == set(kmap.values())
+    for u, v, d in K.edges(data=True):
+        assert d["bytes"] >= 0 and ("B" in d["shape"])
+    # each buffer between kernels is a value computed in one kernel and read in another
+    crossing = {(kmap[n.inputs[i].node], kmap[n]) for n in g.nodes for i in range(len(n.inputs))
+                if n in kmap and n.inputs[i].node in kmap and kmap[n.inputs[i].node] != kmap[n]}
+    assert crossing <= {(u, v) for u, v in K.edges()}
+    svg = viz.kernel_view_svg(g)
+    ET.fromstring(svg)
+    assert svg.count('class="node kernel"') == len(set(kmap.values()))
+    assert viz.kernel_view_svg(g, kernels=None) is None
+
+
+def test_html_has_the_kernel_view_an_html_legend_and_wrapping_ir():
+    html = viz.graph_to_html(mlp_graph())
+    assert 'class="tp-view"' in html and "tp-kernels" in html and 'class="tp-legend"' in html
+    assert "pre-wrap" in html
+
+
+def test_every_ir_graph_displays_in_notebooks():
+    from tensorplay.ir.passes.simplify import dce
+
+    g = dce(tp.make_graph(lambda x: tp.sin(x).sum(), tp.ones(3)).graph)
+    assert isinstance(g, ir.Graph)
+    assert g._repr_html_().startswith('<div class="tp-viz"')
+    ET.fromstring(g._repr_svg_())
+
+
+def test_ir_does_not_import_the_drawing_code():
+    code = ("import sys, tensorplay.ir as ir; "
+            "assert not [m for m in sys.modules if m.startswith('tensorplay.tools')], 'ir imported tools'; "
+            "b = ir.GraphBuilder('f'); x = b.add_input(ir.TensorType((2,), ir.float32)); "
+            "g = b.build([b.sin(x)]); assert g._repr_svg_().startswith('<svg'); print('ok')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == "ok", p.stderr
