@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, impl, counts[impl], t.median * 1e6, per_op * 1e6, t.best / counts[impl] * 1e6,
                          per_op / base))
     head = ("program", "impl", "ops", "median us/call", "median us/op", "min us/op", "vs tp trace")
+    title = "tracing cost per traced op"
+    print(f"\n## {title}\n" if args.markdown else f"\n== {title} ==")  # the section style of H.report
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
