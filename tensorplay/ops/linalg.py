@@ -5,7 +5,7 @@ from __future__ import annotations
 import string
 
 from .._tensor import Tensor
-from ._table import op
+from . import _table
 from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, dtype_of, ebind, shape_of
 from tensorplay.ir import get_primitive as _gp
 
@@ -291,4 +291,4 @@ for _name, _method in (
     ("matmul", True), ("mm", True), ("bmm", True), ("mv", True), ("dot", True), ("inner", False),
     ("outer", True), ("ger", False), ("tensordot", False), ("einsum", False),
 ):
-    op(_name, globals()[_name], method=_method)
+    _table.op(_name, globals()[_name], method=_method)
