@@ -33,7 +33,11 @@ __all__ = ["Lowering", "LOWERINGS", "lowering", "register", "always"]
 
 
 def always(node: Node) -> bool:
-    """A `Lowering` predicate that holds for every node."""
+    """A `Lowering` predicate that holds for every node (e.g. `linear` of an elementwise op).
+
+    >>> always(None), never(None)
+    (True, False)
+    """
     return True
 
 

@@ -297,7 +297,14 @@ def defjvp_zero(prim: Primitive) -> None:
 
 # === constant folding ============================================================================
 def fold_elementwise(prim: Primitive) -> Callable:
-    """Fold an elementwise node on constant fills: its impl applied to the fill values."""
+    """Fold an elementwise node on constant fills: its impl applied to the fill values.
+
+    >>> from tensorplay import ir
+    >>> add = ir.get_primitive("add")
+    >>> x = ir.GraphBuilder().add_input(TensorType((3,), dt.float32))
+    >>> float(fold_elementwise(add)([1.5, 2.0], [x, x], {}, x.type))
+    3.5
+    """
     def fold(consts, operands, attrs, out: TensorType):
         args = [np.asarray(c, dtype=v.dtype.np) for c, v in zip(consts, operands)]
         with np.errstate(all="ignore"):
@@ -306,5 +313,9 @@ def fold_elementwise(prim: Primitive) -> Callable:
 
 
 def fold_same_value(consts, operands, attrs, out: TensorType):
-    """Fold a node whose constant result holds its (first) operand's fill value (layout ops, max/min)."""
+    """Fold a node whose constant result holds its (first) operand's fill value (layout ops, max/min).
+
+    >>> fold_same_value([7], [], {}, None)
+    7
+    """
     return consts[0]

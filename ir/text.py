@@ -40,8 +40,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-import numpy as np
-
 from . import dtypes as dt
 from .core import Graph, GraphBuilder, Node, Value
 from .primitive import REGISTRY

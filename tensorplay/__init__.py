@@ -21,9 +21,7 @@ from .ops.creation import (tensor, as_tensor, from_numpy, zeros, ones, full, emp
                            empty_like, full_like, arange, linspace, logspace, eye, rand, randn, rand_like,
                            randn_like, randint, randperm, normal, bernoulli)
 from .ops import elementwise as _elementwise  # noqa: F401  (its ops are in the op table)
-from .ops.reduction import (sum, prod, mean, max, min, amax, amin, argmax, argmin, logsumexp, var, std, all,
-                            any, norm, cumsum, allclose, equal)
-from .ops.linalg import matmul, mm, bmm, mv, dot, inner, outer, ger, tensordot, einsum
+from .ops import linalg as _linalg, reduction as _reduction  # noqa: F401  (op table rows)
 from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, movedim,
                         moveaxis, squeeze, unsqueeze, expand, broadcast_to, broadcast_tensors, cat, concat,
                         concatenate, stack, hstack, vstack, narrow, select, split, chunk, tensor_split, unbind,

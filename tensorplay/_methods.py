@@ -222,17 +222,10 @@ METHODS = {
     "__ne__": lambda self, other: True if other is None else ew.ne(self, other), "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     # math: the elementwise ops are rows of the op table (added below)
-    "allclose": reduction.allclose, "equal": reduction.equal,
     "where": lambda self, condition, other: ew.where(condition, self, other),
-    # reductions
-    "sum": reduction.sum, "mean": reduction.mean, "prod": reduction.prod, "max": _max_method,
-    "min": _min_method, "amax": reduction.amax, "amin": reduction.amin, "argmax": reduction.argmax,
-    "argmin": reduction.argmin, "logsumexp": reduction.logsumexp, "var": reduction.var, "std": reduction.std,
-    "all": reduction.all, "any": reduction.any, "norm": reduction.norm, "cumsum": reduction.cumsum,
+    # reductions and linear algebra: rows of the op table (added below), but for max/min
+    "max": _max_method, "min": _min_method,
     "softmax": activation.softmax, "log_softmax": activation.log_softmax,
-    # linear algebra
-    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "mv": linalg.mv, "dot": linalg.dot,
-    "outer": linalg.outer,
     # shape
     "reshape": sh.reshape, "view": _view, "flatten": sh.flatten, "unflatten": sh.unflatten,
     "permute": sh.permute, "transpose": sh.transpose, "swapaxes": sh.transpose, "t": sh.t,

@@ -29,7 +29,7 @@ func @f(%arg0: tensor<3x5xf32>) -> tensor<5xf32> {
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import Primitive

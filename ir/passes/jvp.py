@@ -32,7 +32,7 @@ where `ctx` is the `GraphBuilder` of the new graph. The family helpers (in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import Primitive

@@ -170,13 +170,19 @@ def _extremum(larger: bool):
 
     torch.maximum agrees up to the sign of a zero result (its vectorised and scalar paths
     disagree on which of two zeros they return); LLVM's llvm.maximum/minimum are exactly this.
+    numpy's maximum/minimum propagate NaN but return either zero of a tie, so ties of zeros are
+    settled by a sum: -0 + +0 is +0 (max), -(+0 + -0) is -0 (min).
     """
+    pick = np.maximum if larger else np.minimum
+
     def fn(x, y):
+        r = pick(x, y)
         if x.dtype.kind != "f":
-            return np.maximum(x, y) if larger else np.minimum(x, y)
-        beats = (x > y) if larger else (x < y)
-        tie_to_x = (x == y) & (np.signbit(x) != larger)  # max: x is +0; min: x is -0
-        return np.where(np.isnan(x) | np.isnan(y), x + y, np.where(beats | tie_to_x, x, y))
+            return r
+        zero_ties = (r == 0) & (x == y)
+        if not zero_ties.any():
+            return r
+        return np.where(zero_ties, x + y if larger else -(-x - y), r)
     return fn
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 
 from .._tensor import Tensor
+from . import _table
 from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, dtype_of, ebind, shape_of
 from tensorplay.ir import get_primitive as _gp
 
@@ -283,3 +284,11 @@ def einsum(equation: str, *operands) -> Tensor:
     if sorted(acc_t) != sorted(out):
         raise ValueError(f"einsum: could not form output {out!r} from {equation!r}")
     return permute(acc, [acc_t.index(c) for c in out]) if acc_t != out else acc
+
+
+# === the op table: (name, Tensor method?) ===========================================================
+for _name, _method in (
+    ("matmul", True), ("mm", True), ("bmm", True), ("mv", True), ("dot", True), ("inner", False),
+    ("outer", True), ("ger", False), ("tensordot", False), ("einsum", False),
+):
+    _table.op(_name, globals()[_name], method=_method)

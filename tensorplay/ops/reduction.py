@@ -14,6 +14,7 @@ from math import prod as _product  # `prod` below is the tensor op
 from tensorplay.ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
+from ._table import op
 from ._common import (as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,
                       normalize_dim, normalize_dims, shape_of)
 
@@ -324,3 +325,14 @@ def equal(input, other) -> bool:
     if shape_of(a) != shape_of(b):
         return False
     return bool(all(eq(a, b)))
+
+
+# === the op table ===================================================================================
+# (name, Tensor method?): each row is a `tp.` function and, as flagged, a Tensor method
+# (tensorplay/ops/_table.py). `Tensor.max`/`Tensor.min` are written in tensorplay/_methods.py.
+for _name, _method in (
+    ("sum", True), ("prod", True), ("mean", True), ("max", False), ("min", False), ("amax", True),
+    ("amin", True), ("argmax", True), ("argmin", True), ("logsumexp", True), ("var", True), ("std", True),
+    ("all", True), ("any", True), ("norm", True), ("cumsum", True), ("allclose", True), ("equal", True),
+):
+    op(_name, globals()[_name], method=_method)
