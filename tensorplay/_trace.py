@@ -313,14 +313,19 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
     return trace._evaluate(trace.lift(t))
 
 
+def _under_stack(e: Exception) -> Exception:
+    """`e` with the active transforms named (``... (under vmap(in_dims=0))``), once."""
+    stack = transform_stack()
+    if not stack or "(under " in str(e):
+        return e
+    return type(e)(f"{e} (under {stack})")
+
+
 def _check(prim: Primitive, types, attrs) -> TensorType:
     try:
         return prim.abstract_eval(*types, **attrs)
     except (TypeError, ValueError, IndexError) as e:
-        stack = transform_stack()
-        if stack:
-            raise type(e)(f"{e} (under {stack})") from None
-        raise
+        raise _under_stack(e) from None
 
 
 def bind(name: str | Primitive, *operands, **attrs):
@@ -347,10 +352,7 @@ def bind(name: str | Primitive, *operands, **attrs):
     try:
         return trace.emit(prim, operands, attrs)
     except (TypeError, ValueError, IndexError) as e:
-        stack = transform_stack()
-        if stack and "(under " not in str(e):
-            raise type(e)(f"{e} (under {stack})") from None
-        raise
+        raise _under_stack(e) from None
 
 
 def _view_taken_eagerly(name: str, t: Tensor) -> bool:
