@@ -17,7 +17,7 @@ import os
 import pytest
 
 SCRIPTS = ["bench_fused_elementwise", "bench_mlp", "bench_per_sample_grads", "bench_jacobians",
-           "bench_dispatch", "bench_compile_time"]
+           "bench_plain_transforms", "bench_dispatch", "bench_compile_time"]
 
 
 @pytest.fixture(autouse=True)
