@@ -178,6 +178,7 @@ class CompiledFunction:
         self._fast: dict[tuple, _Entry] = {}  # `_fast_key` -> entry, for fast entries without RandomKeys
         self._lock = threading.Lock()
         self.trace_count = 0
+        self._where = f"compile({getattr(fn, '__name__', type(fn).__name__)})"
         functools.update_wrapper(self, fn)
 
     def _check_static(self, args) -> None:
@@ -185,10 +186,10 @@ class CompiledFunction:
         n = len(args)
         for a in self.static_argnums:
             if not -n <= a < n:
-                raise ValueError(f"compile({self.__name__}): static_argnums {a} is out of range for a call with "
+                raise ValueError(f"{self._where}: static_argnums {a} is out of range for a call with "
                                  f"{n} positional argument(s)")
             if isinstance(args[a], Tensor):
-                raise TypeError(f"compile({self.__name__}): argument {a % n} is in static_argnums but is a tensor; "
+                raise TypeError(f"{self._where}: argument {a % n} is in static_argnums but is a tensor; "
                                 f"static arguments must be hashable Python values (pass tensors as ordinary "
                                 f"arguments)")
 
@@ -199,7 +200,7 @@ class CompiledFunction:
     def _entry(self, args, kwargs) -> tuple[_Entry, list, bool]:
         if self.static_argnums:
             self._check_static(args)
-        key, tensors, concrete = call_signature(args, kwargs, f"compile({self.__name__})")
+        key, tensors, concrete = call_signature(args, kwargs, self._where)
         entry = self._cache.get(key)
         if entry is None:
             with self._lock:  # one trace per signature, however many threads make the first call

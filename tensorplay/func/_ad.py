@@ -306,9 +306,14 @@ def _vjp_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, trans
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])
     main_leaves = outs[:tr.num_main]
+    # a single tensor output takes a single tensor cotangent, checked without pytrees
+    single = [main_leaves[0]._type()] if tr.main_tree.kind == "leaf" and tr.num_main == 1 else None
 
     def vjp_fn(cotangents):
-        cts = _check_like(transform, "cotangents", cotangents, main_leaves, tr.main_tree, "output")
+        if single is not None and _match_types((cotangents,), single):
+            cts = [cotangents]
+        else:
+            cts = _check_like(transform, "cotangents", cotangents, main_leaves, tr.main_tree, "output")
         return tuple(_unflatten_args(tr, run_graph(back, residuals + cts), argnums))
 
     return output, vjp_fn, aux

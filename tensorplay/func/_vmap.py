@@ -307,7 +307,7 @@ class _VmapCall:
         n_own = len(closed.graph.outputs) - len(closed.mutated)  # then one output per in-place write-back
         graph_key = closed.graph.structural_key()
         out_key = _out_dims_key(self.out_dims)
-        if out_key is not None:
+        if out_key is not None:  # what resolving out_dims against the outputs depends on
             out_key = (graph_key, tuple(in_dims), out_key, closed.out_tree, tuple(closed.out_static),
                        tuple(closed.mutated))
 
@@ -336,20 +336,23 @@ class _VmapCall:
 
 
 def _out_dims_key(out_dims):
-    """`out_dims` as a hashable key (lists become tuples), or None if it holds something else."""
-    if out_dims is None or (isinstance(out_dims, int) and not isinstance(out_dims, bool)):
-        return out_dims
-    if isinstance(out_dims, (tuple, list)):
-        parts = tuple(_out_dims_key(d) for d in out_dims)
-        return (type(out_dims).__name__, parts) if all(p is not None or d is None for p, d in zip(parts, out_dims)) \
-            else None
-    if isinstance(out_dims, dict):
-        try:
-            items = tuple(sorted((k, _out_dims_key(v)) for k, v in out_dims.items()))
-        except TypeError:
-            return None
-        return ("dict", items)
-    return None
+    """`out_dims` as a hashable key (containers tagged by kind, lists as tuples), or None when it
+    holds anything but ints, None and containers of those (then nothing is cached and the usual
+    checks report it)."""
+    try:
+        return ("out_dims", _freeze_dims(out_dims))
+    except TypeError:
+        return None
+
+
+def _freeze_dims(d):
+    if d is None or (isinstance(d, int) and not isinstance(d, bool)):
+        return d
+    if isinstance(d, (tuple, list)):
+        return (type(d).__name__,) + tuple(_freeze_dims(x) for x in d)
+    if isinstance(d, dict):
+        return ("dict",) + tuple(sorted((k, _freeze_dims(v)) for k, v in d.items()))
+    raise TypeError(f"not an out_dims entry: {d!r}")
 
 
 def _hashable(key):

@@ -170,3 +170,16 @@ def test_lru_is_bounded():
         c.put(k, k)
     assert len(c) == 3 and c.get(9) == 9 and c.get(0) is None
     _pipeline._CACHES.remove(c)
+
+
+def test_vmap_out_dims_are_checked_on_every_call():
+    """A resolved out_dims is cached per structure; an invalid one is still reported afterwards."""
+    f = lambda x: (x * 2, tp.ones(2))  # noqa: E731
+    out = vmap(f, out_dims=(0, None))(XB)
+    np.testing.assert_allclose(out[0].numpy(), 2 * XB.numpy())
+    np.testing.assert_array_equal(out[1].numpy(), np.ones(2))
+    for bad in [(0, True), {"a": None}, (0, 1.0)]:
+        with pytest.raises((TypeError, ValueError)):
+            vmap(f, out_dims=bad)(XB)
+    out = vmap(f, out_dims=[1, 0])(XB)
+    assert tuple(out[0].shape) == (3, 5) and tuple(out[1].shape) == (5, 2)

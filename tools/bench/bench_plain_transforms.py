@@ -22,10 +22,10 @@ import sys
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-import numpy as np  # noqa: E402
-
-from tensorplay.tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _harness as H  # noqa: E402  (first: it pins every library's threads)
 from tensorplay.tools.bench import _models as M  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 from tensorplay.func import grad, hessian, jacfwd, jacrev, linearize, vmap  # noqa: E402
 
