@@ -143,6 +143,8 @@ _TABLE = [
     # --- in place on a private copy (functionalization) -----------------------------------------
     _op("iadd_clone", 2, "{0}.clone().add_({1})", "{0} + {1}", kinds=_B, same_shape=True),
     _op("imul_slice", 1, "_imul_first({0})", "_np_imul_first({0})", min_ndim=1, kinds=_B),
+    _op("repeat_imul", 1, "_repeat_imul({0})", "{0} * 2", min_ndim=1, kinds=_B),
+    _op("tile_iadd", 1, "_tile_iadd({0})", "{0} + 1", kinds=_B),
     # --- reductions over a dimension (kept, so shapes stay compatible) --------------------------
     _op("sum", 1, "tp.sum({0}, dim={d}, keepdim=True)", "np.sum({0}, axis={d}, keepdims=True)", kinds=_B,
         dim=True, reduces=True),
@@ -190,6 +192,18 @@ PROGRAM_HELPERS = '''
 def _imul_first(x):
     y = x.clone()
     y[..., :1].mul_(2)
+    return y
+
+
+def _repeat_imul(x):
+    y = x.repeat(*([1] * x.ndim))  # a new tensor: writing it must leave x alone
+    y.mul_(2)
+    return y
+
+
+def _tile_iadd(x):
+    y = tp.tile(x, (1,) * x.ndim)
+    y.add_(1)
     return y
 
 
