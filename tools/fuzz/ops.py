@@ -179,6 +179,13 @@ _TABLE = [
     _op("expand_base", 1, "{0}.expand({base})", "np.broadcast_to({0}, {base})", kinds=_B),
     _op("slice_step", 1, "tp.cat([{0}[..., ::2], {0}[..., 1::2]], -1)",
         "np.concatenate([{0}[..., ::2], {0}[..., 1::2]], -1)", kinds=_B, min_ndim=1),
+    _op("split_cat", 1, "tp.cat(tp.split({0}, 2, dim={d}), dim={d})", "{0}", kinds=_B, dim=True),
+    _op("unbind_stack", 1, "tp.stack(tp.unbind({0}, dim={d}), dim={d})", "{0}", kinds=_B, dim=True, nonempty=True),
+    _op("movedim_twice", 1, "tp.movedim(tp.movedim({0}, 0, -1) * 2, -1, 0)", "{0} * 2", kinds=_B, min_ndim=1),
+    _op("index_select_rev", 1, "tp.index_select({0}, {d}, tp.arange({0}.shape[{d}] - 1, -1, -1))",
+        "np.flip({0}, {d})", kinds=_B, dim=True),
+    _op("narrow_cat", 1, "tp.cat([{0}.narrow({d}, 0, 1), {0}.narrow({d}, 1, {0}.shape[{d}] - 1)], {d})", "{0}",
+        kinds=_B, dim=True, nonempty=True),
     # --- contractions with a square weight ---------------------------------------------------------
     _op("matmul", 1, "{0} @ {w}", "{0} @ {w}", weight=True, min_ndim=1, reduces=True),
     _op("einsum", 1, "tp.einsum('...j,jk->...k', {0}, {w})", "np.einsum('...j,jk->...k', {0}, {w})",
