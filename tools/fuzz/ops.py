@@ -16,7 +16,7 @@ a kink.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -85,7 +85,6 @@ class Op:
     min_ndim: int = 0
     same_shape: bool = False              # operands must broadcast to operand 0's shape (in-place)
     reduces: bool = False                 # error grows with the reduced length
-    tags: frozenset = field(default_factory=frozenset)
 
 
 def _op(name, arity, tp, np_, **kw) -> Op:
