@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import os
 import sys
-import time
 import traceback
 from typing import Sequence, TextIO
 

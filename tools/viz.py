@@ -388,16 +388,8 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
     legend_w = _legend_width(legend_items) if legend and legend_items else 0.0
     width = max(layout.width + legend_w, 240.0, len(title or graph.name) * 8.0 + 24)
     height = max(layout.height + head, head + 20 * len(legend_items) + 40 if legend else 0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tp-graph" id="{_esc(uid)}" '
-           f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.1f} {height:.1f}" '
-           f'data-graph="{_esc(graph.name)}" data-colour-by="{mode}">',
-           f"<style>{_SVG_STYLE.format(font=FONT)}</style>",
-           f'<defs><marker id="{uid}-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-           f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/></marker></defs>',
-           f'<rect width="100%" height="100%" fill="#ffffff"/>',
-           f'<text class="title" x="12" y="19">{_esc(title or "@" + graph.name)}</text>',
-           f'<g transform="translate(0,{head:.0f})">',
-           '<g class="edges">']
+    out = _svg_open("tp-graph", uid, width, height, head, title or "@" + graph.name,
+                    f'data-graph="{_esc(graph.name)}" data-colour-by="{mode}"')
     placer = _LabelPlacer(layout.boxes.values())
     labelled: set[tuple] = set()
     for (u, v, k), pts in layout.edges.items():
@@ -426,16 +418,9 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
             body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{fill}"{dash}/>'
                     f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["op"])}</text>'
                     f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(vid)}</text>')
-        elif kind == "input":
-            attrs = ""
-            body = (f'<ellipse cx="{cx:.1f}" cy="{cy:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}" fill="#ffffff"/>'
-                    f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["label"])}</text>'
-                    f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(d["type"])}</text>')
         else:
             attrs = ""
-            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="4" '
-                    f'fill="{FAMILY_COLOURS["output"]}"/>'
-                    f'<text x="{cx:.1f}" y="{cy:.1f}">{_esc(d["label"])}</text>')
+            body = _terminal_body(kind, layout.boxes[vid], d)
         out.append(f'<g class="node {kind}" data-name="{_esc(vid)}"{attrs}><title>{_esc(d["text"])}</title>'
                    f"{body}</g>")
     out.append("</g>")
@@ -443,6 +428,30 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
         out.append(_svg_legend(legend_items, layout.width + 8, "kernels" if mode == "kernel" else "op families"))
     out.append("</g></svg>")
     return "\n".join(out)
+
+
+def _svg_open(cls: str, uid: str, width: float, height: float, head: float, title: str, data: str) -> list[str]:
+    """The opening elements of a drawing, up to the (open) group of its edges."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" class="{cls}" id="{_esc(uid)}" '
+            f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.1f} {height:.1f}" {data}>',
+            f"<style>{_SVG_STYLE.format(font=FONT)}</style>",
+            f'<defs><marker id="{uid}-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+            f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/></marker></defs>',
+            '<rect width="100%" height="100%" fill="#ffffff"/>',
+            f'<text class="title" x="12" y="19">{_esc(title)}</text>',
+            f'<g transform="translate(0,{head:.0f})">', '<g class="edges">']
+
+
+def _terminal_body(kind: str, box, d: dict) -> str:
+    """An input (ellipse with its name and type) or an output (a small box) of a drawing."""
+    x, y, w, h = box
+    cx, cy = x + w / 2, y + h / 2
+    if kind == "input":
+        return (f'<ellipse cx="{cx:.1f}" cy="{cy:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}" fill="#ffffff"/>'
+                f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["label"])}</text>'
+                f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(d["type"])}</text>')
+    return (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="4" '
+            f'fill="{FAMILY_COLOURS["output"]}"/><text x="{cx:.1f}" y="{cy:.1f}">{_esc(d["label"])}</text>')
 
 
 LEGEND_CHAR_W = 7.0  # an 11px monospace character, rounded up so that labels never clip
@@ -580,15 +589,8 @@ def kernel_view_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = 
     legend_w = _legend_width(items) if legend and items else 0.0
     width = max(layout.width + legend_w, 240.0)
     height = max(layout.height + head, head + 20 * len(items) + 40 if legend else 0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tp-graph tp-kernels" id="{_esc(uid)}" '
-           f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.1f} {height:.1f}" '
-           f'data-graph="{_esc(graph.name)}" data-view="kernels">',
-           f"<style>{_SVG_STYLE.format(font=FONT)}</style>",
-           f'<defs><marker id="{uid}-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-           f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/></marker></defs>',
-           '<rect width="100%" height="100%" fill="#ffffff"/>',
-           f'<text class="title" x="12" y="19">{_esc(title or "@" + graph.name + " kernels")}</text>',
-           f'<g transform="translate(0,{head:.0f})">', '<g class="edges">']
+    out = _svg_open("tp-graph tp-kernels", uid, width, height, head, title or f"@{graph.name} kernels",
+                    f'data-graph="{_esc(graph.name)}" data-view="kernels"')
     placer = _LabelPlacer(layout.boxes.values())
     for (u, v, k), pts in layout.edges.items():
         d = K.edges[u, v, k]
@@ -605,13 +607,8 @@ def kernel_view_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = 
             body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{colours[vid]}"/>'
                     f'<text x="{cx:.1f}" y="{cy - 8:.1f}">{_esc(d["label"])}</text>'
                     f'<text class="sub" x="{cx:.1f}" y="{cy + 9:.1f}">{_esc(d["sub"])}</text>')
-        elif d["kind"] == "input":
-            body = (f'<ellipse cx="{cx:.1f}" cy="{cy:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}" fill="#ffffff"/>'
-                    f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["label"])}</text>'
-                    f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(d["type"])}</text>')
         else:
-            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="4" '
-                    f'fill="{FAMILY_COLOURS["output"]}"/><text x="{cx:.1f}" y="{cy:.1f}">{_esc(d["label"])}</text>')
+            body = _terminal_body(d["kind"], layout.boxes[vid], d)
         out.append(f'<g class="node {d["kind"]}" data-name="{_esc(vid)}"><title>{_esc(d["text"])}</title>{body}</g>')
     out.append("</g>")
     if legend and items:

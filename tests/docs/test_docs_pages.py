@@ -127,3 +127,14 @@ def test_links_between_pages_resolve():
             if not os.path.isfile(path):
                 broken.append(f"{page} -> {target}")
     assert not broken, f"broken links: {broken}"
+
+
+def test_index_links_every_page_and_the_benchmarks():
+    with open(os.path.join(DOCS, "index.md"), encoding="utf-8") as f:
+        text = f.read()
+    linked = {os.path.normpath(os.path.join("docs", t)) for t in re.findall(r"\]\(([^)#\s]+\.md)", text)}
+    required = ["api.md", "nn-and-optim.md", "coming-from-torch-func.md", "coming-from-jax.md", "performance.md",
+                "limitations.md", "walkthrough.md", "ir.md", "passes-and-backend.md", "cli.md", "fuzzing.md"]
+    missing = sorted(p for p in required if os.path.join("docs", p) not in linked)
+    assert not missing, f"docs/index.md does not link {missing}"
+    assert os.path.normpath("tools/bench/README.md") in linked

@@ -127,3 +127,19 @@ def test_soak_rss_stays_bounded():
         pytest.skip(why)
     result = soak(1500)
     assert result.bounded, result.line()
+
+
+def test_soak_gate_is_feature_detection(monkeypatch):
+    from tensorplay import codegen
+
+    monkeypatch.setattr(codegen, "releases_jit_memory", True, raising=False)
+    assert reclamation_supported()[0]
+    monkeypatch.setattr(codegen, "releases_jit_memory", lambda: False, raising=False)
+    supported, why = reclamation_supported()
+    assert not supported and "releases_jit_memory" in why
+
+
+def test_soak_measures_settled_memory():
+    r = soak(rounds=6)
+    assert r.rounds == 6 and r.rss_mid > 0 and r.rss_end > 0
+    assert "compiles" in r.line() and ("ok" in r.line() or "GROWING" in r.line())

@@ -9,8 +9,9 @@ tensors are unchanged. Failures are minimised by delta debugging (`minimize`) in
 reproducer scripts (`reproducer`). ``python -m tensorplay.tools.fuzz --help`` runs a campaign.
 
 >>> from tensorplay.tools.fuzz import run_campaign
->>> run_campaign(seed=0, programs=3, seconds=60).line()
-'fuzz: 3 programs, 24 checks, 0 mismatches, 0 crashes'
+>>> s = run_campaign(seed=0, programs=3, seconds=60)
+>>> s.line().startswith("fuzz: 3 programs, ") and (s.mismatches, s.crashes) == (0, 0)
+True
 """
 from .campaign import Failure, Summary, run_campaign
 from .program import Program, generate

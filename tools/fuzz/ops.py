@@ -16,7 +16,7 @@ a kink.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -85,7 +85,6 @@ class Op:
     min_ndim: int = 0
     same_shape: bool = False              # operands must broadcast to operand 0's shape (in-place)
     reduces: bool = False                 # error grows with the reduced length
-    tags: frozenset = field(default_factory=frozenset)
 
 
 def _op(name, arity, tp, np_, **kw) -> Op:
@@ -143,6 +142,8 @@ _TABLE = [
     # --- in place on a private copy (functionalization) -----------------------------------------
     _op("iadd_clone", 2, "{0}.clone().add_({1})", "{0} + {1}", kinds=_B, same_shape=True),
     _op("imul_slice", 1, "_imul_first({0})", "_np_imul_first({0})", min_ndim=1, kinds=_B),
+    _op("repeat_imul", 1, "_repeat_imul({0})", "{0} * 2", min_ndim=1, kinds=_B),
+    _op("tile_iadd", 1, "_tile_iadd({0})", "{0} + 1", kinds=_B),
     # --- reductions over a dimension (kept, so shapes stay compatible) --------------------------
     _op("sum", 1, "tp.sum({0}, dim={d}, keepdim=True)", "np.sum({0}, axis={d}, keepdims=True)", kinds=_B,
         dim=True, reduces=True),
@@ -177,6 +178,13 @@ _TABLE = [
     _op("expand_base", 1, "{0}.expand({base})", "np.broadcast_to({0}, {base})", kinds=_B),
     _op("slice_step", 1, "tp.cat([{0}[..., ::2], {0}[..., 1::2]], -1)",
         "np.concatenate([{0}[..., ::2], {0}[..., 1::2]], -1)", kinds=_B, min_ndim=1),
+    _op("split_cat", 1, "tp.cat(tp.split({0}, 2, dim={d}), dim={d})", "{0}", kinds=_B, dim=True),
+    _op("unbind_stack", 1, "tp.stack(tp.unbind({0}, dim={d}), dim={d})", "{0}", kinds=_B, dim=True, nonempty=True),
+    _op("movedim_twice", 1, "tp.movedim(tp.movedim({0}, 0, -1) * 2, -1, 0)", "{0} * 2", kinds=_B, min_ndim=1),
+    _op("index_select_rev", 1, "tp.index_select({0}, {d}, tp.arange({0}.shape[{d}] - 1, -1, -1))",
+        "np.flip({0}, {d})", kinds=_B, dim=True),
+    _op("narrow_cat", 1, "tp.cat([{0}.narrow({d}, 0, 1), {0}.narrow({d}, 1, {0}.shape[{d}] - 1)], {d})", "{0}",
+        kinds=_B, dim=True, nonempty=True),
     # --- contractions with a square weight ---------------------------------------------------------
     _op("matmul", 1, "{0} @ {w}", "{0} @ {w}", weight=True, min_ndim=1, reduces=True),
     _op("einsum", 1, "tp.einsum('...j,jk->...k', {0}, {w})", "np.einsum('...j,jk->...k', {0}, {w})",
@@ -190,6 +198,18 @@ PROGRAM_HELPERS = '''
 def _imul_first(x):
     y = x.clone()
     y[..., :1].mul_(2)
+    return y
+
+
+def _repeat_imul(x):
+    y = x.repeat(*([1] * x.ndim))  # a new tensor: writing it must leave x alone
+    y.mul_(2)
+    return y
+
+
+def _tile_iadd(x):
+    y = tp.tile(x, (1,) * x.ndim)
+    y.add_(1)
     return y
 
 
