@@ -37,6 +37,9 @@ from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, s
 from .ops.indexing import index_select, take, gather, scatter_add, index_add, one_hot
 from .ops.activation import softmax, log_softmax
 from .compile import compile
+from . import autograd
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
 
 float = float32  # noqa: A001
 double = float64
@@ -75,19 +78,6 @@ def make_graph(fn, *example_args, **example_kwargs) -> ClosedGraph:
     }
     """
     return trace_function(fn, example_args, example_kwargs, transform="make_graph")
-
-
-class no_grad:
-    """Accepted for PyTorch compatibility: tensorplay has no tape, so this changes nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, fn):
-        return fn
 
 
 __version__ = "0.1.0"

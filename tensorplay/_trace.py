@@ -44,6 +44,7 @@ from . import _pytree, _views
 from ._layout import VIEW_PRIMS
 from ._state import STACK_VIEW, STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
+from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace"]
@@ -55,6 +56,7 @@ SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
 """Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
 _BROADCAST = get_primitive("broadcast_in_dim")
+_STOP_GRADIENT = get_primitive("stop_gradient")
 _VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
 
@@ -341,7 +343,10 @@ def bind(name: str | Primitive, *operands, **attrs):
         trace = STATE.top()
     if trace is None:
         _check(prim, [t._type() for t in operands], attrs)
-        return _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
+        out = _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
+        if _AUTOGRAD_ACTIVE[0]:
+            _record_op(prim, attrs, operands, out)
+        return out
     if not trace.active:
         raise leaked_tracer(prim.name, trace.transform)
     if trace.capture_views and prim.name in _VIEWS_TAKEN_EAGERLY and _view_taken_eagerly(prim.name, operands[0]):
@@ -350,9 +355,12 @@ def bind(name: str | Primitive, *operands, **attrs):
         if out is not None:
             return out
     try:
-        return trace.emit(prim, operands, attrs)
+        out = trace.emit(prim, operands, attrs)
     except (TypeError, ValueError, IndexError) as e:
         raise _under_stack(e) from None
+    if not STATE.grad_enabled and STATE.grad_off_depth > STATE.stack.index(trace):
+        out = trace.emit(_STOP_GRADIENT, (out,), {})  # no_grad entered inside this transform (torch.func)
+    return out
 
 
 def _view_taken_eagerly(name: str, t: Tensor) -> bool:

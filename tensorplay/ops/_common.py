@@ -53,6 +53,7 @@ def dtype_of(t: Tensor) -> DType:
 _CHECKED: dict = {}
 _CHECKED_LIMIT = 4096
 _EAGER_WRAP: list = []
+from ..autograd._record import ACTIVE as _AUTOGRAD, records as _records  # noqa: E402
 
 
 def _eager_wrap():
@@ -73,7 +74,7 @@ def ebind(prim, *operands, **attrs):
     unusual -- an active trace, a random primitive, a traced operand, unhashable (list) attrs, a
     first-seen signature -- goes through `bind` itself.
     """
-    if _STATE.stack or prim.random:
+    if _STATE.stack or prim.random or (_AUTOGRAD[0] and _records(operands)):
         return bind(prim, *operands, **attrs)
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
