@@ -177,4 +177,4 @@ def retained_of(outputs) -> list:
     recs = {id(r) for r in _collect([t.__dict__.get("_ag") for t in outputs])}
     from ._tensor_api import RETAINED
 
-    return [t for t in list(RETAINED) if id(t.__dict__.get("_ag")) in recs]
+    return [t for t in list(RETAINED.values()) if id(t.__dict__.get("_ag")) in recs]

@@ -15,7 +15,7 @@ import weakref
 from .._tensor import Tensor
 from . import _engine, _record
 
-RETAINED: "weakref.WeakSet" = weakref.WeakSet()  # non-leaf tensors that called retain_grad()
+RETAINED: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> non-leaf that retains grad
 
 
 def _get_requires_grad(self) -> bool:
@@ -49,7 +49,7 @@ def requires_grad_(self, requires_grad: bool = True):
 
 def _get_grad(self):
     d = self.__dict__
-    if d.get("_ag") is not None and self not in RETAINED:
+    if d.get("_ag") is not None and not d.get("_retain"):
         warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
                       "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
                       "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
@@ -81,11 +81,12 @@ def retain_grad(self) -> None:
     if not self.__dict__.get("_rg"):
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self.__dict__.get("_ag") is not None:
-        RETAINED.add(self)
+        RETAINED[id(self)] = self
+        self.__dict__["_retain"] = True
 
 
 def _retains_grad(self) -> bool:
-    return self.__dict__.get("_ag") is not None and self in RETAINED
+    return self.__dict__.get("_ag") is not None and bool(self.__dict__.get("_retain"))
 
 
 def detach(self):
