@@ -26,6 +26,7 @@ from tensorplay.ir.passes.reverse import vjp
 from tensorplay.ir.passes.simplify import simplify
 
 from .._tensor import Tensor
+from ._record import version
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -67,16 +68,14 @@ def _build(outputs, targets):
     rec_values: dict = {}
 
     def leaf_value(t, ver):
-        v = leaf_values.get(id(t))
-        if v is not None:
-            return v
-        from ._record import version
-
         if ver is not None and version(t) != ver:
             raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
                                f"inplace operation: [{t.dtype.name}{list(t.shape)}] is at version "
                                f"{version(t)}; expected version {ver} instead. Hint: the operation that saved "
                                f"it is the one computing the output; clone() it before writing in place.")
+        v = leaf_values.get(id(t))
+        if v is not None:
+            return v
         v = leaf_values[id(t)] = b.add_input(t._type())
         k = target_of_leaf.get(id(t))
         if k is not None:

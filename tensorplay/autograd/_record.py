@@ -95,6 +95,8 @@ def note_inplace(target, value) -> None:
     if td.get("_rg") and td.get("_ag") is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = target._base
+    if base is not None and base.__dict__.get("_rg") and base.__dict__.get("_ag") is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and (base.__dict__.get("_rg") or vd.get("_rg")):
         raise RuntimeError("in-place write into a view of a tensor that requires grad: not supported by "
                            "tensorplay's autograd; write into the base tensor, or build the result out of "
