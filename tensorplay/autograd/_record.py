@@ -54,16 +54,6 @@ def bump_version(t) -> None:
     d["_ver"] = d.get("_ver", 0) + 1
 
 
-def records(operands) -> bool:
-    """Would an eager op on `operands` be recorded now (grad mode on, an operand requires grad)?"""
-    if not STATE.grad_enabled:
-        return False
-    for t in operands:
-        if t.__dict__.get("_rg"):
-            return True
-    return False
-
-
 def maybe_record(prim, attrs, operands, out) -> None:
     """Called by `bind` after an eager op: record it when grad mode is on and an operand requires grad."""
     if not STATE.grad_enabled or prim.name == "stop_gradient":

@@ -53,7 +53,7 @@ def dtype_of(t: Tensor) -> DType:
 _CHECKED: dict = {}
 _CHECKED_LIMIT = 4096
 _EAGER_WRAP: list = []
-from ..autograd._record import ACTIVE as _AUTOGRAD, records as _records  # noqa: E402
+from ..autograd._record import ACTIVE as _AUTOGRAD, maybe_record as _record_op  # noqa: E402
 
 
 def _eager_wrap():
@@ -74,7 +74,7 @@ def ebind(prim, *operands, **attrs):
     unusual -- an active trace, a random primitive, a traced operand, unhashable (list) attrs, a
     first-seen signature -- goes through `bind` itself.
     """
-    if _STATE.stack or prim.random or (_AUTOGRAD[0] and _records(operands)):
+    if _STATE.stack or prim.random:
         return bind(prim, *operands, **attrs)
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
@@ -88,7 +88,10 @@ def ebind(prim, *operands, **attrs):
             _CHECKED.clear()
         _CHECKED[key] = True
         return out
-    return (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+    out = (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+    if _AUTOGRAD[0]:
+        _record_op(prim, attrs, operands, out)  # attrs passed the hashable key above: frozen already
+    return out
 
 
 # --- dims ----------------------------------------------------------------------------------------
