@@ -76,9 +76,7 @@ def note_inplace(target, value) -> None:
     and let `target` take over `value`'s history, with torch's errors for writes autograd cannot follow."""
     bump_version(target)
     if not ACTIVE[0] or not STATE.grad_enabled:
-        if target.__dict__.get("_rg") and target.__dict__.get("_ag") is not None and not STATE.grad_enabled:
-            return  # torch allows this too; the history stays (the value changes under it)
-        return
+        return  # under no_grad a write keeps the target's history, as in torch (the version says it changed)
     td, vd = target.__dict__, value.__dict__
     if not (td.get("_rg") or vd.get("_rg")):
         return

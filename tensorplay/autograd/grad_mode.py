@@ -48,10 +48,14 @@ class _GradMode:
         STATE.grad_enabled, STATE.grad_off_depth = self._saved
         return False
 
+    def _fresh(self) -> "_GradMode":
+        """A new manager of the same mode (a decorated function enters one per call)."""
+        return type(self)()
+
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with type(self)() if type(self) is not set_grad_enabled else set_grad_enabled(self._mode):
+            with self._fresh():
                 return fn(*args, **kwargs)
         return wrapper
 
@@ -104,14 +108,8 @@ class inference_mode(_GradMode):
             _set(False)
         return self
 
-    def __call__(self, fn):
-        on = self._on
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(on):
-                return fn(*args, **kwargs)
-        return wrapper
+    def _fresh(self) -> "inference_mode":
+        return inference_mode(self._on)
 
 
 def is_inference_mode_enabled() -> bool:
@@ -135,6 +133,9 @@ class set_grad_enabled(_GradMode):
 
     def __enter__(self):
         return self
+
+    def _fresh(self) -> "set_grad_enabled":
+        return set_grad_enabled(self._mode)
 
     def __call__(self, fn):
         STATE.grad_enabled, STATE.grad_off_depth = self._saved  # as a decorator: only while fn runs

@@ -216,3 +216,28 @@ def test_no_grad_block_inside_grad_is_not_differentiated():
     np.testing.assert_allclose(pull(tp.tensor(1.0))[0].numpy(), 2 * x.numpy())
     with tp.no_grad():  # an outer no_grad is ignored by the transform, as in torch.func
         np.testing.assert_allclose(grad(lambda v: (v ** 2).sum())(x).numpy(), 2 * x.numpy())
+
+
+def test_decorators_of_every_mode():
+    x = tp.ones(1, requires_grad=True)
+
+    @tp.inference_mode()
+    def inf(t):
+        return t * 2
+
+    @tp.set_grad_enabled(False)
+    def off(t):
+        return t * 2
+
+    assert tp.is_grad_enabled()  # set_grad_enabled used as a decorator does not change the mode now
+    assert not inf(x).requires_grad and not off(x).requires_grad
+    assert tp.is_grad_enabled() and (x * 2).requires_grad
+
+
+def test_zero_grad_set_to_none_or_zeros():
+    m = tp.nn.Linear(2, 1)
+    m(tp.ones(1, 2)).sum().backward()
+    m.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(m.weight.grad.numpy(), np.zeros((1, 2), np.float32))
+    m.zero_grad()
+    assert m.weight.grad is None
