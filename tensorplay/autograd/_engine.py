@@ -52,14 +52,18 @@ def _collect(records) -> list:
     return sorted(seen.values(), key=lambda r: r.seq)
 
 
-def _build(outputs, targets):
+def tape_of(outputs) -> list:
+    """The records behind `outputs`, in recording order (raises if a part of it was freed)."""
+    return _collect([t.__dict__.get("_ag") for t in outputs])
+
+
+def _build(outputs, targets, records):
     """The graph of the records behind `outputs`, and what its inputs are.
 
     Returns ``(graph, input_tensors, wrt, target_slots)``: `target_slots[i]` is the graph-input
     index whose gradient is target ``i``'s, or None when target ``i`` is not used.
     """
     out_recs = [t.__dict__.get("_ag") for t in outputs]
-    records = _collect(out_recs)
     target_of_rec = {id(t.__dict__["_ag"]): i for i, t in enumerate(targets) if t.__dict__.get("_ag") is not None}
     target_of_leaf = {id(t): i for i, t in enumerate(targets) if t.__dict__.get("_ag") is None}
     b = GraphBuilder("backward")
@@ -121,8 +125,8 @@ def _backward_graph(graph, wrt):
     return joined
 
 
-def _free(outputs) -> None:
-    for r in _collect([t.__dict__.get("_ag") for t in outputs]):
+def _free(records) -> None:
+    for r in records:
         r.freed = True
         r.operands = None
 
@@ -137,12 +141,15 @@ def _run_eagerly(graph, inputs):
     return [env[o] for o in graph.outputs]
 
 
-def compute_grads(outputs, grad_outputs, targets, *, retain_graph: bool, create_graph: bool) -> list:
-    """Gradients of `outputs` (weighted by `grad_outputs`) for each of `targets` (None: unused)."""
-    graph, tensors, wrt, slots = _build(outputs, targets)
+def compute_grads(outputs, grad_outputs, targets, *, retain_graph: bool, create_graph: bool,
+                  records=None) -> list:
+    """Gradients of `outputs` (weighted by `grad_outputs`) for each of `targets` (None: unused);
+    `records` is ``tape_of(outputs)`` when the caller has it already."""
+    records = tape_of(outputs) if records is None else records
+    graph, tensors, wrt, slots = _build(outputs, targets, records)
     if not any(wrt):
         if not retain_graph:
-            _free(outputs)
+            _free(records)
         return [None] * len(targets)
     back = _backward_graph(graph, wrt)
     zeros = [Tensor._wrap(np.zeros(graph.inputs[i].type.shape, graph.inputs[i].type.dtype.np)) if t is None else t
@@ -155,15 +162,15 @@ def compute_grads(outputs, grad_outputs, targets, *, retain_graph: bool, create_
 
         grads = [Tensor._wrap(a) for a in execute(back, [t._data for t in zeros + cts])]
     if not retain_graph:
-        _free(outputs)
+        _free(records)
     by_input = dict(zip([i for i, w in enumerate(wrt) if w], grads))
     return [None if s is None else by_input[s] for s in slots]
 
 
-def leaves_of(outputs) -> list:
-    """The leaf tensors requiring grad that `outputs` depend on, in first-use order."""
+def leaves_of(records) -> list:
+    """The leaf tensors requiring grad that the tape `records` reads, in first-use order."""
     seen, out = set(), []
-    for r in _collect([t.__dict__.get("_ag") for t in outputs]):
+    for r in records:
         for t, rec, _ in r.operands:
             if rec is None and t.__dict__.get("_rg") and id(t) not in seen:
                 seen.add(id(t))
@@ -171,9 +178,11 @@ def leaves_of(outputs) -> list:
     return out
 
 
-def retained_of(outputs) -> list:
-    """Non-leaf tensors behind `outputs` that called ``retain_grad()`` (and still hold that history)."""
-    recs = {id(r) for r in _collect([t.__dict__.get("_ag") for t in outputs])}
+def retained_of(records) -> list:
+    """Non-leaf tensors of the tape `records` that called ``retain_grad()`` (and still hold that history)."""
     from ._tensor_api import RETAINED
 
+    if not RETAINED:
+        return []
+    recs = {id(r) for r in records}
     return [t for t in list(RETAINED.values()) if id(t.__dict__.get("_ag")) in recs]

@@ -162,8 +162,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     _check_eager(outputs, "backward")
     seeds = _seeds(outputs, grad_tensors, "backward")
     retain = create_graph if retain_graph is None else bool(retain_graph)
-    targets = _as_list(inputs) if inputs is not None else _engine.leaves_of(outputs) + _engine.retained_of(outputs)
-    grads = _engine.compute_grads(outputs, seeds, targets, retain_graph=retain, create_graph=create_graph)
+    records = _engine.tape_of(outputs)
+    targets = _as_list(inputs) if inputs is not None else _engine.leaves_of(records) + _engine.retained_of(records)
+    grads = _engine.compute_grads(outputs, seeds, targets, retain_graph=retain, create_graph=create_graph,
+                                  records=records)
     for t, g in zip(targets, grads):
         if g is None:
             continue
