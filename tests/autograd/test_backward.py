@@ -1,6 +1,8 @@
 """`backward` / `autograd.grad` against float64 central finite differences and numpy by hand."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tensorplay as tp
 from tensorplay.autograd import _engine
@@ -241,3 +243,22 @@ def test_zero_grad_set_to_none_or_zeros():
     np.testing.assert_array_equal(m.weight.grad.numpy(), np.zeros((1, 2), np.float32))
     m.zero_grad()
     assert m.weight.grad is None
+
+
+def _reduce_to(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """`g` summed over the dimensions broadcasting added or stretched to reach it from `shape`."""
+    g = g.sum(axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g
+    return g.sum(axis=tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1), keepdims=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=0, max_side=3),
+       st.integers(0, 2 ** 16))
+def test_broadcast_product_gradients_by_hand(shapes, seed):
+    rng = np.random.default_rng(seed)
+    (sa, sb), out = shapes.input_shapes, shapes.result_shape
+    a_np, b_np = rng.normal(size=sa), rng.normal(size=sb)
+    a, b = _leaf(a_np), _leaf(b_np)
+    (a * b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), _reduce_to(np.broadcast_to(b_np, out), sa).reshape(sa), atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), _reduce_to(np.broadcast_to(a_np, out), sb).reshape(sb), atol=1e-12)
