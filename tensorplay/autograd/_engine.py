@@ -131,7 +131,7 @@ def _free(records) -> None:
         r.operands = None
 
 
-def _run_eagerly(graph, inputs):
+def run_eagerly(graph, inputs):
     """Run `graph` op by op on tensors through `bind`, so that autograd records it (create_graph)."""
     from .._trace import bind
 
@@ -156,7 +156,7 @@ def compute_grads(outputs, grad_outputs, targets, *, retain_graph: bool, create_
              for i, t in enumerate(tensors)]
     cts = [g if g.dtype is o.dtype else g.to(o.dtype) for g, o in zip(grad_outputs, outputs)]
     if create_graph:
-        grads = _run_eagerly(back, zeros + cts)
+        grads = run_eagerly(back, zeros + cts)
     else:
         from .._exec import execute
 

@@ -86,10 +86,28 @@ def note_inplace(target, value) -> None:
     if base is not None and base.__dict__.get("_rg") and base.__dict__.get("_ag") is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and (base.__dict__.get("_rg") or vd.get("_rg")):
-        raise RuntimeError("in-place write into a view of a tensor that requires grad: not supported by "
-                           "tensorplay's autograd; write into the base tensor, or build the result out of "
-                           "place (e.g. with torch-style cat/where)")
+        _write_through_view(target, base, value)
+        return
     if vd.get("_rg"):
         td["_ag"], td["_rg"] = vd.get("_ag"), True
     else:  # a constant overwrote a tensor with history: it no longer depends on anything
         td["_ag"], td["_rg"] = None, False
+
+
+def _write_through_view(view, base, value) -> None:
+    """Record a write of `value` into `view` of `base` as ops on `base`: the base's new value is the
+    view's inverse (`tensorplay._scatter`) applied to `value`, and the view becomes a view of it."""
+    from tensorplay.ir import GraphBuilder
+
+    from .._scatter import scatter
+    from .._trace import apply_steps
+    from ._engine import run_eagerly
+
+    b = GraphBuilder("write_through_view")
+    old, new = b.add_input(base._type()), b.add_input(value._type())
+    graph = b.build([scatter(b, old, view._steps, new)])
+    (new_base,) = run_eagerly(graph, [base, value])
+    bd = base.__dict__
+    bd["_ag"], bd["_rg"] = new_base.__dict__.get("_ag"), True
+    view.__dict__["_ag"] = apply_steps(new_base, view._steps).__dict__.get("_ag")
+    view.__dict__["_rg"] = True

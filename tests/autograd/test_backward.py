@@ -262,3 +262,18 @@ def test_broadcast_product_gradients_by_hand(shapes, seed):
     (a * b).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), _reduce_to(np.broadcast_to(b_np, out), sa).reshape(sa), atol=1e-12)
     np.testing.assert_allclose(b.grad.numpy(), _reduce_to(np.broadcast_to(a_np, out), sb).reshape(sb), atol=1e-12)
+
+
+def test_inplace_write_into_a_view_of_a_non_leaf():
+    x, v = _leaf([1.0, 2.0, 3.0, 4.0]), _leaf([10.0, 20.0])
+    y = x * 2
+    y[1:3] = v * v                  # y = [2x0, v0^2, v1^2, 2x3]
+    y[::3].mul_(x[:2])              # y[0] *= x0, y[3] *= x1
+    (y * tp.tensor([1.0, 2.0, 3.0, 4.0], dtype=tp.float64)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), [2.0, 100.0, 400.0, 16.0])
+    np.testing.assert_allclose(x.grad.numpy(), [4 * 1.0, 4 * 8.0, 0.0, 4 * 2 * 2.0])
+    np.testing.assert_allclose(v.grad.numpy(), [2 * 2 * 10.0, 3 * 2 * 20.0])
+    w = tp.zeros(3, dtype=tp.float64)   # a constant written through a view with a value that requires grad
+    w[1:] = x[:2] * 3
+    w.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0 + 3, 32.0 + 3, 0.0, 16.0])
