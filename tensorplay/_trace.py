@@ -358,9 +358,15 @@ def bind(name: str | Primitive, *operands, **attrs):
         out = trace.emit(prim, operands, attrs)
     except (TypeError, ValueError, IndexError) as e:
         raise _under_stack(e) from None
-    if not STATE.grad_enabled and STATE.grad_off_depth > STATE.stack.index(trace):
-        out = trace.emit(_STOP_GRADIENT, (out,), {})  # no_grad entered inside this transform (torch.func)
+    if _stops_gradient(trace):
+        out = trace.emit(_STOP_GRADIENT, (out,), {})
     return out
+
+
+def _stops_gradient(trace: Trace) -> bool:
+    """Was `no_grad` entered inside `trace`'s transform? Then values it computes are not differentiated
+    by that transform (torch.func semantics; a `no_grad` around the transform call is ignored)."""
+    return not STATE.grad_enabled and STATE.grad_off_depth > STATE.stack.index(trace)
 
 
 def _view_taken_eagerly(name: str, t: Tensor) -> bool:
@@ -552,4 +558,7 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
     if not trace.active:
         raise leaked_tracer(f"@{graph.name}", trace.transform)
     vals = [trace.lift(t) for t in inputs]
-    return [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
+    outs = [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
+    if _stops_gradient(trace):
+        outs = [trace.emit(_STOP_GRADIENT, (t,), {}) for t in outs]
+    return outs

@@ -277,3 +277,24 @@ def test_inplace_write_into_a_view_of_a_non_leaf():
     w[1:] = x[:2] * 3
     w.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [4.0 + 3, 32.0 + 3, 0.0, 16.0])
+
+
+def test_no_grad_inside_transforms_composes():
+    from tensorplay.func import grad, vmap
+
+    def f(x):
+        with tp.no_grad():
+            c = x ** 3
+        return (x ** 3 - c + c * x).sum()   # derivative 3x^2 + x^3, second derivative 6x
+
+    x = tp.tensor(2.0)
+    assert abs(grad(f)(x).item() - 20.0) < 1e-5
+    assert abs(grad(grad(f))(x).item() - 12.0) < 1e-5
+    np.testing.assert_allclose(vmap(grad(f))(tp.tensor([1.0, 2.0])).numpy(), [4.0, 20.0])
+
+    def g(x):
+        with tp.no_grad():  # the inner grad still differentiates; its result is a constant to the outer one
+            y = grad(lambda t: (t ** 2).sum())(x)
+        return (y * x).sum()
+
+    np.testing.assert_allclose(grad(g)(tp.tensor([3.0])).numpy(), [6.0])
