@@ -317,11 +317,19 @@ def bernoulli(input, p=None) -> Tensor:
 def _with_requires_grad(factory):
     """`factory` taking torch's ``requires_grad=`` keyword: the new tensor is a leaf that requires grad."""
     import functools
+    import inspect
 
     @functools.wraps(factory)
     def made(*args, requires_grad: bool = False, **kwargs):
         out = factory(*args, **kwargs)
         return out.requires_grad_() if requires_grad else out
+
+    sig = inspect.signature(factory)
+    params = list(sig.parameters.values())
+    at = next((i for i, q in enumerate(params) if q.kind is q.VAR_KEYWORD), len(params))
+    params.insert(at, inspect.Parameter("requires_grad", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                        annotation="bool"))
+    made.__signature__ = sig.replace(parameters=params)
     return made
 
 
