@@ -75,3 +75,22 @@ def test_train_backward_example_reaches_torchs_loss():
         opt.step()
         theirs.append(loss.item())
     np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-4)
+
+
+def test_views_inplace_and_retain_grad_match_torch():
+    rng = np.random.default_rng(3)
+    (x, tx), (v, tv) = _both(rng.normal(size=(4, 3))), _both(rng.normal(size=(2, 3)))
+    results = []
+    for lib, xx, vv in ((tp, x, v), (torch, tx, tv)):
+        y = xx.exp() * 2
+        y.retain_grad()
+        z = y * 1.0
+        z[1:3] = vv.sin()
+        z[:, 0].mul_(xx[:, 1])
+        z.t().add_(1.0)
+        (z ** 2).sum().backward()
+        results.append((z.detach().numpy(), y.grad.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(v.grad.numpy(), tv.grad.numpy(), rtol=1e-10)
