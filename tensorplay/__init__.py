@@ -33,6 +33,10 @@ from .ops._table import exports as _table_exports
 
 globals().update(_table_exports())  # the op table's functions: tp.sin, tp.atan2, ... (tensorplay/ops/_table.py)
 
+from . import autograd
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
+
 float = float32  # noqa: A001
 double = float64
 long = int64
@@ -70,19 +74,6 @@ def make_graph(fn, *example_args, **example_kwargs) -> ClosedGraph:
     }
     """
     return trace_function(fn, example_args, example_kwargs, transform="make_graph")
-
-
-class no_grad:
-    """Accepted for PyTorch compatibility: tensorplay has no tape, so this changes nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, fn):
-        return fn
 
 
 __version__ = "0.1.0"

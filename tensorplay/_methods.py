@@ -28,6 +28,8 @@ from tensorplay.ir import dtypes
 from . import _views
 from ._tensor import Tensor
 from ._trace import bind
+from .autograd._record import note_inplace
+from .autograd._tensor_api import attach as _attach_autograd
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
@@ -68,7 +70,10 @@ def write_into(self: Tensor, result, op: str, *, cast: bool = False) -> Tensor:
             raise ValueError(f"{op}: output with shape {tuple(self.shape)} doesn't match the broadcast shape "
                              f"{broadcast_shapes(tuple(self.shape), tuple(result.shape), op=op)}")
         result = sh.expand(result, tuple(self.shape))
-    return _views.store(self, convert(result, self.dtype), op)
+    result = convert(result, self.dtype)
+    if self._trace is None and result._trace is None:
+        note_inplace(self, result)
+    return _views.store(self, result, op)
 
 
 def _inplace(fn, name):
@@ -245,8 +250,6 @@ METHODS = {
     "int": lambda self: convert(self, dtypes.int32), "long": lambda self: convert(self, dtypes.int64),
     "bool": lambda self: convert(self, dtypes.bool_), "cpu": lambda self: self,
     "contiguous": _contiguous, "is_contiguous": _is_contiguous, "clone": _clone, "_is_view": _is_view,
-    "detach": lambda self: bind("stop_gradient", self),
-    "requires_grad_": lambda self, requires_grad=True: self,
     "new_zeros": lambda self, *size, dtype=None: creation.zeros(*size, dtype=dtype or self.dtype),
     "new_ones": lambda self, *size, dtype=None: creation.ones(*size, dtype=dtype or self.dtype),
     "new_full": lambda self, size, value, dtype=None: creation.full(size, value, dtype=dtype or self.dtype),
@@ -290,9 +293,7 @@ def attach() -> None:
     Tensor.T = property(lambda self: sh.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: sh.transpose(self, -2, -1))
     Tensor.data = property(lambda self: bind("stop_gradient", self))
-    Tensor.requires_grad = False
-    Tensor.grad = None
-    Tensor.is_leaf = True
+    _attach_autograd(Tensor)
 
 
 attach()

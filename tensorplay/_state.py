@@ -22,6 +22,8 @@ class TraceState(threading.local):
 
     def __init__(self):
         self.stack: list = []
+        self.grad_enabled = True   # autograd recording on (`tensorplay.autograd.grad_mode`)
+        self.grad_off_depth = 0    # len(stack) when grad was last disabled: traces below it stop gradients
 
     def top(self):
         """The innermost active trace, or None."""

@@ -44,6 +44,7 @@ from . import _pytree, _views
 from ._layout import VIEW_PRIMS
 from ._state import STACK_VIEW, STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
+from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace"]
@@ -55,6 +56,7 @@ SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
 """Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
 _BROADCAST = get_primitive("broadcast_in_dim")
+_STOP_GRADIENT = get_primitive("stop_gradient")
 _VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
 
@@ -341,7 +343,10 @@ def bind(name: str | Primitive, *operands, **attrs):
         trace = STATE.top()
     if trace is None:
         _check(prim, [t._type() for t in operands], attrs)
-        return _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
+        out = _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
+        if _AUTOGRAD_ACTIVE[0]:
+            _record_op(prim, attrs, operands, out)
+        return out
     if not trace.active:
         raise leaked_tracer(prim.name, trace.transform)
     if trace.capture_views and prim.name in _VIEWS_TAKEN_EAGERLY and _view_taken_eagerly(prim.name, operands[0]):
@@ -350,9 +355,18 @@ def bind(name: str | Primitive, *operands, **attrs):
         if out is not None:
             return out
     try:
-        return trace.emit(prim, operands, attrs)
+        out = trace.emit(prim, operands, attrs)
     except (TypeError, ValueError, IndexError) as e:
         raise _under_stack(e) from None
+    if _stops_gradient(trace):
+        out = trace.emit(_STOP_GRADIENT, (out,), {})
+    return out
+
+
+def _stops_gradient(trace: Trace) -> bool:
+    """Was `no_grad` entered inside `trace`'s transform? Then values it computes are not differentiated
+    by that transform (torch.func semantics; a `no_grad` around the transform call is ignored)."""
+    return not STATE.grad_enabled and STATE.grad_off_depth > STATE.stack.index(trace)
 
 
 def _view_taken_eagerly(name: str, t: Tensor) -> bool:
@@ -544,4 +558,7 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
     if not trace.active:
         raise leaked_tracer(f"@{graph.name}", trace.transform)
     vals = [trace.lift(t) for t in inputs]
-    return [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
+    outs = [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
+    if _stops_gradient(trace):
+        outs = [trace.emit(_STOP_GRADIENT, (t,), {}) for t in outs]
+    return outs

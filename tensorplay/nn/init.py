@@ -28,7 +28,10 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 def _fill(tensor: Tensor, values) -> Tensor:
     if values.dtype is not tensor.dtype:
         values = values.to(tensor.dtype)
-    return tensor.copy_(values)
+    from ..autograd import no_grad
+
+    with no_grad():  # initialising a parameter is not recorded (torch's init runs under no_grad)
+        return tensor.copy_(values)
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:

@@ -1,8 +1,9 @@
 """`Parameter`: a tensor that a `Module` registers as one of its parameters.
 
 A Parameter is an ordinary `Tensor` (every tensorplay op accepts it and
-returns plain tensors) carrying a `requires_grad` flag. ``Parameter(t)``
-shares `t`'s storage, as in PyTorch.
+returns plain tensors) that is an autograd leaf requiring grad by default
+(`requires_grad=False` for frozen weights). ``Parameter(t)`` shares `t`'s
+storage, as in PyTorch.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ class Parameter(Tensor):
     >>> from tensorplay.nn import Parameter
     >>> t = tp.zeros(2)
     >>> p = Parameter(t)
-    >>> p.add_(1)             # shares storage with t
-    Parameter containing:
-    tensor([1., 1.])
+    >>> p.requires_grad, p.is_leaf
+    (True, True)
+    >>> with tp.no_grad():    # in-place updates of a parameter go under no_grad, as in torch
+    ...     _ = p.add_(1)     # shares storage with t
     >>> t
     tensor([1., 1.])
     """

@@ -53,6 +53,7 @@ def dtype_of(t: Tensor) -> DType:
 _CHECKED: dict = {}
 _CHECKED_LIMIT = 4096
 _EAGER_WRAP: list = []
+from ..autograd._record import ACTIVE as _AUTOGRAD, maybe_record as _record_op  # noqa: E402
 
 
 def _eager_wrap():
@@ -87,7 +88,10 @@ def ebind(prim, *operands, **attrs):
             _CHECKED.clear()
         _CHECKED[key] = True
         return out
-    return (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+    out = (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+    if _AUTOGRAD[0]:
+        _record_op(prim, attrs, operands, out)  # attrs passed the hashable key above: frozen already
+    return out
 
 
 # --- dims ----------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def _to_array(data, dtype: DType | None, copy: bool = True) -> np.ndarray:
         raise ValueError(f"tensor: cannot build a tensor from {type(data).__name__}: {e}") from None
 
 
-def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def tensor(data, *, dtype: DType | None = None, device=None) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays or tensors).
 
     >>> import tensorplay as tp
@@ -102,7 +102,7 @@ def _size(size, op: str = "factory") -> tuple[int, ...]:
     return out
 
 
-def full(size, fill_value, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, *, dtype: DType | None = None, device=None) -> Tensor:
     """A tensor of shape `size` filled with `fill_value` (dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
         dtype = dtype or fill_value.dtype
@@ -113,17 +113,17 @@ def full(size, fill_value, *, dtype: DType | None = None, device=None, requires_
     return bind("full", shape=shape, dtype=dtype, value=value)
 
 
-def zeros(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros(*size, dtype: DType | None = None, device=None) -> Tensor:
     """A tensor of zeros; dtype defaults to float32."""
     return full(_size(size, "zeros"), 0, dtype=dtype or get_default_dtype())
 
 
-def ones(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*size, dtype: DType | None = None, device=None) -> Tensor:
     """A tensor of ones; dtype defaults to float32."""
     return full(_size(size, "ones"), 1, dtype=dtype or get_default_dtype())
 
 
-def empty(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*size, dtype: DType | None = None, device=None) -> Tensor:
     """An uninitialised tensor (zero-filled here, so results stay deterministic)."""
     return zeros(*size, dtype=dtype)
 
@@ -157,7 +157,7 @@ def _affine_iota(n: int, start, step, dtype: DType) -> Tensor:
     return convert(add(mul(i, step), start), dtype) if n else convert(i, dtype)
 
 
-def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None) -> Tensor:
     """Values start, start+step, ... below end; int64 for integer arguments, else the default float.
 
     Float results are start + i * step computed in float64 and rounded (as PyTorch on CPU); integer
@@ -252,12 +252,12 @@ def _draw(prim: str, shape: tuple[int, ...], dtype: DType | None) -> Tensor:
     return bind(prim, key, shape=shape, dtype=dtype)
 
 
-def rand(*size, dtype: DType | None = None, generator=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand(*size, dtype: DType | None = None, generator=None, device=None) -> Tensor:
     """Uniform samples in [0, 1) from the global counter-based generator."""
     return _draw("random_uniform", _size(size), dtype)
 
 
-def randn(*size, dtype: DType | None = None, generator=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*size, dtype: DType | None = None, generator=None, device=None) -> Tensor:
     """Standard normal samples from the global counter-based generator.
 
     >>> import tensorplay as tp
@@ -311,3 +311,29 @@ def bernoulli(input, p=None) -> Tensor:
 
     probs = input if p is None else full(tuple(input.shape), p, dtype=input.dtype)
     return convert(lt(rand(tuple(input.shape), dtype=input.dtype), probs), input.dtype)
+
+
+# --- requires_grad= on factories (autograd) -------------------------------------------------------
+def _with_requires_grad(factory):
+    """`factory` taking torch's ``requires_grad=`` keyword: the new tensor is a leaf that requires grad."""
+    import functools
+    import inspect
+
+    @functools.wraps(factory)
+    def made(*args, requires_grad: bool = False, **kwargs):
+        out = factory(*args, **kwargs)
+        return out.requires_grad_() if requires_grad else out
+
+    sig = inspect.signature(factory)
+    params = list(sig.parameters.values())
+    at = next((i for i, q in enumerate(params) if q.kind is q.VAR_KEYWORD), len(params))
+    params.insert(at, inspect.Parameter("requires_grad", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                        annotation="bool"))
+    made.__signature__ = sig.replace(parameters=params)
+    return made
+
+
+for _name in ("tensor", "full", "zeros", "ones", "empty", "zeros_like", "ones_like", "empty_like", "full_like",
+              "arange", "linspace", "logspace", "eye", "rand", "randn", "rand_like", "randn_like", "normal"):
+    globals()[_name] = _with_requires_grad(globals()[_name])
+del _name

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Callable
 
 from .._tensor import Tensor
+from ..autograd import clear_grad, no_grad
 
 class Optimizer:
     """Base class: holds ``param_groups`` (dicts with ``"params"`` and hyper-parameters) and ``state``."""
@@ -68,11 +69,10 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear the ``.grad`` attribute of every parameter."""
+        """Clear the ``.grad`` of every parameter: None (`set_to_none`, torch 2.x's default) or zeros."""
         for g in self.param_groups:
             for p in g["params"]:
-                if "grad" in p.__dict__:
-                    p.grad = None
+                clear_grad(p, set_to_none)
 
     # --- gradients --------------------------------------------------------------------------------
     def _gradients(self, grads) -> list[list]:
@@ -106,14 +106,15 @@ class Optimizer:
         If `closure` is given it is called first and its result returned (PyTorch's protocol).
         """
         loss = closure() if closure is not None else None
-        for group, gs in zip(self.param_groups, self._gradients(grads)):
-            for p, g in zip(group["params"], gs):
-                if g is None:
-                    continue
-                if tuple(g.shape) != tuple(p.shape):
-                    raise ValueError(f"{type(self).__name__}.step: gradient of shape {tuple(g.shape)} for a parameter "
-                                     f"of shape {tuple(p.shape)}")
-                self._update(p, g, group, self.state.setdefault(p, {}))
+        with no_grad():  # parameter updates are not recorded by autograd (as torch's optimizers)
+            for group, gs in zip(self.param_groups, self._gradients(grads)):
+                for p, g in zip(group["params"], gs):
+                    if g is None:
+                        continue
+                    if tuple(g.shape) != tuple(p.shape):
+                        raise ValueError(f"{type(self).__name__}.step: gradient of shape {tuple(g.shape)} for a "
+                                         f"parameter of shape {tuple(p.shape)}")
+                    self._update(p, g, group, self.state.setdefault(p, {}))
         return loss
 
     def _update(self, param: Tensor, grad: Tensor, group: dict, state: dict) -> None:

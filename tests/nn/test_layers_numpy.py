@@ -114,8 +114,9 @@ def test_pooling_vs_numpy():
 # --- normalization ---------------------------------------------------------------------------------
 def test_batchnorm_training_and_running_stats():
     bn = nn.BatchNorm2d(3, momentum=0.2).double()
-    bn.weight.copy_(T(RNG.standard_normal(3)))
-    bn.bias.copy_(T(RNG.standard_normal(3)))
+    with tp.no_grad():  # parameters require grad: in-place writes go under no_grad, as in torch
+        bn.weight.copy_(T(RNG.standard_normal(3)))
+        bn.bias.copy_(T(RNG.standard_normal(3)))
     rm, rv = np.zeros(3), np.ones(3)
     for step in range(3):
         x = RNG.standard_normal((4, 3, 5, 2)) * 2 + 1
@@ -169,8 +170,9 @@ def test_batchnorm_cumulative_average_and_options():
 def test_layernorm():
     x = RNG.standard_normal((3, 4, 5))
     ln = nn.LayerNorm((4, 5)).double()
-    ln.weight.copy_(T(RNG.standard_normal((4, 5))))
-    ln.bias.copy_(T(RNG.standard_normal((4, 5))))
+    with tp.no_grad():
+        ln.weight.copy_(T(RNG.standard_normal((4, 5))))
+        ln.bias.copy_(T(RNG.standard_normal((4, 5))))
     mu = x.mean(axis=(1, 2), keepdims=True)
     var = x.var(axis=(1, 2), keepdims=True)
     close(ln(T(x)), (x - mu) / np.sqrt(var + 1e-5) * ln.weight.numpy() + ln.bias.numpy(), 1e-9)

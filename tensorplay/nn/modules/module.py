@@ -361,10 +361,11 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear the ``.grad`` attribute of every parameter (set by the optimizers' users)."""
+        """Clear the ``.grad`` of every parameter: None (`set_to_none`, torch 2.x's default) or zeros."""
+        from ...autograd import clear_grad
+
         for p in self.parameters():
-            if "grad" in p.__dict__:
-                p.grad = None
+            clear_grad(p, set_to_none)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         """Call `fn` on every child (recursively), then on self; returns self."""
@@ -476,7 +477,10 @@ class Module:
                 group[name] = value
             else:
                 try:
-                    target.copy_(value)
+                    from ...autograd import no_grad
+
+                    with no_grad():  # as torch: loading weights is not recorded
+                        target.copy_(value)
                 except (TypeError, ValueError, RuntimeError) as e:
                     error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model '
                                       f'are {tuple(target.shape)} and whose dimensions in the checkpoint are '

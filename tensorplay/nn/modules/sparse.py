@@ -47,7 +47,10 @@ class Embedding(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight[self.padding_idx].fill_(0)
+            from ...autograd import no_grad
+
+            with no_grad():  # as torch: initialisation is not recorded
+                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)

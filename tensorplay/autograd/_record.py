@@ -1,0 +1,113 @@
+"""The tape: eager ops on tensors that require grad record one `Record` each.
+
+A record is an IR node waiting to be placed in a graph: the primitive, its frozen attrs and,
+per operand, the operand tensor with the record that produced it *at the time* (None for a
+leaf or a constant) and its storage version. The result tensor points at its record
+(`grad_fn`). `backward` (`_engine`) turns the records between the leaves and the outputs into
+a `Graph`. Values are still computed eagerly; the record costs one small object per op, and
+nothing is recorded unless some tensor ever required grad and grad mode is on.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .._state import STATE
+
+_seq = itertools.count()
+ACTIVE = [False]  # set once any tensor requires grad: until then bind skips the check entirely
+
+
+class Record:
+    """One recorded op; also the tensor's ``grad_fn`` (``name()`` gives e.g. ``MulBackward0``)."""
+
+    __slots__ = ("prim", "attrs", "operands", "seq", "out_type", "freed", "__weakref__")
+
+    def __init__(self, prim, attrs, operands, out_type):
+        self.prim, self.attrs, self.out_type = prim, attrs, out_type
+        self.operands = operands  # ((tensor, producing record or None, version), ...)
+        self.seq = next(_seq)
+        self.freed = False
+
+    def name(self) -> str:
+        return "".join(p.capitalize() for p in self.prim.name.split("_")) + "Backward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        """The records (or None for leaves and constants) feeding this one, as torch's grad_fn."""
+        if self.operands is None:
+            return ()
+        return tuple((rec, 0) for _, rec, _ in self.operands)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+def version(t) -> int:
+    """The version of `t`'s storage (bumped by every in-place write into it or a view of it)."""
+    base = t._base
+    return (t if base is None else base).__dict__.get("_ver", 0)
+
+
+def bump_version(t) -> None:
+    root = t if t._base is None else t._base
+    d = root.__dict__
+    d["_ver"] = d.get("_ver", 0) + 1
+
+
+def maybe_record(prim, attrs, operands, out) -> None:
+    """Called by `bind` after an eager op: record it when grad mode is on and an operand requires grad."""
+    if not STATE.grad_enabled or prim.name == "stop_gradient":
+        return
+    for t in operands:
+        if t.__dict__.get("_rg"):
+            break
+    else:
+        return
+    if not out.dtype.is_floating_point:
+        return  # comparisons, argmax, ...: integer results carry no gradient (as torch)
+    ops = tuple((t, t.__dict__.get("_ag"), version(t)) for t in operands)
+    d = out.__dict__
+    d["_ag"] = Record(prim, attrs, ops, out._type())
+    d["_rg"] = True
+
+
+def note_inplace(target, value) -> None:
+    """An eager in-place write of `value` into `target` (before the copy): bump the storage version
+    and let `target` take over `value`'s history, with torch's errors for writes autograd cannot follow."""
+    bump_version(target)
+    if not ACTIVE[0] or not STATE.grad_enabled:
+        return  # under no_grad a write keeps the target's history, as in torch (the version says it changed)
+    td, vd = target.__dict__, value.__dict__
+    if not (td.get("_rg") or vd.get("_rg")):
+        return
+    if td.get("_rg") and td.get("_ag") is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = target._base
+    if base is not None and base.__dict__.get("_rg") and base.__dict__.get("_ag") is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and (base.__dict__.get("_rg") or vd.get("_rg")):
+        _write_through_view(target, base, value)
+        return
+    if vd.get("_rg"):
+        td["_ag"], td["_rg"] = vd.get("_ag"), True
+    else:  # a constant overwrote a tensor with history: it no longer depends on anything
+        td["_ag"], td["_rg"] = None, False
+
+
+def _write_through_view(view, base, value) -> None:
+    """Record a write of `value` into `view` of `base` as ops on `base`: the base's new value is the
+    view's inverse (`tensorplay._scatter`) applied to `value`, and the view becomes a view of it."""
+    from tensorplay.ir import GraphBuilder
+
+    from .._scatter import scatter
+    from .._trace import apply_steps
+    from ._engine import run_eagerly
+
+    b = GraphBuilder("write_through_view")
+    old, new = b.add_input(base._type()), b.add_input(value._type())
+    graph = b.build([scatter(b, old, view._steps, new)])
+    (new_base,) = run_eagerly(graph, [base, value])
+    bd = base.__dict__
+    bd["_ag"], bd["_rg"] = new_base.__dict__.get("_ag"), True
+    view.__dict__["_ag"] = apply_steps(new_base, view._steps).__dict__.get("_ag")
+    view.__dict__["_rg"] = True
