@@ -30,6 +30,7 @@ from ._tensor import Tensor
 from ._trace import bind
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
 from .ops._common import as_tensor_operand, convert
+from ._device import as_dtype as _as_dtype, check_device as _check_device
 
 
 def _swap(fn):
@@ -105,13 +106,14 @@ def _setitem(self, key, value):
     write_into(self, setitem_functional(self, key, value), "__setitem__", cast=True)
 
 
-def _to(self, *args, dtype=None, **kwargs):
-    for a in args:
-        if isinstance(a, dtypes.DType):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
-    return self if dtype is None or dtype is self.dtype else convert(self, dtype)
+def _to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; a device other than the CPU is an error."""
+    from ._device import to_arguments
+
+    dtype, copy = to_arguments(args, kwargs)
+    if dtype is None or dtype is self.dtype:
+        return _clone(self) if copy else self
+    return convert(self, dtype)
 
 
 def _clone(self, *, memory_format=None):
@@ -259,7 +261,9 @@ METHODS = {
     "index_select": indexing.index_select, "gather": indexing.gather, "take": indexing.take,
     "scatter_add": indexing.scatter_add, "index_add": indexing.index_add,
     # conversion
-    "to": _to, "type": lambda self, dtype=None: self.dtype.name if dtype is None else convert(self, dtype),
+    "to": _to, "type": lambda self, dtype=None, non_blocking=False: (
+        self.dtype.name if dtype is None else convert(self, _as_dtype(dtype, "type"))),
+    "cuda": lambda self, device=None, non_blocking=False: _check_device("cuda" if device is None else device, "cuda"),
     "float": lambda self: convert(self, dtypes.float32), "double": lambda self: convert(self, dtypes.float64),
     "int": lambda self: convert(self, dtypes.int32), "long": lambda self: convert(self, dtypes.int64),
     "bool": lambda self: convert(self, dtypes.bool_), "cpu": lambda self: self,

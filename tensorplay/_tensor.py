@@ -155,8 +155,11 @@ class Tensor:
         return self.dtype.itemsize
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self):
+        """``tp.device('cpu')``: tensorplay tensors live on the CPU (it compares equal to ``'cpu'``)."""
+        from ._device import CPU
+
+        return CPU
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point

@@ -1,7 +1,13 @@
 """Factories: tensor, as_tensor, from_numpy, zeros/ones/full/empty (and *_like),
-arange, linspace, eye, and random draws."""
+arange, linspace, eye, and random draws.
+
+Every factory reads ``dtype=`` and ``device=`` as PyTorch does (see `tensorplay._device`),
+checks that the size it allocates is possible (naming the op and the size), and
+rejects ``requires_grad=True`` until tensorplay has autograd, instead of dropping it.
+"""
 from __future__ import annotations
 
+import contextlib
 from math import ceil, prod
 
 import numpy as np
@@ -9,9 +15,41 @@ import numpy as np
 from tensorplay.ir import dtypes
 from tensorplay.ir.dtypes import DType
 
+from .._device import as_dtype, check_device
 from .._tensor import Tensor
 from .._trace import RandomKey, bind
 from ._common import get_default_dtype, scalar_dtype
+
+_MAX_BYTES = (1 << 63) - 1
+
+
+def _options(op: str, dtype=None, device=None, requires_grad: bool = False) -> DType | None:
+    """Check a factory's device and requires_grad arguments; returns its dtype argument as a DType (or None)."""
+    check_device(device, op)
+    if requires_grad:
+        raise NotImplementedError(f"{op}: requires_grad=True needs autograd, which tensorplay does not have yet; "
+                                  f"differentiate functions with tensorplay.func.grad / vjp instead")
+    return as_dtype(dtype, op)
+
+
+def check_size(op: str, shape: tuple[int, ...], dtype: DType) -> None:
+    """A ValueError naming `op` and the size when a `shape` x `dtype` tensor could not exist."""
+    n = prod(shape)
+    if n * dtype.itemsize > _MAX_BYTES:
+        raise ValueError(f"{op}: size {list(shape)} ({n} elements of {dtype.name}) is too large: more than "
+                         f"2^63 bytes")
+
+
+@contextlib.contextmanager
+def allocating(op: str, shape: tuple[int, ...], dtype: DType):
+    """`check_size`, then name `op` and the size if numpy cannot allocate the result."""
+    check_size(op, shape, dtype)
+    n = prod(shape)
+    try:
+        yield
+    except MemoryError:
+        raise MemoryError(f"{op}: cannot allocate {n * dtype.itemsize} bytes for a {dtype.name} tensor of size "
+                          f"{list(shape)}") from None
 
 
 def _infer_dtype(data) -> DType:
@@ -27,7 +65,12 @@ def _infer_dtype(data) -> DType:
             for y in x:
                 walk(y)
         else:
-            kinds.add(scalar_dtype(x))
+            try:
+                kinds.add(scalar_dtype(x))
+            except TypeError:
+                raise TypeError(f"tensor: could not infer a dtype for an element of type {type(x).__name__} "
+                                f"({x!r:.40}): expected numbers, bools, tensors, numpy arrays or (nested) "
+                                f"sequences of them") from None
 
     walk(data)
     if not kinds:
@@ -65,18 +108,21 @@ def _to_array(data, dtype: DType | None, copy: bool = True) -> np.ndarray:
         raise ValueError(f"tensor: cannot build a tensor from {type(data).__name__}: {e}") from None
 
 
-def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
+def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays or tensors).
 
     >>> import tensorplay as tp
     >>> tp.tensor([1.0, 2.0])
     tensor([1., 2.])
     """
+    dtype = _options("tensor", dtype, device, requires_grad)
     return Tensor._wrap(_to_array(data, dtype))
 
 
 def as_tensor(data, dtype: DType | None = None, device=None) -> Tensor:
     """`data` as a tensor, sharing memory with numpy arrays and tensors when the dtype allows."""
+    dtype = _options("as_tensor", dtype, device)
     if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
         return data
     return Tensor._wrap(_to_array(data, dtype, copy=False))
@@ -91,7 +137,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def _size(size, op: str = "factory") -> tuple[int, ...]:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, np.ndarray)):
         size = tuple(size[0])
     for s in size:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer, Tensor)):
@@ -102,49 +148,77 @@ def _size(size, op: str = "factory") -> tuple[int, ...]:
     return out
 
 
+def _filled(op: str, shape: tuple[int, ...], fill_value, dtype: DType) -> Tensor:
+    value = bool(fill_value) if dtype.is_bool else int(fill_value) if dtype.is_integer else float(fill_value)
+    with allocating(op, shape, dtype):
+        return bind("full", shape=shape, dtype=dtype, value=value)
+
+
 def full(size, fill_value, *, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of shape `size` filled with `fill_value` (dtype inferred from the value)."""
+    """A tensor of shape `size` filled with `fill_value` (dtype inferred from the value).
+
+    >>> import tensorplay as tp
+    >>> tp.full((2,), 7)
+    tensor([7, 7])
+    """
+    dtype = _options("full", dtype, device, requires_grad)
     if isinstance(fill_value, Tensor):
         dtype = dtype or fill_value.dtype
         fill_value = fill_value.item()
     dtype = dtype or scalar_dtype(fill_value)
     shape = _size((size,) if isinstance(size, (int, np.integer)) else (tuple(size),), "full")
-    value = bool(fill_value) if dtype.is_bool else int(fill_value) if dtype.is_integer else float(fill_value)
-    return bind("full", shape=shape, dtype=dtype, value=value)
+    return _filled("full", shape, fill_value, dtype)
 
 
 def zeros(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros; dtype defaults to float32."""
-    return full(_size(size, "zeros"), 0, dtype=dtype or get_default_dtype())
+    dtype = _options("zeros", dtype, device, requires_grad)
+    return _filled("zeros", _size(size, "zeros"), 0, dtype or get_default_dtype())
 
 
 def ones(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones; dtype defaults to float32."""
-    return full(_size(size, "ones"), 1, dtype=dtype or get_default_dtype())
+    dtype = _options("ones", dtype, device, requires_grad)
+    return _filled("ones", _size(size, "ones"), 1, dtype or get_default_dtype())
 
 
 def empty(*size, dtype: DType | None = None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor (zero-filled here, so results stay deterministic)."""
-    return zeros(*size, dtype=dtype)
+    dtype = _options("empty", dtype, device, requires_grad)
+    return _filled("empty", _size(size, "empty"), 0, dtype or get_default_dtype())
 
 
-def zeros_like(input, *, dtype: DType | None = None, device=None) -> Tensor:
+def _like(op: str, input, fill_value, dtype, device, requires_grad) -> Tensor:
+    dtype = _options(op, dtype, device, requires_grad)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: expected a tensor, got {type(input).__name__}")
+    return _filled(op, tuple(input.shape), fill_value, dtype or input.dtype)
+
+
+def zeros_like(input, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
     """Zeros of `input`'s shape and dtype."""
-    return zeros(tuple(input.shape), dtype=dtype or input.dtype)
+    return _like("zeros_like", input, 0, dtype, device, requires_grad)
 
 
-def ones_like(input, *, dtype: DType | None = None, device=None) -> Tensor:
+def ones_like(input, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
     """Ones of `input`'s shape and dtype."""
-    return ones(tuple(input.shape), dtype=dtype or input.dtype)
+    return _like("ones_like", input, 1, dtype, device, requires_grad)
 
 
-def empty_like(input, *, dtype: DType | None = None, device=None) -> Tensor:
-    return zeros_like(input, dtype=dtype)
+def empty_like(input, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    """An uninitialised (here: zero-filled) tensor of `input`'s shape and dtype."""
+    return _like("empty_like", input, 0, dtype, device, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype: DType | None = None, device=None) -> Tensor:
+def full_like(input, fill_value, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
     """`fill_value` in `input`'s shape and dtype."""
-    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _like("full_like", input, fill_value, dtype, device, requires_grad)
 
 
 def _affine_iota(n: int, start, step, dtype: DType) -> Tensor:
@@ -153,7 +227,8 @@ def _affine_iota(n: int, start, step, dtype: DType) -> Tensor:
     from ._common import convert
 
     work = dtypes.float64 if dtype.is_floating_point else dtypes.int64
-    i = bind("iota", shape=(n,), dtype=work, dimension=0)
+    with allocating("arange", (n,), work):
+        i = bind("iota", shape=(n,), dtype=work, dimension=0)
     return convert(add(mul(i, step), start), dtype) if n else convert(i, dtype)
 
 
@@ -163,6 +238,7 @@ def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None, 
     Float results are start + i * step computed in float64 and rounded (as PyTorch on CPU); integer
     results truncate the arguments to integers first.
     """
+    dtype = _options("arange", dtype, device, requires_grad)
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -187,8 +263,8 @@ def arange(start, end=None, step=1, *, dtype: DType | None = None, device=None, 
     return _affine_iota(n, start, step, dtype)
 
 
-def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None) -> Tensor:
-    """`steps` evenly spaced values from start to end inclusive."""
+def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None,
+             requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive.
 
     As PyTorch: computed in the result dtype (float64 for integer results, then truncated), the first
@@ -197,6 +273,7 @@ def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None)
     from .elementwise import add, mul, sub, where, lt
     from ._common import convert, constant
 
+    dtype = _options("linspace", dtype, device, requires_grad)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"linspace: steps must be an int, got {type(steps).__name__}")
     if steps < 0:
@@ -210,6 +287,7 @@ def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None)
         return full((0,), 0, dtype=dtype)
     if steps == 1:
         return full((1,), start, dtype=dtype)
+    check_size("linspace", (steps,), work)
     s, e = work.np.type(start), work.np.type(end)
     with np.errstate(all="ignore"):
         step = (e - s) / work.np.type(steps - 1)
@@ -222,61 +300,108 @@ def linspace(start, end, steps: int, *, dtype: DType | None = None, device=None)
     return convert(out, dtype)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype: DType | None = None) -> Tensor:
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype: DType | None = None, device=None,
+             requires_grad: bool = False) -> Tensor:
     """base ** linspace(start, end, steps)."""
     from .elementwise import pow
     from ._common import convert
 
+    dtype = _options("logspace", dtype, device, requires_grad)
     return convert(pow(base, linspace(start, end, steps, dtype=dtypes.float64)), dtype or get_default_dtype())
 
 
-def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device=None) -> Tensor:
+def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device=None,
+        requires_grad: bool = False) -> Tensor:
     """The n x m identity matrix."""
     from ._common import convert
 
+    dtype = _options("eye", dtype, device, requires_grad)
     m = n if m is None else m
     for v in (n, m):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"eye: n and m must be non-negative ints, got n={n!r}, m={m!r}")
+    check_size("eye", (n, m), dtypes.int64)
     rows = bind("iota", shape=(n, m), dtype=dtypes.int64, dimension=0)
     cols = bind("iota", shape=(n, m), dtype=dtypes.int64, dimension=1)
     return convert(bind("eq", rows, cols), dtype or get_default_dtype())
 
 
 # --- random -------------------------------------------------------------------------------------
-def _draw(prim: str, shape: tuple[int, ...], dtype: DType | None) -> Tensor:
+class _GeneratorKey(RandomKey):
+    """The key source of a draw from a user's `tp.Generator` (the global one is `RandomKey`'s)."""
+
+    def __init__(self, count: int, generator):
+        super().__init__(count)
+        self.generator = generator
+
+    def read(self) -> np.ndarray:
+        return self.generator.take_key(self.count)
+
+
+def random_key(count: int, generator=None) -> Tensor:
+    """The (seed, offset) key tensor for a draw of `count` elements from `generator` (None: the global one)."""
+    if generator is None:
+        return RandomKey(count).materialize()
+    from ..random import Generator
+
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a tensorplay.Generator, got {type(generator).__name__}")
+    return _GeneratorKey(count, generator).materialize()
+
+
+def _draw(prim: str, shape: tuple[int, ...], dtype: DType | None, generator=None, op: str | None = None) -> Tensor:
+    op = op or prim
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
-        raise TypeError(f"{prim}: dtype must be floating point, got {dtype.name}")
-    key = RandomKey(prod(shape)).materialize()
-    return bind(prim, key, shape=shape, dtype=dtype)
+        raise TypeError(f"{op}: dtype must be floating point, got {dtype.name}")
+    with allocating(op, shape, dtype):
+        return bind(prim, random_key(prod(shape), generator), shape=shape, dtype=dtype)
 
 
 def rand(*size, dtype: DType | None = None, generator=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1) from the global counter-based generator."""
-    return _draw("random_uniform", _size(size), dtype)
+    """Uniform samples in [0, 1) from the global counter-based generator (or `generator`)."""
+    dtype = _options("rand", dtype, device, requires_grad)
+    return _draw("random_uniform", _size(size, "rand"), dtype, generator, "rand")
 
 
 def randn(*size, dtype: DType | None = None, generator=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples from the global counter-based generator.
+    """Standard normal samples from the global counter-based generator (or `generator`).
 
     >>> import tensorplay as tp
     >>> tp.randn(2, 3).shape
     tensorplay.Size(2, 3)
+    >>> g = tp.Generator().manual_seed(0)
+    >>> bool((tp.randn(3, generator=g) == tp.randn(3, generator=tp.Generator().manual_seed(0))).all())
+    True
     """
-    return _draw("random_normal", _size(size), dtype)
+    dtype = _options("randn", dtype, device, requires_grad)
+    return _draw("random_normal", _size(size, "randn"), dtype, generator, "randn")
 
 
-def rand_like(input, *, dtype: DType | None = None) -> Tensor:
+def rand_like(input, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
+    """Uniform samples in [0, 1) of `input`'s shape and dtype."""
+    dtype = _options("rand_like", dtype, device, requires_grad)
     return rand(tuple(input.shape), dtype=dtype or input.dtype)
 
 
-def randn_like(input, *, dtype: DType | None = None) -> Tensor:
+def randn_like(input, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    """Standard normal samples of `input`'s shape and dtype."""
+    dtype = _options("randn_like", dtype, device, requires_grad)
     return randn(tuple(input.shape), dtype=dtype or input.dtype)
 
 
-def randint(low, high=None, size=None, *, dtype: DType | None = None, generator=None, device=None) -> Tensor:
-    """Integers uniform in [low, high); int64 by default."""
+def randint(low, high=None, size=None, *, dtype: DType | None = None, generator=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform in [low, high); int64 by default.
+
+    >>> import tensorplay as tp
+    >>> x = tp.randint(3, 7, (100,))
+    >>> bool(((x >= 3) & (x < 7)).all()), x.dtype
+    (True, tensorplay.int64)
+    """
+    dtype = _options("randint", dtype, device, requires_grad)
     if size is None:
         low, high, size = 0, low, high
     if high is None or size is None:
@@ -286,28 +411,49 @@ def randint(low, high=None, size=None, *, dtype: DType | None = None, generator=
     from .elementwise import add, floor, mul
     from ._common import convert
 
-    u = _draw("random_uniform", _size((size,) if isinstance(size, int) else (tuple(size),)), dtypes.float64)
+    shape = _size((size,) if isinstance(size, (int, np.integer)) else (tuple(size),), "randint")
+    u = _draw("random_uniform", shape, dtypes.float64, generator, "randint")
     return convert(add(floor(mul(u, float(high - low))), float(low)), dtype or dtypes.int64)
 
 
-def randperm(n: int, *, dtype: DType | None = None) -> Tensor:
-    """A random permutation of 0..n-1 (argsort of uniform draws)."""
-    u = _draw("random_uniform", (n,), dtypes.float64)
+def randperm(n: int, *, generator=None, dtype: DType | None = None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0..n-1 (argsort of uniform draws).
+
+    >>> import tensorplay as tp
+    >>> sorted(tp.randperm(5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    dtype = _options("randperm", dtype, device, requires_grad)
+    u = _draw("random_uniform", (int(n),), dtypes.float64, generator, "randperm")
     return Tensor._wrap(np.argsort(u._concrete("randperm"), kind="stable").astype((dtype or dtypes.int64).np))
 
 
-def normal(mean=0.0, std=1.0, size=None, *, dtype: DType | None = None) -> Tensor:
-    """Normal samples with the given mean and std."""
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype: DType | None = None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Normal samples with the given mean and std (numbers or tensors, broadcast together).
+
+    >>> import tensorplay as tp
+    >>> tp.normal(2.0, 0.0, size=(3,))
+    tensor([2., 2., 2.])
+    """
     from .elementwise import add, mul
 
+    dtype = _options("normal", dtype, device, requires_grad)
     shape = tuple(size) if size is not None else tuple(getattr(mean, "shape", ())) or tuple(getattr(std, "shape", ()))
-    return add(mul(randn(shape, dtype=dtype), std), mean)
+    return add(mul(_draw("random_normal", _size((shape,), "normal"), dtype, generator, "normal"), std), mean)
 
 
-def bernoulli(input, p=None) -> Tensor:
-    """1 with probability `p` (or the values of `input`), else 0."""
+def bernoulli(input, p=None, *, generator=None) -> Tensor:
+    """1 with probability `p` (or the values of `input`), else 0.
+
+    >>> import tensorplay as tp
+    >>> tp.bernoulli(tp.tensor([0.0, 1.0]))
+    tensor([0., 1.])
+    """
     from .elementwise import lt
     from ._common import convert
 
     probs = input if p is None else full(tuple(input.shape), p, dtype=input.dtype)
-    return convert(lt(rand(tuple(input.shape), dtype=input.dtype), probs), input.dtype)
+    u = _draw("random_uniform", tuple(input.shape), input.dtype, generator, "bernoulli")
+    return convert(lt(u, probs), input.dtype)
