@@ -97,8 +97,12 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # Subpackages load on first use (`tp.nn.Linear`, `tp.func.vmap`), keeping `import tensorplay` light.
-    if name in ("nn", "optim", "func"):
+    if name in ("nn", "optim", "func", "utils"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        from .func import vmap
+
+        return vmap
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")
