@@ -39,6 +39,7 @@ from .ops.activation import softmax, log_softmax
 from .compile import compile
 # --- surface: PyTorch names beyond the op table (devices, data, files) --------------------------------
 from ._device import device
+from .serialization import save, load
 
 float = float32  # noqa: A001
 double = float64
