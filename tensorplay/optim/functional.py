@@ -29,7 +29,7 @@ from .._tensor import Tensor
 from ..ops import elementwise as ew
 from ..ops.creation import tensor as _tensor, zeros_like
 
-__all__ = ["sgd", "adam", "adamw", "sgd_update", "adam_update"]
+__all__ = ["sgd", "adam", "adamw", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update"]
 
 
 def _sqrt(x):
@@ -79,6 +79,42 @@ def adam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor
     step_size = ew.div(lr, bias_correction1) if isinstance(bias_correction1, Tensor) else lr / bias_correction1
     new_param = ew.sub(param, ew.mul(ew.div(exp_avg, denom), step_size))
     return new_param, exp_avg, exp_avg_sq, max_exp_avg_sq
+
+
+def rmsprop_update(param: Tensor, grad: Tensor, square_avg: Tensor, grad_avg, momentum_buffer, *, lr: float,
+                   alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
+                   centered: bool = False, maximize: bool = False):
+    """One RMSprop step for one tensor (PyTorch's rule).
+
+    Returns ``(new_param, square_avg, grad_avg, momentum_buffer)``; `grad_avg` is used when
+    `centered`, `momentum_buffer` when `momentum` > 0 (pass zeros on the first step).
+    """
+    g = ew.neg(grad) if maximize else grad
+    if weight_decay:
+        g = ew.add(g, ew.mul(param, weight_decay))
+    square_avg = ew.add(ew.mul(square_avg, alpha), ew.mul(ew.mul(g, g), 1.0 - alpha))
+    if centered:
+        grad_avg = ew.add(grad_avg, ew.mul(ew.sub(g, grad_avg), 1.0 - alpha))  # lerp(grad_avg, g, 1 - alpha)
+        avg = ew.sqrt(ew.sub(square_avg, ew.mul(grad_avg, grad_avg)))
+    else:
+        avg = ew.sqrt(square_avg)
+    avg = ew.add(avg, eps)
+    if momentum > 0:
+        momentum_buffer = ew.add(ew.mul(momentum_buffer, momentum), ew.div(g, avg))
+        return ew.sub(param, ew.mul(momentum_buffer, lr)), square_avg, grad_avg, momentum_buffer
+    return ew.sub(param, ew.mul(ew.div(g, avg), lr)), square_avg, grad_avg, momentum_buffer
+
+
+def adagrad_update(param: Tensor, grad: Tensor, state_sum: Tensor, step, *, lr: float, lr_decay: float = 0.0,
+                   weight_decay: float = 0.0, eps: float = 1e-10, maximize: bool = False):
+    """One Adagrad step for one tensor (PyTorch's rule), `step` counting from 1; returns (new_param, state_sum)."""
+    g = ew.neg(grad) if maximize else grad
+    if weight_decay:
+        g = ew.add(g, ew.mul(param, weight_decay))
+    clr = lr / (1 + (step - 1) * lr_decay)
+    state_sum = ew.add(state_sum, ew.mul(g, g))
+    std = ew.add(ew.sqrt(state_sum), eps)
+    return ew.sub(param, ew.mul(ew.div(g, std), clr)), state_sum
 
 
 # --- pytree forms -------------------------------------------------------------------------------
@@ -202,3 +238,29 @@ def _check_adam(lr, betas, eps, weight_decay) -> None:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
     if weight_decay < 0.0:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _check_rmsprop(lr, alpha, eps, weight_decay, momentum) -> None:
+    if lr < 0.0:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if eps < 0.0:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if momentum < 0.0:
+        raise ValueError(f"Invalid momentum value: {momentum}")
+    if weight_decay < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if alpha < 0.0:
+        raise ValueError(f"Invalid alpha value: {alpha}")
+
+
+def _check_adagrad(lr, lr_decay, weight_decay, initial_accumulator_value, eps) -> None:
+    if lr < 0.0:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if lr_decay < 0.0:
+        raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+    if weight_decay < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if initial_accumulator_value < 0.0:
+        raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+    if eps < 0.0:
+        raise ValueError(f"Invalid epsilon value: {eps}")
