@@ -277,6 +277,8 @@ METHODS = {
     "new_tensor": lambda self, data, dtype=None: creation.tensor(data, dtype=dtype or self.dtype),
     # in place
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_, "masked_fill_": _masked_fill_,
+    "uniform_": creation.uniform_, "normal_": creation.normal_, "bernoulli_": creation.bernoulli_,
+    "exponential_": creation.exponential_, "random_": creation.random_, "fill_diagonal_": creation.fill_diagonal_,
     "index_fill_": _index_fill_, "index_put_": _index_put_,
 }
 

@@ -457,3 +457,182 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     probs = input if p is None else full(tuple(input.shape), p, dtype=input.dtype)
     u = _draw("random_uniform", tuple(input.shape), input.dtype, generator, "bernoulli")
     return convert(lt(u, probs), input.dtype)
+
+
+# --- torch.Tensor(...) and the in-place random fills -------------------------------------------------
+def legacy_constructor_array(args: tuple, dtype=None, device=None) -> np.ndarray:
+    """The array behind ``tp.Tensor(...)``, read as torch reads ``torch.Tensor(...)``.
+
+    ``Tensor()`` is empty; ``Tensor(2, 3)`` and ``Tensor(tp.Size([2, 3]))`` are uninitialised
+    (zero-filled here) tensors of that size; ``Tensor(data)`` copies data (lists, tuples, arrays,
+    tensors) into the default float dtype.
+
+    >>> import tensorplay as tp
+    >>> tp.Tensor(2, 3).shape, tp.Tensor([1, 2]), tp.Tensor().shape
+    (tensorplay.Size(2, 3), tensor([1., 2.]), tensorplay.Size(0))
+    """
+    check_device(device, "Tensor")
+    dtype = as_dtype(dtype, "Tensor") or get_default_dtype()
+    from .._tensor import Size
+
+    if not args:
+        return np.zeros((0,), dtype.np)
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+    if all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in sizes):
+        shape = _size(tuple(sizes), "Tensor")
+        check_size("Tensor", shape, dtype)
+        return np.zeros(shape, dtype.np)
+    if len(args) != 1:
+        raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    return _to_array(args[0], dtype)
+
+
+def _fill_with(self: Tensor, sample: Tensor, op: str) -> Tensor:
+    from ._common import convert
+
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op}: expected a tensor, got {type(self).__name__}")
+    return self.copy_(convert(sample, self.dtype))
+
+
+def _float_target(self: Tensor, op: str) -> DType:
+    if not self.dtype.is_floating_point:
+        raise TypeError(f"{op}: not implemented for {self.dtype.name} tensors (expected a floating point tensor)")
+    return self.dtype
+
+
+def _from_to(kwargs: dict, a, b, op: str):
+    """torch's ``from``/``to`` keyword names (``from`` is reserved in Python, so they come as **kwargs)."""
+    unknown = sorted(set(kwargs) - {"from", "to"})
+    if unknown:
+        raise TypeError(f"{op}() got unexpected keyword arguments {unknown}")
+    return kwargs.get("from", a), kwargs.get("to", b)
+
+
+def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kwargs) -> Tensor:
+    """Fill `self` in place with samples uniform in [from, to) (``a``/``b`` positionally, as torch).
+
+    >>> import tensorplay as tp
+    >>> x = tp.empty(1000).uniform_(-2, 3)
+    >>> bool((x >= -2).all() and (x < 3).all())
+    True
+    """
+    from .elementwise import add, mul
+
+    lo, hi = _from_to(kwargs, a, b, "uniform_")
+    if lo > hi:
+        raise ValueError(f"uniform_ expects to return a [from, to) range, but found from={lo} > to={hi}")
+    u = _draw("random_uniform", tuple(self.shape), _float_target(self, "uniform_"), generator, "uniform_")
+    return _fill_with(self, add(mul(u, float(hi) - float(lo)), float(lo)), "uniform_")
+
+
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fill `self` in place with normal samples of the given mean and std.
+
+    >>> import tensorplay as tp
+    >>> tp.zeros(3).normal_(5.0, 0.0)
+    tensor([5., 5., 5.])
+    """
+    from .elementwise import add, mul
+
+    if std < 0:
+        raise ValueError(f"normal_ expects std >= 0.0, but found std {std}")
+    z = _draw("random_normal", tuple(self.shape), _float_target(self, "normal_"), generator, "normal_")
+    return _fill_with(self, add(mul(z, float(std)), float(mean)), "normal_")
+
+
+def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
+    """Fill `self` in place with 1 with probability `p` (a number or a tensor broadcast to self), else 0.
+
+    >>> import tensorplay as tp
+    >>> tp.zeros(4, dtype=tp.int64).bernoulli_(1.0)
+    tensor([1, 1, 1, 1])
+    """
+    from .elementwise import lt
+    from .shape import expand
+
+    if isinstance(p, Tensor):
+        probs = expand(p, tuple(self.shape))
+    else:
+        if not 0 <= p <= 1:
+            raise ValueError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = float(p)
+    u = _draw("random_uniform", tuple(self.shape), dtypes.float64, generator, "bernoulli_")
+    return _fill_with(self, lt(u, probs), "bernoulli_")
+
+
+def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    """Fill `self` in place with exponential samples of rate `lambd`: ``-log(1 - U) / lambd``.
+
+    >>> import tensorplay as tp
+    >>> bool((tp.empty(100).exponential_(2.0) >= 0).all())
+    True
+    """
+    from .elementwise import div, log1p, neg
+
+    if lambd <= 0:
+        raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    u = _draw("random_uniform", tuple(self.shape), _float_target(self, "exponential_"), generator, "exponential_")
+    return _fill_with(self, div(neg(log1p(neg(u))), float(lambd)), "exponential_")
+
+
+def _random_range(dtype: DType) -> int:
+    """torch's default upper bound of random_() (exclusive): 2^mantissa + 1 for floats, max + 1 for integers."""
+    if dtype.is_bool:
+        return 2
+    if dtype.is_floating_point:
+        return (1 << (np.finfo(dtype.np).nmant + 1)) + 1
+    return int(np.iinfo(dtype.np).max) + 1
+
+
+def random_(self: Tensor, a=None, b=None, *, generator=None, **kwargs) -> Tensor:
+    """Fill `self` in place with integers uniform in [from, to - 1] (``random_(to)`` means from=0).
+
+    Without bounds: [0, 2^mantissa] for floats, [0, max] for integer dtypes, as torch.
+
+    >>> import tensorplay as tp
+    >>> x = tp.zeros(200, dtype=tp.int64).random_(3, 6)
+    >>> sorted(set(x.tolist()))
+    [3, 4, 5]
+    """
+    from .elementwise import add, floor, minimum, mul
+
+    lo, hi = _from_to(kwargs, a, b, "random_")
+    if hi is None and lo is not None and "from" not in kwargs:
+        lo, hi = 0, lo  # random_(to)
+    lo = 0 if lo is None else int(lo)
+    hi = _random_range(self.dtype) if hi is None else int(hi)
+    if lo >= hi:
+        raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
+    u = _draw("random_uniform", tuple(self.shape), dtypes.float64, generator, "random_")
+    v = minimum(add(floor(mul(u, float(hi - lo))), float(lo)), float(hi - 1))
+    return _fill_with(self, v, "random_")
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Write `fill_value` on the main diagonal in place (all dims equal beyond 2-d; `wrap` restarts the
+    diagonal of tall matrices every ``cols + 1`` rows, as torch).
+
+    >>> import tensorplay as tp
+    >>> tp.zeros(3, 2).fill_diagonal_(5)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.]])
+    """
+    from .elementwise import where
+    from ._common import constant
+
+    shape = tuple(self.shape)
+    if len(shape) < 2:
+        raise ValueError(f"fill_diagonal_: dimensions must larger than 1, got shape {shape}")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise ValueError(f"fill_diagonal_: all dimensions of input must be of equal length, got shape {shape}")
+    mask = np.zeros(shape, dtype=bool)
+    n = min(shape)
+    mask[(np.arange(n),) * len(shape)] = True
+    if wrap and len(shape) == 2 and shape[0] > shape[1] + 1:
+        flat = mask.reshape(-1)
+        flat[::shape[1] + 1] = True
+    value = constant(fill_value, self.dtype, (), (self,))
+    return _fill_with(self, where(tensor(mask), value, self), "fill_diagonal_")
