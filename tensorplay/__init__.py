@@ -40,6 +40,7 @@ from .compile import compile
 # --- surface: PyTorch names beyond the op table (devices, data, files) --------------------------------
 from ._device import device
 from .serialization import save, load
+from ._numpy_interop import from_dlpack
 
 float = float32  # noqa: A001
 double = float64

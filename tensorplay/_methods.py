@@ -25,7 +25,7 @@ import numpy as np
 
 from tensorplay.ir import dtypes
 
-from . import _views
+from . import _numpy_interop as _interop, _views
 from ._tensor import Tensor
 from ._trace import bind
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
@@ -297,6 +297,12 @@ _INPLACE = {
     "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
     "__iand__": ew.bitwise_and, "__ior__": ew.bitwise_or, "__ixor__": ew.bitwise_xor,
 }
+
+
+# numpy arrays and scalars as operator operands, numpy ufuncs and DLPack (see tensorplay._numpy_interop)
+for _name in _interop.BINARY_DUNDERS:
+    METHODS[_name] = _interop.accept_numpy_operands(METHODS[_name])
+METHODS.update(_interop.METHODS)
 
 
 def masked_fill(self, mask, value):
