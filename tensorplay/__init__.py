@@ -41,6 +41,8 @@ from .compile import compile
 from ._device import device
 from .serialization import save, load
 from ._numpy_interop import from_dlpack
+from .ops.creation import diagflat
+from .ops.statistics import cov
 
 float = float32  # noqa: A001
 double = float64

@@ -28,7 +28,7 @@ from tensorplay.ir import dtypes
 from . import _numpy_interop as _interop, _views
 from ._tensor import Tensor
 from ._trace import bind
-from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
+from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
 from .ops._common import as_tensor_operand, convert
 from ._device import as_dtype as _as_dtype, check_device as _check_device
 
@@ -279,6 +279,7 @@ METHODS = {
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_, "masked_fill_": _masked_fill_,
     "uniform_": creation.uniform_, "normal_": creation.normal_, "bernoulli_": creation.bernoulli_,
     "exponential_": creation.exponential_, "random_": creation.random_, "fill_diagonal_": creation.fill_diagonal_,
+    "diagflat": creation.diagflat, "cov": statistics.cov,
     "index_fill_": _index_fill_, "index_put_": _index_put_,
 }
 

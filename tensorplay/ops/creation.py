@@ -636,3 +636,34 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
         flat[::shape[1] + 1] = True
     value = constant(fill_value, self.dtype, (), (self,))
     return _fill_with(self, where(tensor(mask), value, self), "fill_diagonal_")
+
+
+def diagflat(input, offset: int = 0) -> Tensor:
+    """A square matrix with the flattened `input` on diagonal `offset` (above the main one when positive).
+
+    >>> import tensorplay as tp
+    >>> tp.diagflat(tp.tensor([[1, 2], [3, 4]]))
+    tensor([[1, 0, 0, 0],
+            [0, 2, 0, 0],
+            [0, 0, 3, 0],
+            [0, 0, 0, 4]])
+    >>> tp.diagflat(tp.tensor([5.0, 6.0]), offset=-1)
+    tensor([[0., 0., 0.],
+            [5., 0., 0.],
+            [0., 6., 0.]])
+    """
+    from .elementwise import where
+    from .indexing import take
+    from ._common import as_tensor_operand, constant
+
+    x = as_tensor_operand(input)
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+        raise TypeError(f"diagflat: offset must be an int, got {type(offset).__name__}")
+    n, k = x.numel(), int(offset)
+    size = n + abs(k)
+    rows, cols = np.indices((size, size))
+    if n == 0:
+        return full((size, size), 0, dtype=x.dtype)
+    on_diag = cols - rows == k
+    source = np.clip(rows if k >= 0 else cols, 0, n - 1)  # the element of `x` each place would hold
+    return where(tensor(on_diag), take(x, tensor(source)), constant(0, x.dtype, (), (x,)))
