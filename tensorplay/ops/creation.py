@@ -334,8 +334,13 @@ class _GeneratorKey(RandomKey):
         super().__init__(count)
         self.generator = generator
 
+    def pin(self) -> np.ndarray:
+        if self.pinned is None:
+            self.pinned = self.generator.take_key(self.count)
+        return self.pinned
+
     def read(self) -> np.ndarray:
-        return self.generator.take_key(self.count)
+        return self.pinned if self.pinned is not None else self.generator.take_key(self.count)
 
 
 def random_key(count: int, generator=None) -> Tensor:

@@ -10,7 +10,7 @@ import tensorplay as tp
 from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, interpret
 from tensorplay.ir.core import freeze_attr, inline
 from tensorplay.ir.passes.simplify import simplify
-from tensorplay.ir.passes.transpose import grad_graph
+from tensorplay.ir.passes.reverse import grad_graph
 from tensorplay.ir.verify import verify
 from tensorplay import _pytree
 from tests.ad.ad_util import DIFF_SAMPLES, diff_case
