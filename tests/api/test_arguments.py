@@ -123,3 +123,14 @@ def test_generator_argument_is_used():
     assert tp.random.get_rng_state() == before  # the global generator was not consumed
     with pytest.raises(TypeError, match="generator must be a tensorplay.Generator"):
         tp.rand(2, generator=np.random.default_rng())
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: nn.Linear(2, 2, device=d), lambda d: nn.Conv2d(1, 1, 3, device=d), lambda d: nn.Embedding(3, 2, device=d),
+    lambda d: nn.LayerNorm(3, device=d), lambda d: nn.BatchNorm1d(3, device=d), lambda d: nn.GroupNorm(1, 2, device=d),
+    lambda d: nn.MultiheadAttention(4, 2, device=d), lambda d: nn.Bilinear(2, 2, 2, device=d),
+])
+def test_module_device_arguments_are_checked(make):
+    with pytest.raises(RuntimeError, match="CPU only"):
+        make("cuda")
+    assert make(tp.device("cpu")) is not None

@@ -28,9 +28,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(ones(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(ones(self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
