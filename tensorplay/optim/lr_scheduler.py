@@ -283,8 +283,7 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self._anneal_func = _anneal_cos if anneal_strategy == "cos" else _anneal_linear
-        self.anneal_strategy = anneal_strategy
+        self._anneal_func_type = anneal_strategy  # a name, not the function, so that state_dict() is plain data
         n = self.total_steps
         if three_phase:
             self._schedule_phases = [
@@ -324,6 +323,9 @@ class OneCycleLR(LRScheduler):
                     group["max_momentum"] = m
                     group["base_momentum"] = b
         super().__init__(optimizer, last_epoch)
+
+    def _anneal_func(self, start: float, end: float, pct: float) -> float:
+        return (_anneal_cos if self._anneal_func_type == "cos" else _anneal_linear)(start, end, pct)
 
     def get_lr(self) -> list[float]:
         step = self.last_epoch

@@ -161,3 +161,24 @@ def test_invalid_arguments_are_errors():
         optim.lr_scheduler.ReduceLROnPlateau(opt, factor=1.5)
     with pytest.raises(KeyError, match="initial_lr"):
         optim.lr_scheduler.StepLR(optim.SGD([tp.zeros(1)]), step_size=1, last_epoch=3)
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: optim.lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=10, anneal_strategy="linear"),
+    lambda o: optim.lr_scheduler.MultiStepLR(o, milestones=[2, 2, 4]),
+    lambda o: optim.lr_scheduler.ReduceLROnPlateau(o),
+    lambda o: optim.lr_scheduler.LambdaLR(o, lambda e: 0.5 ** e),
+])
+def test_scheduler_state_dicts_are_plain_data_that_tp_save_round_trips(make):
+    import io
+
+    opt = optim.SGD([tp.zeros(1)], lr=0.1, momentum=0.9)
+    s = make(opt)
+    for _ in range(3):
+        s.step(1.0) if isinstance(s, optim.lr_scheduler.ReduceLROnPlateau) else s.step()
+    buf = io.BytesIO()
+    tp.save(s.state_dict(), buf)
+    buf.seek(0)
+    restored = make(optim.SGD([tp.zeros(1)], lr=0.1, momentum=0.9))
+    restored.load_state_dict(tp.load(buf))
+    assert restored.last_epoch == s.last_epoch and restored.get_last_lr() == s.get_last_lr()
