@@ -402,6 +402,12 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor
 
 
 # --- dropout and embedding ------------------------------------------------------------------------
+def _dropout_input(input, p: float) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return as_tensor_operand(input)
+
+
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability `p` and scale the rest by ``1 / (1 - p)``; identity when not training.
 
@@ -412,9 +418,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     >>> F.dropout(tp.ones(3), 0.5, training=False)
     tensor([1., 1., 1.])
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    x = as_tensor_operand(input)
+    x = _dropout_input(input, p)
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -440,9 +444,7 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     >>> F.alpha_dropout(tp.ones(3), 0.5, training=False)
     tensor([1., 1., 1.])
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    x = as_tensor_operand(input)
+    x = _dropout_input(input, p)
     if not training or p == 0.0 or x.numel() == 0:
         return x
     if p == 1.0:

@@ -216,51 +216,34 @@ def adamw(params, grads, state=None, *, lr: float = 1e-3, betas=(0.9, 0.999), ep
 
 
 # --- argument checks (shared with the classes) -------------------------------------------------------
+_LABELS = {"lr": "learning rate:", "eps": "epsilon value:"}  # torch's wording; other names read "<name> value:"
+
+
+def _check_non_negative(**values) -> None:
+    """torch's "Invalid <what>: <value>" ValueError for the first negative hyper-parameter."""
+    for name, v in values.items():
+        if v < 0.0:
+            raise ValueError(f"Invalid {_LABELS.get(name, name + ' value:')} {v}")
+
+
 def _check_sgd(lr, momentum, dampening, weight_decay, nesterov) -> None:
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if momentum < 0.0:
-        raise ValueError(f"Invalid momentum value: {momentum}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
     if nesterov and (momentum <= 0 or dampening != 0):
         raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
 
 def _check_adam(lr, betas, eps, weight_decay) -> None:
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_non_negative(lr=lr, eps=eps)
+    for i, b in enumerate(betas[:2]):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    _check_non_negative(weight_decay=weight_decay)
 
 
 def _check_rmsprop(lr, alpha, eps, weight_decay, momentum) -> None:
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if momentum < 0.0:
-        raise ValueError(f"Invalid momentum value: {momentum}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-    if alpha < 0.0:
-        raise ValueError(f"Invalid alpha value: {alpha}")
+    _check_non_negative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
 
 
 def _check_adagrad(lr, lr_decay, weight_decay, initial_accumulator_value, eps) -> None:
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if lr_decay < 0.0:
-        raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-    if initial_accumulator_value < 0.0:
-        raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-    if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
+    _check_non_negative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, eps=eps)
