@@ -30,7 +30,7 @@ from ._tensor import Tensor
 from ._trace import bind
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
 from .ops._common import as_tensor_operand, convert
-from ._device import as_dtype as _as_dtype, check_device as _check_device
+from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
 
 
 def _swap(fn):
@@ -108,9 +108,7 @@ def _setitem(self, key, value):
 
 def _to(self, *args, **kwargs):
     """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; a device other than the CPU is an error."""
-    from ._device import to_arguments
-
-    dtype, copy = to_arguments(args, kwargs)
+    dtype, copy = _to_arguments(args, kwargs)
     if dtype is None or dtype is self.dtype:
         return _clone(self) if copy else self
     return convert(self, dtype)
