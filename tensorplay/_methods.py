@@ -142,6 +142,33 @@ def _view(self, *shape):
     return out
 
 
+def _reshaped_in_place(self, new: Tensor, op: str) -> Tensor:
+    """Give `self` the shape of `new`, a reshape of it that only adds or drops size-1 dims (squeeze_, unsqueeze_).
+
+    The storage and its other views are untouched; `self`, if a view, stays one with a reshape step more.
+    Under a transform the graph's values have fixed shapes, so this is an error there.
+    """
+    if self._trace is not None or _views.owner(self) is not None:
+        raise NotImplementedError(f"{op}: changing a tensor's shape in place is not supported under a transform "
+                                  f"(shape {tuple(self.shape)}); use the out-of-place {op[:-1]}() instead")
+    if tuple(new.shape) == tuple(self.shape):
+        return self
+    self._data = self._data.reshape(tuple(new.shape))
+    if self._base is not None:
+        self._steps = self._steps + (("reshape", {"shape": tuple(new.shape)}),)
+    return self
+
+
+def _squeeze_(self, dim=None):
+    """In-place `squeeze`: drop size-1 dims (all, or `dim`) from this tensor's shape; returns self."""
+    return _reshaped_in_place(self, sh.squeeze(self, dim), "squeeze_")
+
+
+def _unsqueeze_(self, dim: int):
+    """In-place `unsqueeze`: insert a size-1 dim at `dim` into this tensor's shape; returns self."""
+    return _reshaped_in_place(self, sh.unsqueeze(self, dim), "unsqueeze_")
+
+
 def _diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
     """The diagonal of the (dim1, dim2) planes as a new last dim: always a view, as in torch."""
     from .ops._common import normalize_dim
@@ -277,7 +304,7 @@ METHODS = {
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_, "masked_fill_": _masked_fill_,
     "uniform_": creation.uniform_, "normal_": creation.normal_, "bernoulli_": creation.bernoulli_,
     "exponential_": creation.exponential_, "random_": creation.random_, "fill_diagonal_": creation.fill_diagonal_,
-    "diagflat": creation.diagflat, "cov": statistics.cov,
+    "diagflat": creation.diagflat, "cov": statistics.cov, "squeeze_": _squeeze_, "unsqueeze_": _unsqueeze_,
     "index_fill_": _index_fill_, "index_put_": _index_put_,
 }
 

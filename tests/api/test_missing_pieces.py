@@ -99,3 +99,32 @@ def test_cov_under_transforms():
         num[idx] = (f(tp.tensor(x.numpy() + d)).item() - f(tp.tensor(x.numpy() - d)).item()) / (2 * eps)
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-7)
     assert tuple(jacrev(tp.cov)(x).shape) == (2, 2, 2, 5)
+
+
+def test_squeeze_and_unsqueeze_in_place_keep_storage_and_views():
+    base = tp.zeros(2, 1, 3)
+    v = base[1]
+    assert v.squeeze_() is v and tuple(v.shape) == (3,)
+    v.add_(1.0)
+    assert base[1].tolist() == [[1.0, 1.0, 1.0]] and base[0].tolist() == [[0.0, 0.0, 0.0]]
+    assert v.unsqueeze_(0) is v and tuple(v.shape) == (1, 3)
+    v[0, 0] = 5.0
+    assert base[1, 0].tolist() == [5.0, 1.0, 1.0]
+    assert tp.compile(lambda t: t.sum())(v).item() == 7.0  # the view is still read through its base
+    root = tp.ones(1, 2, 1)
+    assert tuple(root.squeeze_(-1).shape) == (1, 2) and tuple(root.squeeze_((0,)).shape) == (2,)
+    assert tuple(root.unsqueeze_(-1).shape) == (2, 1) and root.tolist() == [[1.0], [1.0]]
+    with pytest.raises(NotImplementedError, match="squeeze_: changing a tensor's shape in place"):
+        tp.compile(lambda t: t.squeeze_())(tp.zeros(1, 2))
+    with pytest.raises(NotImplementedError, match="unsqueeze_"):
+        vmap(lambda t: t.unsqueeze_(0))(tp.zeros(3, 2))
+
+
+@needs_torch
+@pytest.mark.parametrize("shape, op, arg", [((1, 3, 1), "squeeze_", None), ((1, 3, 1), "squeeze_", 2),
+                                            ((2, 3), "squeeze_", 0), ((2, 3), "unsqueeze_", -1),
+                                            ((), "unsqueeze_", 0), ((1,), "squeeze_", None)])
+def test_squeeze_unsqueeze_in_place_shapes_match_torch(shape, op, arg):
+    args = () if arg is None else (arg,)
+    t, tt = tp.zeros(*shape), torch.zeros(shape)
+    assert tuple(getattr(t, op)(*args).shape) == tuple(getattr(tt, op)(*args).shape)
