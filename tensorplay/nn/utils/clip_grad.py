@@ -75,7 +75,16 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
-    """Scale every ``.grad`` by ``min(1, max_norm / (total_norm + 1e-6))`` in place."""
+    """Scale every ``.grad`` by ``min(1, max_norm / (total_norm + 1e-6))`` in place.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> w = tp.zeros(2)
+    >>> w.grad = tp.tensor([3.0, 4.0])
+    >>> nn.utils.clip_grads_with_norm_([w], 2.5, nn.utils.get_total_norm([w.grad]))
+    >>> w.grad
+    tensor([1.5000, 2.0000])
+    """
     grads = _grads(parameters, "clip_grads_with_norm_")
     if not grads:
         return
@@ -90,6 +99,13 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 
     Returns the total norm before clipping (torch's formula: the scale is
     ``min(1, max_norm / (total_norm + 1e-6))``).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> a, b = tp.zeros(1), tp.zeros(1)
+    >>> a.grad, b.grad = tp.tensor([6.0]), tp.tensor([8.0])
+    >>> nn.utils.clip_grad_norm_([a, b], max_norm=5.0), a.grad, b.grad
+    (tensor(10.), tensor([3.0000]), tensor([4.0000]))
     """
     params = _tensors(parameters, "clip_grad_norm_")
     total = get_total_norm(_grads(params, "clip_grad_norm_"), norm_type, error_if_nonfinite)
