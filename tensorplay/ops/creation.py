@@ -117,6 +117,8 @@ def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool
     tensor([1., 2.])
     """
     dtype = _options("tensor", dtype, device, requires_grad)
+    if pin_memory:
+        raise RuntimeError("tensor: pin_memory=True needs an accelerator; tensorplay runs on the CPU only")
     return Tensor._wrap(_to_array(data, dtype))
 
 

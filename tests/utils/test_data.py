@@ -154,3 +154,11 @@ def test_dataset_concatenation_and_subset():
     ds = Letters() + ConcatDataset([["x", "y"]])
     assert len(ds) == 5 and [ds[i] for i in range(5)] == list("abcxy") and ds[-1] == "y"
     assert [Subset(ds, [4, 0])[i] for i in range(2)] == ["y", "a"]
+
+
+def test_pin_memory_warns_as_torch_without_an_accelerator():
+    with pytest.warns(UserWarning, match="pin_memory"):
+        loader = DataLoader(range(3), pin_memory=True)
+    assert loader.pin_memory is False and [b.tolist() for b in loader] == [[0], [1], [2]]
+    with pytest.raises(RuntimeError, match="pin_memory"):
+        tp.tensor([1.0], pin_memory=True)

@@ -1,6 +1,7 @@
 """`DataLoader`: batches of samples from a dataset, in order or shuffled by a seeded generator."""
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 from .collate import default_collate, default_convert
@@ -46,7 +47,10 @@ class DataLoader:
         self.drop_last = drop_last
         self.generator = generator
         self.num_workers = 0
-        self.pin_memory = pin_memory  # memory is host memory already: nothing to pin
+        if pin_memory:  # as torch without an accelerator: a warning, and nothing is pinned
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", UserWarning, stacklevel=2)
+        self.pin_memory = False
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle:
