@@ -37,6 +37,13 @@ from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                        set_grad_enabled)
 
+# --- surface: PyTorch names beyond the op table (devices, data, files) --------------------------------
+from ._device import device
+from .serialization import save, load
+from ._numpy_interop import from_dlpack
+from .ops.creation import diagflat
+from .ops.statistics import cov
+
 float = float32  # noqa: A001
 double = float64
 long = int64
@@ -81,8 +88,12 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # Subpackages load on first use (`tp.nn.Linear`, `tp.func.vmap`), keeping `import tensorplay` light.
-    if name in ("nn", "optim", "func"):
+    if name in ("nn", "optim", "func", "utils"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        from .func import vmap
+
+        return vmap
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")

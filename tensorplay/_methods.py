@@ -25,14 +25,15 @@ import numpy as np
 
 from tensorplay.ir import dtypes
 
-from . import _views
+from . import _numpy_interop as _interop, _views
 from ._tensor import Tensor
 from ._trace import bind
 from .autograd._record import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
-from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh
+from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
+from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
 
 
 def _swap(fn):
@@ -111,13 +112,12 @@ def _setitem(self, key, value):
     write_into(self, setitem_functional(self, key, value), "__setitem__", cast=True)
 
 
-def _to(self, *args, dtype=None, **kwargs):
-    for a in args:
-        if isinstance(a, dtypes.DType):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
-    return self if dtype is None or dtype is self.dtype else convert(self, dtype)
+def _to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; a device other than the CPU is an error."""
+    dtype, copy = _to_arguments(args, kwargs)
+    if dtype is None or dtype is self.dtype:
+        return _clone(self) if copy else self
+    return convert(self, dtype)
 
 
 def _clone(self, *, memory_format=None):
@@ -146,6 +146,33 @@ def _view(self, *shape):
                            f"dimension spans across two contiguous subspaces): viewing shape {tuple(self.shape)} "
                            f"as {tuple(out.shape)}. Use .reshape(...) instead.")
     return out
+
+
+def _reshaped_in_place(self, new: Tensor, op: str) -> Tensor:
+    """Give `self` the shape of `new`, a reshape of it that only adds or drops size-1 dims (squeeze_, unsqueeze_).
+
+    The storage and its other views are untouched; `self`, if a view, stays one with a reshape step more.
+    Under a transform the graph's values have fixed shapes, so this is an error there.
+    """
+    if self._trace is not None or _views.owner(self) is not None:
+        raise NotImplementedError(f"{op}: changing a tensor's shape in place is not supported under a transform "
+                                  f"(shape {tuple(self.shape)}); use the out-of-place {op[:-1]}() instead")
+    if tuple(new.shape) == tuple(self.shape):
+        return self
+    self._data = self._data.reshape(tuple(new.shape))
+    if self._base is not None:
+        self._steps = self._steps + (("reshape", {"shape": tuple(new.shape)}),)
+    return self
+
+
+def _squeeze_(self, dim=None):
+    """In-place `squeeze`: drop size-1 dims (all, or `dim`) from this tensor's shape; returns self."""
+    return _reshaped_in_place(self, sh.squeeze(self, dim), "squeeze_")
+
+
+def _unsqueeze_(self, dim: int):
+    """In-place `unsqueeze`: insert a size-1 dim at `dim` into this tensor's shape; returns self."""
+    return _reshaped_in_place(self, sh.unsqueeze(self, dim), "unsqueeze_")
 
 
 def _diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
@@ -245,7 +272,9 @@ METHODS = {
     "index_select": indexing.index_select, "gather": indexing.gather, "take": indexing.take,
     "scatter_add": indexing.scatter_add, "index_add": indexing.index_add,
     # conversion
-    "to": _to, "type": lambda self, dtype=None: self.dtype.name if dtype is None else convert(self, dtype),
+    "to": _to, "type": lambda self, dtype=None, non_blocking=False: (
+        self.dtype.name if dtype is None else convert(self, _as_dtype(dtype, "type"))),
+    "cuda": lambda self, device=None, non_blocking=False: _check_device("cuda" if device is None else device, "cuda"),
     "float": lambda self: convert(self, dtypes.float32), "double": lambda self: convert(self, dtypes.float64),
     "int": lambda self: convert(self, dtypes.int32), "long": lambda self: convert(self, dtypes.int64),
     "bool": lambda self: convert(self, dtypes.bool_), "cpu": lambda self: self,
@@ -257,6 +286,9 @@ METHODS = {
     "new_tensor": lambda self, data, dtype=None: creation.tensor(data, dtype=dtype or self.dtype),
     # in place
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_, "masked_fill_": _masked_fill_,
+    "uniform_": creation.uniform_, "normal_": creation.normal_, "bernoulli_": creation.bernoulli_,
+    "exponential_": creation.exponential_, "random_": creation.random_, "fill_diagonal_": creation.fill_diagonal_,
+    "diagflat": creation.diagflat, "cov": statistics.cov, "squeeze_": _squeeze_, "unsqueeze_": _unsqueeze_,
     "index_fill_": _index_fill_, "index_put_": _index_put_,
 }
 
@@ -266,6 +298,12 @@ _INPLACE = {
     "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
     "__iand__": ew.bitwise_and, "__ior__": ew.bitwise_or, "__ixor__": ew.bitwise_xor,
 }
+
+
+# numpy arrays and scalars as operator operands, numpy ufuncs and DLPack (see tensorplay._numpy_interop)
+for _name in _interop.BINARY_DUNDERS:
+    METHODS[_name] = _interop.accept_numpy_operands(METHODS[_name])
+METHODS.update(_interop.METHODS)
 
 
 def masked_fill(self, mask, value):

@@ -70,13 +70,11 @@ class Tensor:
     _steps = ()    # the view primitives, as (name, attrs) pairs, that derive this tensor from `_base`
     _stamp = 0     # traced roots: bumped on every in-place write; traced views: the root stamp they reflect
 
-    def __init__(self, data=None, *, dtype=None):
-        from .ops.creation import _to_array
-        from .ops._common import get_default_dtype
+    def __init__(self, *args, dtype=None, device=None):
+        from .ops.creation import legacy_constructor_array
 
-        # like torch.Tensor(data): the default float dtype unless one is given
-        arr = _to_array(data if data is not None else [], dtype or get_default_dtype())
-        self._data, self._trace, self._value = arr, None, None
+        # as torch.Tensor(...): Tensor(*sizes), Tensor(Size), Tensor(data) in the default float dtype
+        self._data, self._trace, self._value = legacy_constructor_array(args, dtype, device), None, None
         if _STATE.stack:
             _note_local(self)
 
@@ -145,8 +143,11 @@ class Tensor:
         return self.dtype.itemsize
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self):
+        """``tp.device('cpu')``: tensorplay tensors live on the CPU (it compares equal to ``'cpu'``)."""
+        from ._device import CPU
+
+        return CPU
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point

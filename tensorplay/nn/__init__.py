@@ -12,10 +12,10 @@ turns a module into a function of its parameters:
 >>> functional_call(model, params, (tp.ones(2, 3),)).tolist()
 [[0.0], [0.0]]
 """
-from . import functional, init
+from . import functional, init, utils
 from .parameter import Parameter
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules.module import Module
 
-__all__ = ["Parameter", "functional", "init", "Module"] + [n for n in _modules_all if n != "Module"]
+__all__ = ["Parameter", "functional", "init", "utils", "Module"] + [n for n in _modules_all if n != "Module"]

@@ -37,7 +37,8 @@ __all__ = [
     "batch_norm", "layer_norm", "dropout", "embedding", "one_hot", "relu", "relu6", "leaky_relu", "gelu", "silu",
     "elu", "softplus", "hardtanh", "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax", "mse_loss",
     "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "pad",
-    "normalize",
+    "normalize", "alpha_dropout", "group_norm", "instance_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "interpolate", "upsample", "scaled_dot_product_attention",
 ]
 
 
@@ -401,6 +402,12 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor
 
 
 # --- dropout and embedding ------------------------------------------------------------------------
+def _dropout_input(input, p: float) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return as_tensor_operand(input)
+
+
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability `p` and scale the rest by ``1 / (1 - p)``; identity when not training.
 
@@ -411,9 +418,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     >>> F.dropout(tp.ones(3), 0.5, training=False)
     tensor([1., 1., 1.])
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    x = as_tensor_operand(input)
+    x = _dropout_input(input, p)
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -422,6 +427,35 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         dtype = x.dtype if x.dtype.is_floating_point else get_default_dtype()
         keep = ew.ge(rand(tuple(x.shape), dtype=dtype), p)
         out = ew.mul(ew.where(keep, x, 0.0), 1.0 / (1.0 - p))
+    if inplace:
+        return x.copy_(out)
+    return out
+
+
+_SELU_ALPHA_SCALE = 1.7580993408473766  # -alpha' of SELU: scale * alpha
+
+
+def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation value, then an affine
+    map keeps mean 0 and variance 1 (torch's formula); identity when not training.
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.alpha_dropout(tp.ones(3), 0.5, training=False)
+    tensor([1., 1., 1.])
+    """
+    x = _dropout_input(input, p)
+    if not training or p == 0.0 or x.numel() == 0:
+        return x
+    if p == 1.0:
+        out = ew.mul(x, 0.0)
+    else:
+        dtype = x.dtype if x.dtype.is_floating_point else get_default_dtype()
+        keep = convert(ew.ge(rand(tuple(x.shape), dtype=dtype), p), dtype)  # 1 with probability 1 - p
+        alpha = _SELU_ALPHA_SCALE
+        a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+        b = ew.add(ew.mul(ew.sub(keep, 1.0), alpha * a), alpha * a * p)
+        out = ew.add(ew.mul(x, ew.mul(keep, a)), b)
     if inplace:
         return x.copy_(out)
     return out
@@ -720,3 +754,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         denom = _red.sum(convert(valid, smooth.dtype)) if wt is None else _red.sum(wt)
         smooth = ew.div(_red.sum(smooth), denom)
     return ew.add(ew.mul(nll, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / C))
+
+
+from ._norm_resize import (adaptive_avg_pool1d, adaptive_avg_pool2d, group_norm, instance_norm,  # noqa: E402
+                           interpolate)
+from ._attention import scaled_dot_product_attention  # noqa: E402
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
+    """`interpolate` under its old name (as torch's deprecated ``F.upsample``).
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.upsample(tp.tensor([[[1.0, 2.0]]]), size=4).tolist()
+    [[[1.0, 1.0, 2.0, 2.0]]]
+    """
+    return interpolate(input, size, scale_factor, mode, align_corners)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..ops.creation import rand, randn
+from ..ops.creation import full, rand, randn
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
@@ -82,12 +82,12 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with samples from U(a, b)."""
-    return _fill(tensor, rand(tuple(tensor.shape), dtype=_float(tensor)) * (b - a) + a)
+    return _fill(tensor, rand(tuple(tensor.shape), dtype=_float(tensor), generator=generator) * (b - a) + a)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with samples from N(mean, std^2)."""
-    return _fill(tensor, randn(tuple(tensor.shape), dtype=_float(tensor)) * std + mean)
+    return _fill(tensor, randn(tuple(tensor.shape), dtype=_float(tensor), generator=generator) * std + mean)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
@@ -96,29 +96,30 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if a >= b:
         raise ValueError(f"trunc_normal_: a ({a}) must be below b ({b})")
     shape = tuple(tensor.shape)
-    out = np.asarray(randn(shape, dtype=_float(tensor)) * std + mean, dtype=np.float64)
+    out = np.asarray(randn(shape, dtype=_float(tensor), generator=generator) * std + mean, dtype=np.float64)
     for _ in range(1000):
         bad = (out < a) | (out > b)
         if not bad.any():
             break
-        redraw = np.asarray(randn(int(bad.sum()), dtype=_float(tensor)) * std + mean, dtype=np.float64)
+        redraw = np.asarray(randn(int(bad.sum()), dtype=_float(tensor), generator=generator) * std + mean,
+                            dtype=np.float64)
         out[bad] = redraw
     return _fill(tensor, Tensor._wrap(np.clip(out, a, b).astype(tensor.dtype.np)))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with `val`."""
-    return tensor.fill_(val)
+    return _fill(tensor, full(tuple(tensor.shape), val, dtype=tensor.dtype))
 
 
 def zeros_(tensor: Tensor) -> Tensor:
     """Fill with 0."""
-    return tensor.fill_(0)
+    return constant_(tensor, 0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
     """Fill with 1."""
-    return tensor.fill_(1)
+    return constant_(tensor, 1)
 
 
 def eye_(tensor: Tensor) -> Tensor:
@@ -149,13 +150,13 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
     """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator=generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator=generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
@@ -169,7 +170,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonline
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator=generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
@@ -178,7 +179,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     if 0 in tuple(tensor.shape):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator=generator)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
@@ -189,7 +190,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = np.asarray(randn(rows, cols, dtype=_float(tensor)), dtype=np.float64)
+    flat = np.asarray(randn(rows, cols, dtype=_float(tensor), generator=generator), dtype=np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

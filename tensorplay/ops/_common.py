@@ -225,6 +225,10 @@ def _py(value, dtype: DType):
 
 
 def convert(t: Tensor, dtype: DType) -> Tensor:
+    if dtype.__class__ is not DType:  # numpy dtypes, dtype names (see tensorplay._device)
+        from .._device import as_dtype
+
+        dtype = as_dtype(dtype, "dtype")
     return t if dtype_of(t) is dtype else ebind(_CONVERT, t, dtype=dtype)
 
 

@@ -1,4 +1,4 @@
-"""`tensorplay.optim`: SGD, Adam and AdamW over module parameters, plus pure functional updates.
+"""`tensorplay.optim`: SGD, Adam, AdamW, RMSprop and Adagrad, learning-rate schedulers, and pure updates.
 
 Classes update parameters in place from gradients handed to ``step``
 (tensorplay has no tape; gradients come from `tensorplay.func.grad`);
@@ -16,5 +16,8 @@ from . import functional
 from .optimizer import Optimizer
 from .sgd import SGD
 from .adam import Adam, AdamW
+from .rmsprop import RMSprop
+from .adagrad import Adagrad
+from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "functional"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "functional", "lr_scheduler"]

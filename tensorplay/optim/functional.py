@@ -29,7 +29,7 @@ from .._tensor import Tensor
 from ..ops import elementwise as ew
 from ..ops.creation import tensor as _tensor, zeros_like
 
-__all__ = ["sgd", "adam", "adamw", "sgd_update", "adam_update"]
+__all__ = ["sgd", "adam", "adamw", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update"]
 
 
 def _sqrt(x):
@@ -79,6 +79,42 @@ def adam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor
     step_size = ew.div(lr, bias_correction1) if isinstance(bias_correction1, Tensor) else lr / bias_correction1
     new_param = ew.sub(param, ew.mul(ew.div(exp_avg, denom), step_size))
     return new_param, exp_avg, exp_avg_sq, max_exp_avg_sq
+
+
+def rmsprop_update(param: Tensor, grad: Tensor, square_avg: Tensor, grad_avg, momentum_buffer, *, lr: float,
+                   alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
+                   centered: bool = False, maximize: bool = False):
+    """One RMSprop step for one tensor (PyTorch's rule).
+
+    Returns ``(new_param, square_avg, grad_avg, momentum_buffer)``; `grad_avg` is used when
+    `centered`, `momentum_buffer` when `momentum` > 0 (pass zeros on the first step).
+    """
+    g = ew.neg(grad) if maximize else grad
+    if weight_decay:
+        g = ew.add(g, ew.mul(param, weight_decay))
+    square_avg = ew.add(ew.mul(square_avg, alpha), ew.mul(ew.mul(g, g), 1.0 - alpha))
+    if centered:
+        grad_avg = ew.add(grad_avg, ew.mul(ew.sub(g, grad_avg), 1.0 - alpha))  # lerp(grad_avg, g, 1 - alpha)
+        avg = ew.sqrt(ew.sub(square_avg, ew.mul(grad_avg, grad_avg)))
+    else:
+        avg = ew.sqrt(square_avg)
+    avg = ew.add(avg, eps)
+    if momentum > 0:
+        momentum_buffer = ew.add(ew.mul(momentum_buffer, momentum), ew.div(g, avg))
+        return ew.sub(param, ew.mul(momentum_buffer, lr)), square_avg, grad_avg, momentum_buffer
+    return ew.sub(param, ew.mul(ew.div(g, avg), lr)), square_avg, grad_avg, momentum_buffer
+
+
+def adagrad_update(param: Tensor, grad: Tensor, state_sum: Tensor, step, *, lr: float, lr_decay: float = 0.0,
+                   weight_decay: float = 0.0, eps: float = 1e-10, maximize: bool = False):
+    """One Adagrad step for one tensor (PyTorch's rule), `step` counting from 1; returns (new_param, state_sum)."""
+    g = ew.neg(grad) if maximize else grad
+    if weight_decay:
+        g = ew.add(g, ew.mul(param, weight_decay))
+    clr = lr / (1 + (step - 1) * lr_decay)
+    state_sum = ew.add(state_sum, ew.mul(g, g))
+    std = ew.add(ew.sqrt(state_sum), eps)
+    return ew.sub(param, ew.mul(ew.div(g, std), clr)), state_sum
 
 
 # --- pytree forms -------------------------------------------------------------------------------
@@ -180,25 +216,34 @@ def adamw(params, grads, state=None, *, lr: float = 1e-3, betas=(0.9, 0.999), ep
 
 
 # --- argument checks (shared with the classes) -------------------------------------------------------
+_LABELS = {"lr": "learning rate:", "eps": "epsilon value:"}  # torch's wording; other names read "<name> value:"
+
+
+def _check_non_negative(**values) -> None:
+    """torch's "Invalid <what>: <value>" ValueError for the first negative hyper-parameter."""
+    for name, v in values.items():
+        if v < 0.0:
+            raise ValueError(f"Invalid {_LABELS.get(name, name + ' value:')} {v}")
+
+
 def _check_sgd(lr, momentum, dampening, weight_decay, nesterov) -> None:
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if momentum < 0.0:
-        raise ValueError(f"Invalid momentum value: {momentum}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
     if nesterov and (momentum <= 0 or dampening != 0):
         raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
 
 def _check_adam(lr, betas, eps, weight_decay) -> None:
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_non_negative(lr=lr, eps=eps)
+    for i, b in enumerate(betas[:2]):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    _check_non_negative(weight_decay=weight_decay)
+
+
+def _check_rmsprop(lr, alpha, eps, weight_decay, momentum) -> None:
+    _check_non_negative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
+
+
+def _check_adagrad(lr, lr_decay, weight_decay, initial_accumulator_value, eps) -> None:
+    _check_non_negative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, eps=eps)

@@ -19,6 +19,14 @@ MODULES = [
     "tensorplay.nn.modules.flatten", "tensorplay.nn.modules.container", "tensorplay.nn.modules.loss",
     "tensorplay.optim", "tensorplay.optim.functional", "tensorplay.optim.sgd", "tensorplay.optim.adam",
     "tensorplay.func._module_utils", "tensorplay.func._debug",
+    # the PyTorch surface: layers, optimizers, schedulers, data, files, devices, numpy interop, factories
+    "tensorplay.nn._norm_resize", "tensorplay.nn._attention", "tensorplay.nn.modules.instancenorm",
+    "tensorplay.nn.modules.upsampling", "tensorplay.nn.modules.transformer", "tensorplay.nn.utils.clip_grad",
+    "tensorplay.nn.utils.convert_parameters", "tensorplay.optim.rmsprop", "tensorplay.optim.adagrad",
+    "tensorplay.optim.lr_scheduler", "tensorplay.utils.data", "tensorplay.utils.data.dataset",
+    "tensorplay.utils.data.sampler", "tensorplay.utils.data.collate", "tensorplay.utils.data.dataloader",
+    "tensorplay.serialization", "tensorplay._device", "tensorplay._numpy_interop", "tensorplay._pytree",
+    "tensorplay.ops.creation", "tensorplay.ops.statistics",
 ]
 
 
@@ -43,6 +51,22 @@ def test_public_classes_and_functions_have_runnable_examples():
                                           "batch_norm_without_running_stats", "debug_unwrap")]
     public += [getattr(nn.functional, n) for n in ("linear", "conv1d", "conv2d", "batch_norm", "layer_norm",
                                                    "dropout", "embedding", "gelu", "mse_loss", "cross_entropy")]
+    public += [getattr(nn, n) for n in ("GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "AdaptiveAvgPool1d",
+                                        "AdaptiveAvgPool2d", "Upsample", "MultiheadAttention",
+                                        "TransformerEncoderLayer", "TransformerEncoder", "AlphaDropout")]
+    public += [getattr(nn.functional, n) for n in ("group_norm", "instance_norm", "adaptive_avg_pool1d",
+                                                   "adaptive_avg_pool2d", "interpolate", "upsample",
+                                                   "scaled_dot_product_attention", "alpha_dropout")]
+    public += [getattr(nn.utils, n) for n in nn.utils.__all__]
+    public += [optim.RMSprop, optim.Adagrad] + [getattr(optim.lr_scheduler, n) for n in optim.lr_scheduler.__all__
+                                                if n != "LRScheduler"]
+    import tensorplay as tp
+    import tensorplay.utils.data as data
+
+    public += [getattr(data, n) for n in data.__all__ if n != "Sampler"]
+    public += [tp.save, tp.load, tp.device, tp.from_dlpack, tp.diagflat, tp.cov, tp.Tensor.uniform_,
+               tp.Tensor.normal_, tp.Tensor.bernoulli_, tp.Tensor.exponential_, tp.Tensor.random_,
+               tp.Tensor.fill_diagonal_]
     missing = [getattr(o, "__name__", o) for o in public if ">>>" not in (o.__doc__ or "")]
     assert not missing, f"no runnable example in the docstring of {missing}"
 

@@ -9,27 +9,9 @@ import tensorplay.nn as nn  # noqa: E402
 import tensorplay.nn.functional as F  # noqa: E402
 from tensorplay import optim  # noqa: E402
 
+from torch_oracle_util import check, copy_from_torch, torch_float64  # noqa: E402,F401  (autouse fixture)
+
 RNG = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True)
-def _torch_float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
-
-
-def copy_from_torch(tp_module, torch_module):
-    """Load torch's state into the tensorplay module (same state-dict keys required)."""
-    sd = {k: tp.tensor(v.detach().numpy()) for k, v in torch_module.state_dict().items()}
-    assert list(sd) == list(tp_module.state_dict())
-    tp_module.load_state_dict(sd)
-    return tp_module
-
-
-def check(a, b, tol=1e-9):
-    np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=tol, atol=tol)
 
 
 def both(shape, integer=None):

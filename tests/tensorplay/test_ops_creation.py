@@ -197,3 +197,100 @@ def test_randperm_and_randint_errors():
         tp.rand(2, dtype=tp.int64)
     with pytest.raises(ValueError, match="zeros.*negative"):
         tp.zeros(2, -1)
+
+
+# --- torch.Tensor(...) and the in-place random fills (issue 16 item 4) ------------------------------
+def test_tensor_constructor_reads_sizes_and_data_like_torch():
+    assert tuple(tp.Tensor(2, 3).shape) == (2, 3) and tp.Tensor(2, 3).dtype is tp.float32
+    assert tuple(tp.Tensor(tp.Size([4])).shape) == (4,)
+    assert tuple(tp.Tensor().shape) == (0,)
+    assert tp.Tensor([1, 2]).tolist() == [1.0, 2.0] and tp.Tensor([1, 2]).dtype is tp.float32
+    assert tp.Tensor((2, 3)).tolist() == [2.0, 3.0]  # a tuple is data, as torch
+    assert tp.Tensor(np.arange(3)).dtype is tp.float32
+    assert isinstance(tp.Tensor(1), tp.Tensor) and tuple(tp.Tensor(1).shape) == (1,)
+    with pytest.raises(TypeError, match="Tensor"):
+        tp.Tensor(2, "a")
+    with pytest.raises(RuntimeError, match="CPU only"):
+        tp.Tensor(2, device="cuda")
+
+
+def _seeded(fill, shape=(200_000,), dtype=tp.float64, seed=7):
+    tp.manual_seed(seed)
+    return fill(tp.empty(*shape, dtype=dtype)).numpy()
+
+
+def test_uniform_normal_exponential_statistics():
+    u = _seeded(lambda t: t.uniform_(-2.0, 3.0))
+    assert u.min() >= -2.0 and u.max() < 3.0
+    assert abs(u.mean() - 0.5) < 0.02 and abs(u.var() - 25 / 12) < 0.03
+    n = _seeded(lambda t: t.normal_(1.5, 0.5))
+    assert abs(n.mean() - 1.5) < 0.01 and abs(n.std() - 0.5) < 0.01
+    e = _seeded(lambda t: t.exponential_(4.0))
+    assert e.min() >= 0 and abs(e.mean() - 0.25) < 0.005 and abs(e.std() - 0.25) < 0.01
+    b = _seeded(lambda t: t.bernoulli_(0.3))
+    assert set(np.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.01
+    f32 = _seeded(lambda t: t.uniform_(), shape=(1000,), dtype=tp.float32)
+    assert f32.dtype == np.float32
+
+
+def test_fills_are_reproducible_keep_the_tensor_and_honour_generators():
+    x = tp.zeros(5)
+    assert x.uniform_() is x
+    a = tp.zeros(6).normal_(generator=tp.Generator().manual_seed(1)).tolist()
+    b = tp.zeros(6).normal_(generator=tp.Generator().manual_seed(1)).tolist()
+    assert a == b and _seeded(lambda t: t.uniform_(), (8,)).tolist() == _seeded(lambda t: t.uniform_(), (8,)).tolist()
+    base = tp.zeros(2, 4)
+    base[1].fill_(3.0)[1:].uniform_(10, 11)  # writes through views
+    assert base[0].tolist() == [0.0] * 4 and base[1, 0].item() == 3.0 and (base[1, 1:] >= 10).all()
+
+
+def test_random_bounds_are_exact():
+    r = _seeded(lambda t: t.random_(3, 7), shape=(5000,), dtype=tp.int64)
+    assert set(np.unique(r)) == {3, 4, 5, 6}
+    r = _seeded(lambda t: t.random_(4), shape=(5000,), dtype=tp.int32)
+    assert set(np.unique(r)) == {0, 1, 2, 3}
+    r = _seeded(lambda t: t.random_(), shape=(5000,), dtype=tp.float32)
+    assert r.min() >= 0 and r.max() <= 2 ** 24 and np.all(r == np.floor(r)) and r.max() > 2 ** 23
+    r = _seeded(lambda t: t.random_(), shape=(2000,), dtype=tp.bool)
+    assert set(np.unique(r)) == {False, True}
+    r = _seeded(lambda t: t.random_(-5, 2 ** 40), shape=(1000,), dtype=tp.int64)
+    assert r.min() >= -5 and r.max() < 2 ** 40
+    with pytest.raises(ValueError, match="from"):
+        tp.zeros(2).random_(5, 5)
+
+
+def test_bernoulli_with_tensor_probabilities_and_bad_arguments():
+    probs = tp.tensor([0.0, 1.0, 0.0, 1.0])
+    assert tp.zeros(3, 4).bernoulli_(probs).tolist() == [[0.0, 1.0, 0.0, 1.0]] * 3
+    with pytest.raises(ValueError, match="p to be in"):
+        tp.zeros(2).bernoulli_(1.5)
+    with pytest.raises(TypeError, match="floating point"):
+        tp.zeros(2, dtype=tp.int64).uniform_()
+    with pytest.raises(ValueError, match="std"):
+        tp.zeros(2).normal_(0, -1)
+    with pytest.raises(ValueError, match="lambda"):
+        tp.zeros(2).exponential_(0)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        tp.zeros(2).uniform_(low=1)
+    assert tp.zeros(3).uniform_(**{"from": 2.0, "to": 2.0}).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_fills_under_compile_write_the_caller_tensor():
+    f = tp.compile(lambda t: t.normal_(0.0, 0.0).add_(2.0))
+    x = tp.ones(3)
+    f(x)
+    assert x.tolist() == [2.0, 2.0, 2.0]
+    g = tp.compile(lambda t: t.fill_diagonal_(7.0))
+    m = tp.zeros(2, 3)
+    g(m)
+    assert m.tolist() == [[7.0, 0.0, 0.0], [0.0, 7.0, 0.0]]
+
+
+@pytest.mark.parametrize("shape, wrap", [((3, 3), False), ((5, 4), True), ((7, 3), True), ((7, 3), False),
+                                         ((2, 5), True), ((3, 3, 3), False), ((1, 1), False)])
+def test_fill_diagonal_matches_torch(shape, wrap):
+    torch = pytest.importorskip("torch")
+    want = torch.zeros(shape).fill_diagonal_(2.5, wrap=wrap).numpy()
+    got = tp.zeros(*shape).fill_diagonal_(2.5, wrap=wrap).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert tp.zeros(3, 3, dtype=tp.int64).fill_diagonal_(4).tolist() == [[4, 0, 0], [0, 4, 0], [0, 0, 4]]

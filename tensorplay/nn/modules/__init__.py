@@ -2,10 +2,13 @@
 from .module import Module
 from .linear import Identity, Linear, Bilinear
 from .conv import Conv1d, Conv2d
-from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d
+from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from .batchnorm import BatchNorm1d, BatchNorm2d
-from .normalization import LayerNorm
-from .dropout import Dropout
+from .instancenorm import InstanceNorm1d, InstanceNorm2d
+from .normalization import LayerNorm, GroupNorm
+from .dropout import Dropout, AlphaDropout
+from .upsampling import Upsample
+from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder
 from .sparse import Embedding
 from .activation import (ReLU, ReLU6, LeakyReLU, GELU, SiLU, ELU, Softplus, Hardtanh, Tanh, Sigmoid, LogSigmoid,
                          Softmax, LogSoftmax)
@@ -18,5 +21,7 @@ __all__ = [
     "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Dropout", "Embedding", "ReLU", "ReLU6", "LeakyReLU",
     "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "Tanh", "Sigmoid", "LogSigmoid", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MSELoss",
-    "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+    "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "InstanceNorm1d", "InstanceNorm2d", "GroupNorm", "AlphaDropout", "Upsample", "MultiheadAttention",
+    "TransformerEncoderLayer", "TransformerEncoder",
 ]

@@ -28,17 +28,17 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(ones(num_features, dtype=dtype))
+            self.weight = Parameter(ones(num_features, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(zeros(num_features, dtype=dtype))
+                self.bias = Parameter(zeros(num_features, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", ones(num_features, dtype=dtype))
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
             self.register_buffer("num_batches_tracked", tensor(0, dtype=dtypes.int64))
         else:
             self.register_buffer("running_mean", None)

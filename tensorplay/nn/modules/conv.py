@@ -39,9 +39,9 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         self.output_padding = (0,) * n
         self.transposed = False
-        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype))
+        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype))
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

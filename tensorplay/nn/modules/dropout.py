@@ -30,3 +30,16 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class AlphaDropout(Dropout):
+    """Dropout that keeps SELU activations at mean 0 and variance 1 (see `F.alpha_dropout`); identity in eval.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> nn.AlphaDropout(0.2).eval()(tp.ones(2))
+    tensor([1., 1.])
+    """
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)

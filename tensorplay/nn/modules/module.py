@@ -391,20 +391,28 @@ class Module:
                         group[k] = Parameter(new, t.requires_grad) if isinstance(t, Parameter) else new
         return self
 
-    def to(self, *args, dtype=None, **kwargs) -> "Module":
-        """Convert floating-point parameters and buffers to `dtype` (devices are accepted and ignored)."""
-        from tensorplay.ir.dtypes import DType
+    def to(self, *args, **kwargs) -> "Module":
+        """Convert floating-point parameters and buffers to a dtype, as torch's overloads (``to(dtype)``,
+        ``to(device, dtype)``, ``to(tensor)``); a device other than the CPU is an error."""
+        from ..._device import to_arguments
 
-        for a in args:
-            if isinstance(a, DType):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype = a.dtype
+        dtype, _ = to_arguments(args, kwargs)
         if dtype is None:
             return self
         if not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def cpu(self) -> "Module":
+        """The module itself: tensorplay runs on the CPU."""
+        return self
+
+    def cuda(self, device=None) -> "Module":
+        """An error: tensorplay runs on the CPU only."""
+        from ..._device import check_device
+
+        check_device("cuda" if device is None else device, "Module.cuda")
+        return self
 
     def float(self) -> "Module":
         from tensorplay.ir import dtypes
@@ -415,9 +423,6 @@ class Module:
         from tensorplay.ir import dtypes
 
         return self.to(dtypes.float64)
-
-    def cpu(self) -> "Module":
-        return self
 
     def type(self, dst_type) -> "Module":
         return self.to(dst_type)

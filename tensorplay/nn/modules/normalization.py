@@ -28,9 +28,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(ones(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(ones(self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -49,3 +49,40 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Normalize ``(N, C, *)`` input over groups of channels, with a per-channel affine (torch's GroupNorm).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> gn = nn.GroupNorm(2, 4)
+    >>> gn
+    GroupNorm(2, 4, eps=1e-05, affine=True)
+    >>> gn(tp.randn(3, 4, 5)).shape
+    tensorplay.Size(3, 4, 5)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = Parameter(ones(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            self.weight.fill_(1)
+            self.bias.zero_()
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

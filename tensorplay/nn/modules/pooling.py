@@ -71,3 +71,36 @@ class AvgPool2d(_AvgPoolNd):
     def forward(self, input):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
+
+
+class AdaptiveAvgPool1d(Module):
+    """Average pooling to a fixed output length, with torch's bins.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> nn.AdaptiveAvgPool1d(3)(tp.randn(2, 4, 10)).shape
+    tensorplay.Size(2, 4, 3)
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
+    """Average pooling to a fixed output size (an int, a pair, None keeps a dim), with torch's bins.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> nn.AdaptiveAvgPool2d((1, None))(tp.randn(2, 4, 5, 6)).shape
+    tensorplay.Size(2, 4, 1, 6)
+    """
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
