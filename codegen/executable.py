@@ -60,7 +60,11 @@ class Executable:
         plan = plan_buffers(graph, kernels)
         prefix = f"tp{jit.next_module_id()}_{_sanitize(graph.name)}"
         triple, layout = jit.host_triple_and_layout()
-        text, entry = build_module(graph, kernels, plan, prefix, triple, layout)
+        self._size = splittable(kernels)
+        self._chunks = _chunks(self._size) if self._size else []
+        if not self._chunks:
+            self._size = 0  # one call: constant trip counts compile to simpler code
+        text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
         t2 = time.perf_counter()
         self._jit = jit.compile_ir(text, [entry])
         weakref.finalize(self, self._jit.release)  # drop the machine code with the last reference
@@ -73,13 +77,11 @@ class Executable:
                       "total_s": time.perf_counter() - t0,
                       "kernels": len(kernels), "arena_bytes": plan.arena_bytes}
         self._prepare(plan)
-        self._size = splittable(kernels)
-        self._chunks = _chunks(self._size) if self._size else []
         n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
         ranges = [ctypes.c_int64] * 2 if self._size else []
-        self._entry = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args, *ranges)(self._jit.addresses[entry])
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(self._jit.addresses[entry])
         self.stats["threads"] = max(len(self._chunks), 1)
 
     # --- call path ----------------------------------------------------------------------------
@@ -121,14 +123,14 @@ class Executable:
             arena = np.empty(self._arena_bytes, np.uint8)
             ptrs.append(id(arena))
         if not self._size:
-            self._entry(*ptrs)
-        elif not self._chunks:
-            self._entry(*ptrs, 0, self._size)
+            status = self._entry(*ptrs)
         else:  # the GIL is released during each ctypes call, so the chunks run in parallel
             pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in self._chunks[1:]]
-            self._entry(*ptrs, *self._chunks[0])
+            status = self._entry(*ptrs, *self._chunks[0])
             for f in pending:
-                f.result()
+                status = status or f.result()
+        if status:
+            raise self._runtime_error(status)
         if self._simple:
             return outs
         result = []
@@ -140,6 +142,16 @@ class Executable:
             else:
                 result.append(result[i].copy())
         return result
+
+    def _runtime_error(self, status: int) -> Exception:
+        """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
+        node = self.graph.nodes[status - 1] if 0 < status <= len(self.graph.nodes) else None
+        if node is None:
+            return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
+        x = node.inputs[0]
+        axis = node.attrs.get("axis", 0)
+        return IndexError(f"{node.prim.name}: index out of range for axis {axis} with size {x.shape[axis]} "
+                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}")
 
     def _coerce(self, a, i: int) -> np.ndarray:
         if not isinstance(a, np.ndarray):

@@ -13,7 +13,8 @@ Semantics follow the numpy `impl` of each primitive exactly for integers and
 booleans: integer `div` truncates toward zero, `div` and `rem` by zero give 0,
 INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0, float->int
 conversion truncates and gives INT_MIN for NaN/inf/out-of-range values (what
-numpy's cast does on x86), `take`/`index_add` clamp indices into range.
+numpy's cast does on x86). An out-of-range `take`/`index_add` index is reported
+(`KernelContext.checked_index`): the call raises IndexError.
 Floating-point transcendentals come from `vecmath` (vectorisable polynomials,
 error bounds stated there); `rem` on floats is LLVM `frem` (libm fmod, exact).
 """
@@ -328,9 +329,7 @@ def _take(ctx, node, idx):
     dims = idx.dims(b)
     k = ind.ndim
     j = ctx.value(ind, Index(ind.shape, dims=dims[axis:axis + k]))
-    if j.type != u.I64:
-        j = b.sext(j, u.I64)
-    j = u.iclamp(b, j, 0, x.shape[axis] - 1)
+    j = ctx.checked_index(node, j, x.shape[axis])  # out of range: IndexError at the call
     return ctx.value(x, Index(x.shape, dims=dims[:axis] + [j] + dims[axis + k:]))
 
 
