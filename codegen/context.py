@@ -152,6 +152,11 @@ class KernelContext:
         b.store(b.or_(b.load(slot, typ=u.I1), bad), slot)
         return b.select(bad, u.i64(0), j)
 
+    def clear_flags(self) -> None:
+        """Lower every flag raised so far (before emitting a kernel's body a second time)."""
+        for slot in self._flags.values():
+            self.b.store(u.const(u.I1, 0), slot)
+
     def finish(self) -> None:
         """Report the flags raised in this kernel into the status word (call before returning)."""
         b = self.b

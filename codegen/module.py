@@ -18,11 +18,13 @@ from llvmlite import ir
 
 from tensorplay.ir.core import Graph, Value
 from . import irutil as u
+from . import vecmath as vm
 from .context import KernelContext
 from .lower import LOWERINGS
 from .schedule import Kernel
 
 ALIGN = 64
+TRIG = ("sin", "cos", "tan")  # primitives whose huge arguments take the slow path (`vecmath.fast_trig`)
 
 
 def _array_data_offset() -> int:
@@ -192,10 +194,26 @@ def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: d
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = KernelContext(b, k, dict(zip(params, fn.args)), status=fn.args[len(params)], codes=codes)
-    if k.kind == "loop":
-        _emit_loop(ctx, k, fn.args[len(params) + 1:] if ranged else None)
+    bounds = fn.args[len(params) + 1:] if ranged else None
+
+    def body() -> None:
+        if k.kind == "loop":
+            _emit_loop(ctx, k, bounds)
+        else:
+            LOWERINGS[k.kind].emit(ctx, k.root)
+        ctx.forget()
+
+    if any(n.prim.name in TRIG for n in k.nodes):
+        # fast argument reduction first; the rare kernel that saw a huge argument runs again with
+        # the exact one (idempotent: a kernel's outputs never alias its inputs; see `vecmath`)
+        huge = u.alloca_at_entry(b, u.I1, "huge_trig_arg", init=u.const(u.I1, 0))
+        with vm.fast_trig(huge):
+            body()
+        with u.if_then(b, b.load(huge, typ=u.I1)):
+            ctx.clear_flags()
+            body()
     else:
-        LOWERINGS[k.kind].emit(ctx, k.root)
+        body()
     ctx.finish()
     b.ret_void()
     return fn
