@@ -167,7 +167,7 @@ def find_blas() -> Blas | None:
             continue
         for s_name, d_name, bits in candidates:
             if hasattr(lib, s_name) and hasattr(lib, d_name):
-                jit.load_library(path)
+                jit.load_library(path, [s_name, d_name])
                 return Blas(s_name, d_name, bits)
     return None
 

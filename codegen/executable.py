@@ -21,7 +21,7 @@ import numpy as np
 
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import jit
+from . import disk_cache, jit
 from .module import BufferPlan, build_module, plan_buffers, splittable
 from .schedule import schedule
 
@@ -58,30 +58,44 @@ class Executable:
         kernels = schedule(graph)
         t1 = time.perf_counter()
         plan = plan_buffers(graph, kernels)
-        prefix = f"tp{jit.next_module_id()}_{_sanitize(graph.name)}"
-        triple, layout = jit.host_triple_and_layout()
         self._size = splittable(kernels)
         self._chunks = _chunks(self._size) if self._size else []
         if not self._chunks:
             self._size = 0  # one call: constant trip counts compile to simpler code
-        text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
+        prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
+        entry = f"{prefix}_entry"
+        key = _disk_key(graph, bool(self._size)) if disk_cache.enabled() else None
+        cached = disk_cache.load(key) if key else None
         t2 = time.perf_counter()
-        self._jit = jit.compile_ir(text, [entry])
-        weakref.finalize(self, self._jit.release)  # drop the machine code with the last reference
+        if cached is not None:
+            self._jit = jit.link_object(cached[0], [entry], cached[1])
+            t3 = time.perf_counter()
+        else:
+            triple, layout = jit.host_triple_and_layout()
+            text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
+            t3 = time.perf_counter()
+            self._jit = jit.compile_ir(text, [entry])
+            if key:
+                disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir)
+        weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
         self._kernels = kernels
         self._plan = plan
-        self.stats = {"schedule_s": t1 - t0, "lower_s": t2 - t1,
-                      "llvm_parse_s": self._jit.timings["parse"],
-                      "llvm_opt_s": self._jit.timings["llvm_opt"],
-                      "codegen_s": self._jit.timings["codegen"],
-                      "total_s": time.perf_counter() - t0,
-                      "kernels": len(kernels), "arena_bytes": plan.arena_bytes}
+        tm = self._jit.timings
+        self.stats = {"source": "disk cache" if cached is not None else "compiled",
+                      "schedule_s": t1 - t0, "plan_s": t2 - t1,
+                      "lower_s": 0.0 if cached is not None else t3 - t2,
+                      "llvm_parse_s": tm.get("parse", 0.0), "llvm_opt_s": tm.get("llvm_opt", 0.0),
+                      "codegen_s": tm.get("codegen", 0.0), "link_s": tm.get("link", 0.0),
+                      "total_s": time.perf_counter() - t0, "nodes": len(graph.nodes),
+                      "kernels": len(kernels), "object_bytes": len(self._jit.object_code),
+                      "arena_bytes": plan.arena_bytes}
         self._prepare(plan)
         n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
         ranges = [ctypes.c_int64] * 2 if self._size else []
-        self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(self._jit.addresses[entry])
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
+            self._jit.addresses[entry])
         self.stats["threads"] = max(len(self._chunks), 1)
 
     # --- call path ----------------------------------------------------------------------------
@@ -191,6 +205,15 @@ def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
         out.append(acc)
         acc *= max(d, 1)
     return tuple(reversed(out))
+
+
+def _disk_key(graph: Graph, ranged: bool) -> str:
+    from tensorplay.ir.text import print_graph
+    from .dot import find_blas
+
+    blas = find_blas()
+    options = f"ranged={ranged} blas={blas.sgemm if blas else None}"
+    return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
 
 
 def _sanitize(name: str) -> str:

@@ -37,6 +37,7 @@ from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, s
 from .ops.indexing import index_select, take, gather, scatter_add, index_add, one_hot
 from .ops.activation import softmax, log_softmax
 from .compile import compile
+from . import compiler  # noqa: F401  (tp.compiler.reset())
 
 float = float32  # noqa: A001
 double = float64

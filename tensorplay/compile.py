@@ -12,9 +12,10 @@ view of one runs its `Executable` and wraps the fresh output buffers directly.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Callable
 
-from . import _pytree
+from . import _pytree, compiler
 from ._exec import backend, executor
 from ._tensor import Tensor
 from ._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
@@ -50,6 +51,15 @@ def _runner(graph) -> tuple[Callable, bool]:
     return (lambda *arrays: run(arrays)), False
 
 
+_LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+@compiler.register_reset
+def _forget_traces() -> None:
+    for f in list(_LIVE):
+        f._cache.clear()
+
+
 class CompiledFunction:
     """A function compiled per input signature; see `tensorplay.compile`."""
 
@@ -57,6 +67,7 @@ class CompiledFunction:
         self.fn = fn
         self.static_argnums = static_argnums
         self._cache: dict[Any, _Entry] = {}
+        _LIVE.add(self)
         self.trace_count = 0
         functools.update_wrapper(self, fn)
 
