@@ -134,7 +134,8 @@ def _is_contiguous(self, memory_format=None) -> bool:
 def _view(self, *shape):
     """A view with a new shape; RuntimeError when the strides do not allow one (use reshape)."""
     out = sh.view(self, *shape)
-    if out is not self and out.dtype is self.dtype and not _views.is_view_of(out, self):
+    empty = out.numel() == 0  # no elements, so any strides do (as torch)
+    if out is not self and out.dtype is self.dtype and not empty and not _views.is_view_of(out, self):
         raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
                            f"dimension spans across two contiguous subspaces): viewing shape {tuple(self.shape)} "
                            f"as {tuple(out.shape)}. Use .reshape(...) instead.")

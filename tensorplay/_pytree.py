@@ -1,6 +1,20 @@
-"""Pytrees: nested tuples, lists, dicts and namedtuples, flattened to leaves and back."""
+"""Pytrees: nested tuples, lists, dicts and namedtuples, flattened to leaves and back.
+
+As in torch.utils._pytree, dict children are flattened in insertion order, and
+containers come back with their type: dict, OrderedDict, defaultdict (with its
+default factory), namedtuple.
+
+>>> from collections import OrderedDict
+>>> leaves, td = tree_flatten(OrderedDict(b=1, a=(2, 3)))
+>>> leaves
+[1, 2, 3]
+>>> back = tree_unflatten(td, [10, 20, 30])
+>>> type(back).__name__, list(back.items())
+('OrderedDict', [('b', 10), ('a', (20, 30))])
+"""
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from typing import Any, Callable
 
 
@@ -11,19 +25,21 @@ class TreeDef:
     (treedefs are dictionary keys on hot paths: `tp.compile`'s cache, structure checks).
     """
 
-    __slots__ = ("kind", "meta", "children", "num_leaves", "_hash", "_build")
+    __slots__ = ("kind", "meta", "children", "container", "num_leaves", "_hash", "_build")
 
     kind: str            # 'leaf', 'none', 'tuple', 'list', 'dict', 'namedtuple'
-    meta: Any            # dict keys (tuple) or namedtuple class
+    meta: Any            # dict keys (tuple, insertion order) or namedtuple class
     children: tuple
+    container: Any       # dicts: (dict | OrderedDict | defaultdict, default_factory or None); else None
 
-    def __init__(self, kind: str, meta: Any = None, children: tuple = ()):
+    def __init__(self, kind: str, meta: Any = None, children: tuple = (), container: Any = None):
         sa = object.__setattr__
         sa(self, "kind", kind)
         sa(self, "meta", meta)
         sa(self, "children", children)
+        sa(self, "container", container)
         sa(self, "num_leaves", 1 if kind == "leaf" else sum(c.num_leaves for c in children))
-        sa(self, "_hash", hash((kind, meta, children)))
+        sa(self, "_hash", hash((kind, meta, children, container)))
         sa(self, "_build", None)  # set by the first `tree_unflatten`
 
     def __setattr__(self, name, value):
@@ -33,7 +49,7 @@ class TreeDef:
         raise AttributeError(f"TreeDef is immutable (cannot delete {name!r})")
 
     def __reduce__(self):
-        return TreeDef, (self.kind, self.meta, self.children)
+        return TreeDef, (self.kind, self.meta, self.children, self.container)
 
     def __hash__(self) -> int:
         return self._hash
@@ -44,7 +60,7 @@ class TreeDef:
         if other.__class__ is not TreeDef:
             return NotImplemented
         return (self._hash == other._hash and self.kind == other.kind and self.meta == other.meta
-                and self.children == other.children)
+                and self.children == other.children and self.container == other.container)
 
     def __ne__(self, other) -> bool:
         eq = self.__eq__(other)
@@ -57,8 +73,9 @@ class TreeDef:
             return "None"
         inner = ", ".join(map(repr, self.children))
         if self.kind == "dict":
-            inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta, self.children))
-            return "{" + inner + "}"
+            inner = "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta, self.children)) + "}"
+            cls = self.container[0]
+            return inner if cls is dict else f"{cls.__name__}({inner})"
         if self.kind == "list":
             return f"[{inner}]"
         return f"({inner})"
@@ -72,8 +89,23 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+_PLAIN_DICT = (dict, None)
+
+
+def dict_container(d: dict) -> tuple:
+    """How a dict node is rebuilt: (its class, its default factory); other dict subclasses count as dict."""
+    cls = d.__class__
+    if cls is dict:
+        return _PLAIN_DICT
+    if isinstance(d, defaultdict):
+        return (defaultdict, d.default_factory)
+    if isinstance(d, OrderedDict):
+        return (OrderedDict, None)
+    return _PLAIN_DICT
+
+
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
-    """Flatten `tree` into (leaves, treedef); dict children are ordered by sorted key."""
+    """Flatten `tree` into (leaves, treedef); dict children come in insertion order, as in torch."""
     leaves: list = []
     append = leaves.append
 
@@ -87,8 +119,7 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
         if cls is list:
             return TreeDef("list", None, tuple([go(c) for c in x]))
         if cls is dict:
-            keys = tuple(sorted(x, key=_key_order))
-            return TreeDef("dict", keys, tuple([go(x[k]) for k in keys]))
+            return TreeDef("dict", tuple(x), tuple([go(c) for c in x.values()]), _PLAIN_DICT)
         if x is None:
             return NONE
         if isinstance(x, tuple):
@@ -98,16 +129,11 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
         if isinstance(x, list):
             return TreeDef("list", None, tuple([go(c) for c in x]))
         if isinstance(x, dict):
-            keys = tuple(sorted(x, key=_key_order))
-            return TreeDef("dict", keys, tuple([go(x[k]) for k in keys]))
+            return TreeDef("dict", tuple(x), tuple([go(x[k]) for k in x]), dict_container(x))
         append(x)
         return LEAF
 
     return leaves, go(tree)
-
-
-def _key_order(k):
-    return (type(k).__name__, k) if not isinstance(k, str) else ("", k)
 
 
 def tree_unflatten(treedef: TreeDef, leaves) -> Any:
@@ -138,7 +164,10 @@ def _builder(td: TreeDef) -> Callable:
         return lambda it: [k(it) for k in kids]
     if kind == "dict":
         keys = td.meta
-        return lambda it: dict(zip(keys, [k(it) for k in kids]))
+        cls, factory = td.container
+        if cls is defaultdict:
+            return lambda it: defaultdict(factory, zip(keys, [k(it) for k in kids]))
+        return lambda it: cls(zip(keys, [k(it) for k in kids]))
     cls = td.meta
     return lambda it: cls(*[k(it) for k in kids])
 
@@ -167,7 +196,7 @@ def broadcast_prefix(prefix: Any, tree: Any, what: str = "in_dims") -> list:
         if isinstance(p, dict):
             if not isinstance(t, dict) or set(p) != set(t):
                 raise ValueError(f"{what}{path}: structure {_describe(p)} does not match the argument {_describe(t)}")
-            for k in sorted(t, key=_key_order):
+            for k in t:
                 go(p[k], t[k], f"{path}[{k!r}]")
             return
         if not isinstance(t, (tuple, list)) or len(p) != len(t):
@@ -181,7 +210,7 @@ def broadcast_prefix(prefix: Any, tree: Any, what: str = "in_dims") -> list:
 
 def _describe(x) -> str:
     if isinstance(x, dict):
-        return f"dict with keys {sorted(x, key=_key_order)}"
+        return f"dict with keys {list(x)}"
     if isinstance(x, (tuple, list)):
         return f"{type(x).__name__} of length {len(x)}"
     return type(x).__name__

@@ -14,6 +14,8 @@ import numpy as np
 from tensorplay.ir import TensorType, dtypes
 from tensorplay.ir.dtypes import DType
 
+from ._state import STATE as _STATE, TracingError
+
 
 class Size(tuple):
     """The shape of a tensor: a tuple of ints, printed as ``tensorplay.Size(2, 3)``."""
@@ -60,7 +62,7 @@ class Tensor:
     tensor([0., 0., 0.])
     """
 
-    __slots__ = ("_data", "_trace", "_val", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_trace", "_value", "__weakref__", "__dict__")
     __array_priority__ = 1000  # numpy defers to our operators
 
     # View bookkeeping (see `tensorplay._views`); instances set these only when they are views.
@@ -75,22 +77,8 @@ class Tensor:
         # like torch.Tensor(data): the default float dtype unless one is given
         arr = _to_array(data if data is not None else [], dtype or get_default_dtype())
         self._data, self._trace, self._value = arr, None, None
-        if _STACK:
+        if _STATE.stack:
             _note_local(self)
-
-    @property
-    def _value(self):
-        """The traced value (None for concrete tensors); a view is re-derived if its base was written since."""
-        base = self._base
-        if base is not None and self._stamp != base._stamp and self._trace is not None:
-            from ._views import sync_view
-
-            sync_view(self)
-        return self._val
-
-    @_value.setter
-    def _value(self, value):
-        self._val = value
 
     # --- construction ---------------------------------------------------------------------------
     @classmethod
@@ -100,20 +88,22 @@ class Tensor:
             array = np.asarray(array)
         if array.dtype not in _SUPPORTED_NP:
             array = array.astype(dtypes.from_numpy(array.dtype).np)
-        t._data, t._trace, t._val = array, None, None
-        if _STACK:
+        t._data, t._trace, t._value = array, None, None
+        if _STATE.stack:
             _note_local(t)
         return t
 
     @classmethod
     def _symbolic(cls, trace, value) -> "Tensor":
+        """A tensor of `trace` standing for the SSA `value` (for a view: its value when last synced,
+        see `Trace.lift`; the type never changes)."""
         t = object.__new__(Tensor)
-        t._data, t._trace, t._val = None, trace, value
+        t._data, t._trace, t._value = None, trace, value
         return t
 
     def _type(self) -> TensorType:
         if self._trace is not None:
-            return self._val.type
+            return self._value.type
         data = self._data
         return TensorType._trusted(data.shape, dtypes.from_numpy(data.dtype))  # numpy shapes are valid
 
@@ -125,7 +115,7 @@ class Tensor:
     # --- metadata -------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return _size_of(self._val.type.shape if self._trace is not None else self._data.shape)
+        return _size_of(self._value.type.shape if self._trace is not None else self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the length of dimension `dim`."""
@@ -137,11 +127,11 @@ class Tensor:
 
     @property
     def dtype(self) -> DType:
-        return self._val.type.dtype if self._trace is not None else dtypes.from_numpy(self._data.dtype)
+        return self._value.type.dtype if self._trace is not None else dtypes.from_numpy(self._data.dtype)
 
     @property
     def ndim(self) -> int:
-        return len(self._val.type.shape if self._trace is not None else self._data.shape)
+        return len(self._value.type.shape if self._trace is not None else self._data.shape)
 
     def dim(self) -> int:
         return self.ndim
@@ -168,35 +158,39 @@ class Tensor:
 
     # --- conversion to Python / numpy -----------------------------------------------------------
     def _concrete(self, what: str) -> np.ndarray:
+        """The value as a numpy array, for `what` (a conversion that needs one).
+
+        Concrete tensors return their storage. A traced tensor's value is computed on demand
+        when the outermost transform was called with concrete tensors (`Trace.concrete_array`);
+        under `tp.compile`, or for a value batched under vmap, that raises a TracingError naming
+        the transform. A concrete tensor written in place under an active trace is read through
+        that trace (its numpy storage is stale until the write-back).
+        """
         trace = self._trace
-        if trace is None and _STACK:
-            from ._views import shadowing_trace
-
-            trace = shadowing_trace(self)  # written in place under a trace: its numpy data is stale
         if trace is not None:
-            from ._trace import TracingError
-
-            raise TracingError(
-                f"{what} needs a concrete value, but this tensor of shape {tuple(self.shape)} is traced under "
-                f"{trace.transform}: Python control flow cannot depend on traced values. "
-                f"Use tp.where(cond, a, b) for data-dependent choices.")
+            return trace.concrete_array(self, what)
+        stack = _STATE.stack
+        if stack:
+            for tr in reversed(stack):
+                if tr.wrote_storage_of(self):
+                    return tr.concrete_array(self, what)
         return self._data
 
     def numpy(self) -> np.ndarray:
-        """The underlying numpy array (shares memory, as torch's .numpy() does)."""
-        return self._concrete(".numpy()")
+        """The underlying numpy array (shares memory, as torch's .numpy() does; a copy of the computed
+        value for a traced tensor)."""
+        arr = self._concrete(".numpy()")
+        return arr if arr is self._data else np.array(arr, copy=True)
 
     def __array__(self, dtype=None, copy=None):
         arr = self._concrete("np.asarray(tensor)")
+        if arr is not self._data:
+            arr = np.array(arr, copy=True)
         return arr.astype(dtype) if dtype is not None else arr
 
     def item(self):
-        """The value of a one-element tensor as a Python number."""
-        arr = self._concrete(".item()")
-        if arr.size != 1:
-            raise ValueError(f"item(): only one-element tensors can be converted to Python scalars, "
-                             f"got shape {tuple(arr.shape)}")
-        return arr.reshape(()).item()
+        """The value of a one-element tensor as a Python number (under a transform: a constant)."""
+        return self._item_for(".item()", ValueError)
 
     def tolist(self):
         return self._concrete(".tolist()").tolist()
@@ -219,10 +213,11 @@ class Tensor:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._item_for("operator.index(tensor)"))
 
-    def _item_for(self, what: str):
+    def _item_for(self, what: str, error=ValueError):
         arr = self._concrete(what)
         if arr.size != 1:
-            raise ValueError(f"{what}: only one-element tensors can be converted to Python scalars")
+            raise error(f"{what}: only one-element tensors can be converted to Python scalars, "
+                        f"got shape {tuple(arr.shape)}")
         return arr.reshape(()).item()
 
     def __iter__(self):
@@ -241,8 +236,10 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0 and self._trace is None:
-            return format(self.item(), spec)
+        if self.ndim == 0:
+            arr = _value_if_known(self)
+            if arr is not None:
+                return format(arr.reshape(()).item(), spec)
         return repr(self)
 
     def __reduce__(self):
@@ -255,11 +252,16 @@ def _rebuild(arr):
 
 def _note_local(t: Tensor) -> None:
     """Record a concrete tensor created while tracing as local to every active trace (see `_views.owner`)."""
-    for trace in _STACK:
+    for trace in _STATE.stack:
         trace.views.locals.add(id(t))
 
 
-from ._trace import _STACK  # noqa: E402  (the active traces; _trace imports this module lazily)
+def _value_if_known(t: Tensor) -> np.ndarray | None:
+    """`t`'s value when it can be had (concrete, or computable under a transform), else None."""
+    try:
+        return t._concrete("repr")
+    except TracingError:
+        return None
 
 
 _SUPPORTED_NP = {d.np for d in dtypes.ALL}

@@ -5,11 +5,22 @@ every op on them emits a node. Tensors from outside the trace (concrete
 tensors, or symbolic tensors of an enclosing trace) become *captured inputs*
 of the graph, supplied again at every call, so a model updated in place is seen
 as it is now. Random draws inside a trace read a fresh key per call through a
-`RandomKey` capture.
+`RandomKey` capture. The active traces are per thread (`tensorplay._state`).
 
 Running a graph (`call_graph`) either executes it (all inputs concrete) or, if
 some input belongs to an enclosing trace, inlines it there: that one rule is
 what makes transforms compose.
+
+**Concrete values on demand.** A trace entered by a plain transform (anything but
+`tp.compile` and `make_graph`) remembers where its inputs come from. When Python
+asks for a traced tensor's value (`bool`, `float`, `.item()`, `.numpy()`, `print`,
+`debug_unwrap`), `Trace.concrete_array` evaluates the nodes that produce it with the
+primitives' numpy impls, memoised per value, reading the inputs' values from the
+caller's tensors (or, for a nested transform, from the enclosing trace, recursively).
+Code that never asks pays nothing. The graph records the branch Python took, as JAX's
+`grad` does without `jit`. Under vmap a value that depends on the batched arguments has
+no single value, and under `tp.compile` no input has one: both raise a TracingError
+naming the transform.
 
 Views and in-place writes are functionalized while tracing (`tensorplay._views`):
 graphs are always functional, and the final values of arguments and captures
@@ -25,52 +36,82 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
-from tensorplay.ir.core import freeze_attr
+from tensorplay.ir.core import freeze_attr, inline
 from tensorplay.ir.passes.simplify import dce
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
+from ._layout import VIEW_PRIMS
+from ._state import STACK_VIEW, STATE, TracingError, leaked_tracer
+from ._tensor import Tensor
 
-_STACK: list["Trace"] = []
+__all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
+           "transform_stack", "current_trace"]
+
+_STACK = STACK_VIEW  # the running thread's active traces (truthy while tracing); read-only
 _levels = itertools.count(1)
 
+SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
+"""Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
-class TracingError(RuntimeError):
-    """A traced value was used where a concrete one is needed (Python control flow, .item(), ...)."""
+_VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
 
 def transform_stack() -> str:
     """The active transforms, outermost first: ``vmap(in_dims=0) > grad(argnums=0)``."""
-    return " > ".join(t.transform for t in _STACK)
+    return STATE.transform_stack()
 
 
 def current_trace() -> "Trace | None":
-    return _STACK[-1] if _STACK else None
+    """The innermost active trace of the running thread, or None."""
+    return STATE.top()
 
 
 class RandomKey:
-    """A capture source for one random draw of `count` elements: a fresh (seed, offset) key per call."""
+    """A capture source for one random draw of `count` elements: a fresh (seed, offset) key per call.
+
+    When the draw's value is asked for while tracing, the key is taken then (`pin`) and the
+    call uses that same key, so the printed value is the value computed.
+    """
 
     def __init__(self, count: int):
         self.count = count
+        self.pinned: np.ndarray | None = None
+
+    def pin(self) -> np.ndarray:
+        if self.pinned is None:
+            from . import random as _random
+
+            self.pinned = _random.default_generator.take_key(self.count)
+        return self.pinned
 
     def read(self) -> np.ndarray:
+        if self.pinned is not None:
+            return self.pinned
         from . import random as _random
 
         return _random.default_generator.take_key(self.count)
 
     def materialize(self):
         """The key as a tensor of the innermost active trace, or concrete at top level."""
-        trace = current_trace()
+        trace = STATE.top()
         if trace is None:
             return Tensor._wrap(self.read())
         return Tensor._symbolic(trace, trace.capture(self, TensorType((2,), dtypes.int64)))
 
 
-class Trace:
-    """One level of tracing: a graph under construction plus its captures."""
+class _NoValue(Exception):
+    """Raised inside concrete evaluation: an input has no value (the reason says why)."""
 
-    def __init__(self, transform: str = "trace", name: str = "f"):
+
+class Trace:
+    """One level of tracing: a graph under construction, its captures, and where its inputs come from.
+
+    `concrete`: the inputs have values (the transform was called on concrete tensors, or on
+    tensors of an enclosing trace that has them), so `concrete_array` can compute any value.
+    """
+
+    def __init__(self, transform: str = "trace", name: str = "f", *, concrete: bool = False):
         self.transform = transform
         self.level = next(_levels)
         self.builder = GraphBuilder(name)
@@ -79,27 +120,38 @@ class Trace:
         self.capture_sources: list[Any] = []
         self._capture_index: dict[int, Value] = {}
         self.active = False
+        self.concrete = concrete
+        self.capture_views = concrete     # views of outside storage are inputs (see _views.lift_outside)
+        self.batched = False              # some argument is a per-sample slice of a batch (vmap)
         self.views = _views.TraceViews()  # aliasing bookkeeping: arguments, proxies of outside storages
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
+        self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
+        self._known: dict[Value, np.ndarray] = {}
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
         self.active = True
-        _STACK.append(self)
+        STATE.push(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        assert _STACK[-1] is self, "trace stack corrupted"
-        _STACK.pop()
+        STATE.pop(self)
         self.active = False
 
     # --- values ---------------------------------------------------------------------------------
-    def new_arg(self, type: TensorType):
+    def new_arg(self, type: TensorType, source: Tensor | None = None, batched: bool = False):
+        """A new argument of the graph; `source` is the caller's tensor it stands for (its value)."""
         v = Value(type)
         self.arg_values.append(v)
         t = Tensor._symbolic(self, v)
         self.views.args.append(t)
+        if self.concrete:
+            if batched:
+                self.batched = True
+                self._sources[v] = _NoValue(f"and it is batched by {self.transform}: it has one value per sample")
+            elif source is not None:
+                self._sources[v] = source
         return t
 
     def capture(self, source: Any, type: TensorType) -> Value:
@@ -111,20 +163,27 @@ class Trace:
             self._capture_index[key] = v
             self.capture_values.append(v)
             self.capture_sources.append(source)
+            if self.concrete:
+                self._sources[v] = source
         return v
 
     def lift(self, t) -> Value:
         """The value of tensor `t` inside this trace (capturing its storage if it comes from outside)."""
         if t._trace is self:
-            return t._value
+            base = t._base
+            return t._value if base is None or t._stamp == base._stamp else _views.current_value(t)
         return _views.lift_outside(self, t)
 
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
-        vals = [t._value if t._trace is self else _views.lift_outside(self, t) for t in operands]  # self.lift
+        vals = [self.lift(t) for t in operands]
         out = Tensor._symbolic(self, self.builder.emit(prim, *vals, **attrs))
-        if prim.name not in _VIEW_PRIMS:
+        if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
+
+    def wrote_storage_of(self, t: Tensor) -> bool:
+        """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""
+        return self.views.wrote(t)
 
     def finish(self, outputs: Sequence) -> Graph:
         """The graph returning `outputs`, then the final value of every input written in place.
@@ -136,6 +195,88 @@ class Trace:
         self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
         graph = Graph(self.arg_values + self.capture_values, self.builder.nodes, outs + written, self.builder.name)
         return dce(graph)  # inlined transforms leave values they do not return (e.g. grad's primal output)
+
+    # --- concrete values on demand --------------------------------------------------------------
+    def concrete_array(self, t: Tensor, what: str) -> np.ndarray:
+        """The value of `t` (a tensor of this trace, or storage it shadows), computed on demand.
+
+        Raises TracingError naming the transforms when the value does not exist while tracing
+        (under `tp.compile`, or batched under vmap). The array is memoised: do not write into it.
+        """
+        trace = _views.owning_trace((t,))
+        if trace is None:
+            return t._data
+        if not trace.active:
+            raise leaked_tracer(what, trace.transform)
+        value = trace.lift(t)
+        try:
+            return trace._evaluate(value)
+        except _NoValue as e:
+            raise TracingError(
+                f"{what} needs a concrete value, but this tensor of shape {tuple(value.shape)} is traced under "
+                f"{transform_stack() or trace.transform}, {e}. Python control flow cannot depend on such values: "
+                f"use tp.where(cond, a, b) for data-dependent choices.") from None
+
+    def _evaluate(self, value: Value) -> np.ndarray:
+        """`value`'s array: the nodes producing it run with their numpy impls (memoised per value)."""
+        known = self._known
+        hit = known.get(value)
+        if hit is not None:
+            return hit
+        todo, pending, seen = [], [value], set()
+        while pending:  # the sub-graph not evaluated yet (iterative: graphs can be deep)
+            v = pending.pop()
+            if v in known or v in seen:
+                continue
+            seen.add(v)
+            node = v.node
+            if node is None:
+                known[v] = self._input_array(v)
+                continue
+            todo.append(node)
+            pending.extend(node.inputs)
+        todo.sort(key=lambda n: n.out.id)  # values are numbered in creation order: a topological order
+        for node in todo:
+            known[node.out] = node.prim.impl(*[known[x] for x in node.inputs], **node.attrs)
+        return known[value]
+
+    def _input_array(self, v: Value) -> np.ndarray:
+        """The value of graph input `v`: its caller tensor's (read through the enclosing traces)."""
+        source = self._sources.get(v)
+        if source is None:
+            raise _NoValue(f"which traces with symbolic inputs ({self.transform} has no values until it runs)")
+        if isinstance(source, _NoValue):
+            raise source
+        below = STATE.stack[:STATE.stack.index(self)] if self.active else []
+        if isinstance(source, RandomKey):
+            return self._random_key(source, below)
+        return _outside_array(source, below)
+
+    def _random_key(self, source: RandomKey, below: list) -> np.ndarray:
+        if self.batched:
+            raise _NoValue(f"and it depends on a random draw under {self.transform} (drawn per sample or not, "
+                           f"as randomness= says)")
+        if below:
+            outer = below[-1]
+            return outer._evaluate(outer.capture(source, TensorType((2,), dtypes.int64)))
+        for s in self.capture_sources:  # keys are taken in draw order, as an unobserved call takes them
+            if isinstance(s, RandomKey):
+                s.pin()
+            if s is source:
+                break
+        return source.pin()
+
+
+def _outside_array(t: Tensor, below: list) -> np.ndarray:
+    """The value of tensor `t` as seen by the traces `below` (outermost first), or its own storage."""
+    trace = _views.owner(t, below) if below else t._trace
+    if trace is None:
+        return t._data
+    if t._trace is None and not trace.views.wrote(t):
+        return t._data  # outside storage nobody below has written: its numpy data is current
+    if not trace.active:
+        raise leaked_tracer("", trace.transform)
+    return trace._evaluate(trace.lift(t))
 
 
 def _check(prim: Primitive, types, attrs) -> TensorType:
@@ -149,35 +290,42 @@ def _check(prim: Primitive, types, attrs) -> TensorType:
 
 
 def bind(name: str | Primitive, *operands, **attrs):
-    """Apply primitive `name` to tensors: eagerly via its impl, or by emitting into the top trace."""
+    """Apply primitive `name` to tensors: eagerly via its impl, or by emitting into the owning trace."""
     if isinstance(name, str):
         prim = REGISTRY.get(name) or get_primitive(name)
     else:
         prim = name
     if attrs:
         attrs = {k: freeze_attr(v) for k, v in attrs.items()}
-    trace = None
-    for t in operands:
-        tr = t._trace
-        if tr is not None and (trace is None or tr.level > trace.level):
-            trace = tr
-    if _STACK:  # outside tensors touched while tracing are read through the trace (captured), never baked in
-        trace = _views.owning_trace(operands, trace)
-    if trace is None and prim.random and _STACK:
-        trace = _STACK[-1]
-    if trace is not None:
-        if not trace.active:
-            raise TracingError(f"{prim.name}: a tensor traced under {trace.transform} escaped its transform and "
-                               f"was used after it finished (leaked tracer); return it from the function instead")
-        try:
-            return trace.emit(prim, operands, attrs)
-        except (TypeError, ValueError, IndexError) as e:
-            stack = transform_stack()
-            if stack and "(under " not in str(e):
-                raise type(e)(f"{e} (under {stack})") from None
-            raise
-    _check(prim, [t._type() for t in operands], attrs)
-    return _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
+    trace = _views.owning_trace(operands)
+    if trace is None and prim.random:
+        trace = STATE.top()
+    if trace is None:
+        _check(prim, [t._type() for t in operands], attrs)
+        return _views.eager_result(prim, attrs, operands, prim.impl(*(t._data for t in operands), **attrs))
+    if not trace.active:
+        raise leaked_tracer(prim.name, trace.transform)
+    if trace.capture_views and prim.name in _VIEWS_TAKEN_EAGERLY and _view_taken_eagerly(prim.name, operands[0]):
+        _check(prim, [operands[0]._type()], attrs)
+        out = _views.outside_view(prim, attrs, operands[0])
+        if out is not None:
+            return out
+    try:
+        return trace.emit(prim, operands, attrs)
+    except (TypeError, ValueError, IndexError) as e:
+        stack = transform_stack()
+        if stack and "(under " not in str(e):
+            raise type(e)(f"{e} (under {stack})") from None
+        raise
+
+
+def _view_taken_eagerly(name: str, t: Tensor) -> bool:
+    """Is a view step on outside concrete storage `t` taken eagerly? Slices are (their offsets stay
+    data: the view becomes a graph input when read), and so are further view steps of such views,
+    as long as no active trace has written the storage (its numpy data would be stale)."""
+    if t._trace is not None or (name != "slice" and t._base is None):
+        return False
+    return _views.shadowing_trace(t) is None
 
 
 # --- closed graphs: traced functions with their captures -----------------------------------------
@@ -211,12 +359,70 @@ class ClosedGraph:
         return len(self.graph.outputs) - len(self.mutated)
 
     def write_back(self, inputs: Sequence, outputs: Sequence, *, alias_outputs: bool = False) -> list:
-        """Store the in-place writes into the caller's `inputs`; return the function's own outputs.
+        """Apply the in-place writes the traced function made to its inputs; return its own outputs.
 
-        `inputs`: the tensors the graph ran on (arguments, then `capture_tensors()`); `outputs`:
-        all graph outputs. See `tensorplay._views.write_back`, which this calls.
+        This is the one place where the writes of a traced function reach the caller. Every
+        call site of a `ClosedGraph` (tp.compile, and each transform) calls it right after
+        running the graph::
+
+            inputs = arg_tensors + closed.capture_tensors()   # in graph-input order
+            outs = call_graph(graph, inputs)                  # all graph outputs
+            outs = closed.write_back(inputs, outs)
+            return closed.unflatten_outputs(outs)
+
+        - `inputs` are the caller's tensors in graph-input order (the flat tensor arguments,
+          then the captures); `outputs` are *all* graph outputs. The last
+          ``len(closed.mutated)`` of them are the final values of inputs
+          ``closed.mutated[i]``; each is stored into that input with eager in-place
+          semantics (numpy copy through views), or as an in-place write of the enclosing
+          trace when the caller's tensor is itself traced, which composes transforms.
+        - A transform that changes shapes must hand over values of the caller's shape: vmap
+          moves the batch axis of a written value to the argument's in_dim, and raises when a
+          value that depends on the batch is written into an unbatched input (a capture or an
+          in_dim=None argument). Mutated outputs are ordinary graph outputs, so a pass
+          transforms them like any other (AD passes treat them as auxiliary outputs).
+        - `alias_outputs=True` (for passes that keep output shapes, like tp.compile) returns
+          the caller's own tensor, or a view of it, for outputs that were an input or a view
+          of one, so ``out is x`` holds as in eager mode.
+
+        Raises RuntimeError, before anything is written, when a written input shares memory
+        with another input the graph reads: the graph could not have seen the write through
+        that alias. Returns the first ``len(outputs) - len(closed.mutated)`` outputs.
+
+        >>> import tensorplay as tp
+        >>> from tensorplay._trace import call_graph, trace_function
+        >>> x = tp.zeros(3)
+        >>> closed = trace_function(lambda x: x[1:].add_(1).sum(), (x,))
+        >>> closed.mutated, closed.num_outputs
+        ([0], 1)
+        >>> inputs = [x] + closed.capture_tensors()
+        >>> closed.write_back(inputs, call_graph(closed.graph, inputs))
+        [tensor(2.)]
+        >>> x
+        tensor([0., 1., 1.])
         """
-        return _views.write_back(self, inputs, outputs, alias_outputs=alias_outputs)
+        mutated = self.mutated
+        if len(outputs) != len(self.graph.outputs):
+            raise ValueError(f"write_back: expected all {len(self.graph.outputs)} outputs of @{self.graph.name} "
+                             f"(the function's own, then one per input written in place), got {len(outputs)}")
+        outputs = _views.own_outputs(outputs, inputs)
+        n = len(outputs) - len(mutated)
+        user = list(outputs[:n])
+        if mutated:
+            _views.check_no_aliased_writes(self, inputs, mutated)
+            for idx, value in zip(mutated, outputs[n:]):
+                target = inputs[idx]
+                if tuple(value.shape) != tuple(target.shape) or value.dtype is not target.dtype:
+                    raise ValueError(f"write_back: the value written into input {idx} has type "
+                                     f"{value.dtype.name}{list(value.shape)}, but the input is "
+                                     f"{target.dtype.name}{list(target.shape)}")
+                _views.store(target, value, "write-back")
+        if alias_outputs:
+            for k, alias in enumerate(self.output_aliases):
+                if alias is not None and k < n:
+                    idx, steps = alias
+                    user[k] = apply_steps(inputs[idx], steps)
+        return user
 
     def __str__(self) -> str:
         return str(self.graph)
@@ -241,6 +447,13 @@ class ClosedGraph:
         return _pytree.tree_unflatten(self.out_tree, leaves)
 
 
+def apply_steps(t: Tensor, steps) -> Tensor:
+    """`t` viewed through `steps` with tensor ops (eager views, or traced views of `t`)."""
+    for name, attrs in steps:
+        t = _views.make_diagonal(t, **attrs) if name == "diagonal" else bind(name, t, **attrs)
+    return t
+
+
 @dataclass(frozen=True)
 class _Static:
     value: Any
@@ -251,7 +464,9 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     """Trace `fn(*args, **kwargs)` into a ClosedGraph.
 
     Tensor leaves of the arguments become graph inputs (with `in_types[i]` when given, e.g. the
-    per-sample type under vmap); other leaves are passed to `fn` unchanged.
+    per-sample type under vmap); other leaves are passed to `fn` unchanged. Unless `transform`
+    is one of `SYMBOLIC_TRANSFORMS`, traced tensors have values on demand (see the module doc);
+    an argument given a type of another shape (a per-sample slice) has none.
     """
     kwargs = kwargs or {}
     leaves, in_tree = _pytree.tree_flatten((tuple(args), kwargs))
@@ -261,14 +476,17 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     fname = name or getattr(fn, "__name__", "f")
     if not fname.isidentifier():
         fname = "f"
-    with Trace(transform, fname) as trace:
+    concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
+    with Trace(transform, fname, concrete=concrete) as trace:
         traced_leaves = list(leaves)
         for k, i in enumerate(tensor_pos):
-            typ = in_types[k] if in_types is not None and in_types[k] is not None else leaves[i]._type()
-            traced_leaves[i] = trace.new_arg(typ)
-            lay = _views.outside_layout(leaves[i]) if typ.shape == tuple(leaves[i].shape) else None
+            leaf = leaves[i]
+            typ = in_types[k] if in_types is not None and in_types[k] is not None else leaf._type()
+            same_shape = typ.shape == tuple(leaf.shape)
+            traced_leaves[i] = arg = trace.new_arg(typ, leaf, batched=not same_shape)
+            lay = _views.outside_layout(leaf) if same_shape else None
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
-                trace.views.layouts[id(traced_leaves[i])] = lay
+                trace.views.layouts[id(arg)] = lay
         targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
         out = fn(*targs, **tkwargs)
         out_leaves, out_tree = _pytree.tree_flatten(out)
@@ -282,23 +500,12 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:
     """Run `graph` on tensors: inline it into the innermost trace that owns an input, else execute it."""
-    from tensorplay.ir.core import inline
-
-    trace = None
-    for t in inputs:
-        tr = t._trace
-        if tr is not None and (trace is None or tr.level > trace.level):
-            trace = tr
-    if _STACK:
-        trace = _views.owning_trace(inputs, trace)
+    trace = _views.owning_trace(inputs)
     if trace is None:
         from ._exec import execute
 
         return _views.own_outputs([Tensor._wrap(a) for a in execute(graph, [t._data for t in inputs])], inputs)
+    if not trace.active:
+        raise leaked_tracer(f"@{graph.name}", trace.transform)
     vals = [trace.lift(t) for t in inputs]
     return [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
-
-
-from ._tensor import Tensor  # noqa: E402  (bound last: _tensor imports this module at its end)
-
-_VIEW_PRIMS = _views.VIEW_PRIMS

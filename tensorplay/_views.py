@@ -38,191 +38,21 @@ helper that call sites use to store those values into the caller's tensors.
 from __future__ import annotations
 
 import itertools
-from math import prod
 from typing import Sequence
 
 import numpy as np
 
 from tensorplay.ir import TensorType, Value, dtypes
 
-from . import _trace as _tr
+from ._layout import (VIEW_PRIMS, Layout, array_layout, contiguous_strides, diagonal_eager, expand_steps,
+                      has_overlap, is_c_contiguous, layout_step, step_shape, through_expand, view_layout)
+from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
-
-VIEW_PRIMS = frozenset({"reshape", "transpose", "slice", "broadcast_in_dim", "stop_gradient"})
 
 _stamps = itertools.count(1)
 
 OVERLAP_MESSAGE = ("unsupported operation: more than one element of the written-to tensor refers to a single "
                    "memory location. Please clone() the tensor before performing the operation.")
-
-
-# === layouts: the strides a tensor would have, to decide whether a reshape is a view ========================
-Layout = tuple  # (shape, strides), strides in elements
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(tuple(shape)):
-        out.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(out))
-
-
-def is_c_contiguous(shape, strides) -> bool:
-    """numpy's (relaxed) C-contiguity: size-1 dims are ignored, empty arrays are contiguous."""
-    if 0 in shape:
-        return True
-    expected = 1
-    for d, s in zip(reversed(tuple(shape)), reversed(tuple(strides))):
-        if d != 1:
-            if s != expected:
-                return False
-            expected *= d
-    return True
-
-
-def reshape_strides(shape, strides, new_shape) -> tuple[int, ...] | None:
-    """Strides viewing (shape, strides) as `new_shape`, or None when a copy is needed.
-
-    A port of numpy's ``_attempt_nocopy_reshape`` (C order), so traced and eager
-    reshapes agree on view-or-copy.
-    """
-    shape, strides, new_shape = tuple(shape), tuple(strides), tuple(new_shape)
-    if shape == new_shape:
-        return strides
-    if prod(shape) == 0 or is_c_contiguous(shape, strides):
-        return contiguous_strides(new_shape)
-    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
-    odims, ostr = [d for d, _ in old], [s for _, s in old]
-    ndims, nstr = list(new_shape), [0] * len(new_shape)
-    oi, oj, ni, nj = 0, 1, 0, 1
-    while ni < len(ndims) and oi < len(odims):
-        np_, op = ndims[ni], odims[oi]
-        while np_ != op:
-            if np_ < op:
-                np_ *= ndims[nj]
-                nj += 1
-            else:
-                op *= odims[oj]
-                oj += 1
-        for ok in range(oi, oj - 1):
-            if ostr[ok] != odims[ok + 1] * ostr[ok + 1]:
-                return None
-        nstr[nj - 1] = ostr[oj - 1]
-        for nk in range(nj - 1, ni, -1):
-            nstr[nk - 1] = nstr[nk] * ndims[nk]
-        ni, nj = nj, nj + 1
-        oi, oj = oj, oj + 1
-    last = nstr[ni - 1] if ni >= 1 else 1
-    for nk in range(ni, len(ndims)):
-        nstr[nk] = last
-    return tuple(nstr)
-
-
-# --- macro view steps: views that no single primitive expresses ---------------------------------------
-def diagonal_steps(shape: tuple, attrs: dict) -> tuple:
-    """The primitive steps computing ``diagonal(offset, dim1, dim2)`` of a tensor of `shape`.
-
-    As values they are exact; as a view they are not always expressible (the flattening
-    reshape copies when the plane is strided), so the step keeps its own layout rule.
-    """
-    offset, a, b = attrs["offset"], attrs["dim1"], attrs["dim2"]
-    rest = [d for d in range(len(shape)) if d not in (a, b)]
-    perm = tuple(rest + [a, b])
-    n, m = shape[a], shape[b]
-    batch = tuple(shape[d] for d in rest)
-    rows = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
-    start = offset if offset >= 0 else -offset * m
-    stop = start + (rows - 1) * (m + 1) + 1 if rows else start
-    steps = []
-    if perm != tuple(range(len(shape))):
-        steps.append(("transpose", {"permutation": perm}))
-    steps.append(("reshape", {"shape": batch + (n * m,)}))
-    k = len(batch)
-    steps.append(("slice", {"start_indices": (0,) * k + (min(start, n * m),),
-                            "limit_indices": batch + (min(stop, n * m),),
-                            "strides": (1,) * k + (m + 1,)}))
-    return tuple(steps)
-
-
-def diagonal_layout(layout: Layout, attrs: dict) -> Layout:
-    shape, strides = layout
-    a, b = attrs["dim1"], attrs["dim2"]
-    out = step_shape(shape, "diagonal", attrs)
-    rest = [d for d in range(len(shape)) if d not in (a, b)]
-    return out, tuple(strides[d] for d in rest) + (strides[a] + strides[b],)
-
-
-def diagonal_eager(arr: np.ndarray, attrs: dict) -> np.ndarray:
-    """A writable numpy view of the diagonal (np.diagonal's own view is read-only)."""
-    offset, a, b = attrs["offset"], attrs["dim1"], attrs["dim2"]
-    d = np.diagonal(arr, offset, a, b)
-    key = [slice(None)] * arr.ndim
-    key[a] = slice(max(-offset, 0), None)
-    key[b] = slice(max(offset, 0), None)
-    return np.lib.stride_tricks.as_strided(arr[tuple(key)], shape=d.shape, strides=d.strides)
-
-
-MACROS = {"diagonal": diagonal_steps}  # name -> (shape, attrs) -> primitive steps
-
-
-def expand_steps(shape: tuple, steps) -> tuple:
-    """`steps` with every macro step replaced by its primitive steps."""
-    out = []
-    for name, attrs in steps:
-        if name in MACROS:
-            out.extend(MACROS[name](shape, attrs))
-        else:
-            out.append((name, attrs))
-        shape = step_shape(shape, name, attrs)
-    return tuple(out)
-
-
-def step_shape(shape: tuple, name: str, attrs: dict) -> tuple:
-    """The shape after one view step."""
-    if name == "diagonal":
-        for n, a in diagonal_steps(tuple(shape), attrs):
-            shape = step_shape(shape, n, a)
-        return tuple(shape)
-    if name in ("reshape", "broadcast_in_dim"):
-        return tuple(attrs["shape"])
-    if name == "transpose":
-        return tuple(shape[p] for p in attrs["permutation"])
-    if name == "slice":
-        return tuple(max(0, -(-(l - s) // k))
-                     for s, l, k in zip(attrs["start_indices"], attrs["limit_indices"], attrs["strides"]))
-    return tuple(shape)
-
-
-def layout_step(layout: Layout, name: str, attrs: dict) -> Layout | None:
-    """The layout after one view step (None: a reshape that has to copy)."""
-    shape, strides = layout
-    if name == "diagonal":
-        return diagonal_layout(layout, attrs)
-    out = step_shape(shape, name, attrs)
-    if name == "reshape":
-        st = reshape_strides(shape, strides, out)
-        return None if st is None else (out, st)
-    if name == "transpose":
-        return out, tuple(strides[p] for p in attrs["permutation"])
-    if name == "slice":
-        return out, tuple(s * k for s, k in zip(strides, attrs["strides"]))
-    if name == "broadcast_in_dim":
-        st = [0] * len(out)
-        for i, d in enumerate(attrs["broadcast_dimensions"]):
-            st[d] = strides[i] if shape[i] == out[d] else 0
-        return out, tuple(st)
-    return layout
-
-
-def has_overlap(layout: Layout) -> bool:
-    """Does some element of the layout alias another (an expanded dim)?"""
-    return any(s == 0 and d > 1 for d, s in zip(*layout))
-
-
-def array_layout(arr: np.ndarray) -> Layout:
-    item = arr.itemsize or 1
-    return tuple(arr.shape), tuple(s // item for s in arr.strides)
 
 
 def layout_of(trace, root: Tensor, steps=()) -> Layout:
@@ -231,11 +61,7 @@ def layout_of(trace, root: Tensor, steps=()) -> Layout:
     if lay is None:
         shape = tuple(root.shape)
         lay = (shape, contiguous_strides(shape))
-    for name, attrs in steps:
-        nxt = layout_step(lay, name, attrs)
-        lay = nxt if nxt is not None else (step_shape(lay[0], name, attrs),
-                                           contiguous_strides(step_shape(lay[0], name, attrs)))
-    return lay
+    return view_layout(lay, steps) if steps else lay
 
 
 def layout_key(t: Tensor):
@@ -266,16 +92,25 @@ class TraceViews:
         self.layouts: dict[int, Layout] = {}   # id(root) -> its layout when it is not C-contiguous
         self.derived: dict[int, tuple] = {}    # id(outside view) -> (view, proxy stamp, value)
 
+    def wrote(self, t: Tensor) -> bool:
+        """Has this trace written the (outside) storage of `t`?"""
+        base = t._base
+        proxy = self.proxies.get(id(t if base is None else base))
+        return proxy is not None and proxy._stamp != 0
 
-def owner(t: Tensor):
+
+# === ownership: which trace reads and writes a tensor's storage ===============================================
+def owner(t: Tensor, stack=None):
     """The trace that reads and writes `t`'s storage now, or None for plain eager storage.
 
-    That is the innermost active trace holding a proxy for the storage; else the trace
-    `t` belongs to; else, for a concrete tensor that existed before the innermost
-    trace started, that trace (it gets captured); else None (trace-local, eager).
+    That is the innermost trace of `stack` (default: the running thread's active traces)
+    holding a proxy for the storage; else the trace `t` belongs to; else, for a concrete
+    tensor that existed before the innermost trace started, that trace (it gets captured);
+    else None (trace-local, eager).
     """
     tr = t._trace
-    stack = _tr._STACK
+    if stack is None:
+        stack = STATE.stack
     if not stack:
         return tr
     base = t._base
@@ -291,13 +126,23 @@ def owner(t: Tensor):
     return None if key in inner.views.locals else inner
 
 
-def owning_trace(tensors: Sequence[Tensor], trace=None):
-    """The innermost of `trace` and the owners of `tensors` (where an op on them is emitted)."""
-    stack = _tr._STACK
-    top = stack[-1] if stack else None
+def owning_trace(tensors: Sequence[Tensor]):
+    """The innermost owner of `tensors`: where an op on them is emitted (None: run it eagerly).
+
+    This is the one trace-resolution loop; `bind`, `call_graph` and `store` all use it.
+    """
+    stack = STATE.stack
+    trace = None
+    if not stack:  # only tensors of finished traces (leaked tracers) can be traced here
+        for t in tensors:
+            tr = t._trace
+            if tr is not None and (trace is None or tr.level > trace.level):
+                trace = tr
+        return trace
+    top = stack[-1]
     for t in tensors:
         tr = t._trace
-        o = tr if tr is not None and tr is top else owner(t)  # a tensor of the innermost trace owns itself
+        o = tr if tr is top else owner(t, stack)  # a tensor of the innermost trace owns itself
         if o is not None and (trace is None or o.level > trace.level):
             trace = o
     return trace
@@ -305,11 +150,8 @@ def owning_trace(tensors: Sequence[Tensor], trace=None):
 
 def shadowing_trace(t: Tensor):
     """The active trace that wrote `t`'s (concrete) storage in place, making its numpy data stale."""
-    base = t._base
-    key = id(t if base is None else base)
-    for trace in reversed(_tr._STACK):
-        proxy = trace.views.proxies.get(key)
-        if proxy is not None and proxy._stamp:
+    for trace in reversed(STATE.stack):
+        if trace.views.wrote(t):
             return trace
     return None
 
@@ -341,42 +183,49 @@ def _proxy(trace, root: Tensor) -> Tensor:
 
 
 def lift_outside(trace, t: Tensor) -> Value:
-    """The value in `trace` of a tensor that `trace` does not own (through its storage's proxy)."""
+    """The value in `trace` of a tensor that `trace` does not own (through its storage's proxy).
+
+    A view of outside storage that this trace has not written is an input of its own (when
+    `trace.capture_views`): its offsets and strides are then data, not graph constants, so the
+    graph does not change with them. Once the storage is written, the view is re-derived from
+    the storage's proxy, as every other view is.
+    """
     tr = t._trace
     if tr is not None and not tr.active:
-        raise _tr.TracingError(f"a tensor traced under {tr.transform} escaped its transform and was used after it "
-                               f"finished (leaked tracer); return it from the function instead")
+        raise leaked_tracer("", tr.transform)
     base = t._base
-    root = t if base is None else base
-    proxy = _proxy(trace, root)
-    if root is t:
-        return proxy._value
-    hit = trace.views.derived.get(id(t))
-    if hit is not None and hit[0] is t and hit[1] == proxy._stamp:
+    if base is None:
+        return _proxy(trace, t)._value
+    views = trace.views
+    proxy = views.proxies.get(id(base))
+    stamp = 0 if proxy is None else proxy._stamp
+    hit = views.derived.get(id(t))
+    if hit is not None and hit[0] is t and hit[1] == stamp:
         return hit[2]
-    value = replay(trace.builder, proxy._value, t._steps)
-    trace.views.derived[id(t)] = (t, proxy._stamp, value)
+    if stamp == 0 and trace.capture_views:
+        value = trace.capture(t, t._type())
+    else:
+        if proxy is None:
+            proxy = _proxy(trace, base)
+        value = replay(trace.builder, proxy._value, t._steps)
+    views.derived[id(t)] = (t, stamp, value)
     return value
 
 
-def sync_view(t: Tensor) -> None:
-    """Re-derive the value of traced view `t` from its root, which was written since."""
-    root = t._base
-    t._val = replay(t._trace.builder, root._val, t._steps)
-    t._stamp = root._stamp
+def current_value(t: Tensor) -> Value:
+    """The value of `t` in its own trace now: a view is re-derived when its root was written since."""
+    base = t._base
+    if base is not None and t._stamp != base._stamp:
+        t._value = replay(t._trace.builder, base._value, t._steps)
+        t._stamp = base._stamp
+    return t._value
 
 
 def replay(builder, value: Value, steps) -> Value:
+    """`value` viewed through `steps` (macro steps expanded), as nodes of `builder`."""
     for name, attrs in expand_steps(value.shape, steps):
         value = builder.emit(name, value, **attrs)
     return value
-
-
-def apply_steps(t: Tensor, steps) -> Tensor:
-    """`t` viewed through `steps` with tensor ops (eager views, or traced views of `t`)."""
-    for name, attrs in steps:
-        t = make_diagonal(t, **attrs) if name == "diagonal" else _tr.bind(name, t, **attrs)
-    return t
 
 
 def make_diagonal(t: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
@@ -384,6 +233,8 @@ def make_diagonal(t: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
     attrs = {"offset": offset, "dim1": dim1, "dim2": dim2}
     trace = owner(t)
     if trace is None:
+        if t._trace is not None:
+            raise leaked_tracer("diagonal", t._trace.transform)
         out = Tensor._wrap(diagonal_eager(t._data, attrs))
         base = t._base
         out._base = t if base is None else base
@@ -418,6 +269,16 @@ def eager_result(prim, attrs: dict, operands: Sequence[Tensor], out: np.ndarray)
     return Tensor._wrap(out)
 
 
+def outside_view(prim, attrs: dict, src: Tensor) -> Tensor | None:
+    """A view primitive applied to outside concrete storage, taken eagerly (a numpy view with its
+    `_base` and steps), or None when it is not a view (a reshape that copies) and must be traced.
+
+    Taking it eagerly keeps its offsets out of the graph: the view becomes an input when read.
+    """
+    out = eager_result(prim, attrs, (src,), prim.impl(src._data, **attrs))
+    return out if out._base is not None else None
+
+
 def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) -> Tensor:
     """Record `out` (just emitted) as a view of its operand's root when `prim` is a view primitive."""
     name = prim.name
@@ -425,12 +286,7 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
         return out
     src = operands[0]
     trace = out._trace
-    base = src._base
-    if src._trace is trace:
-        root = src if base is None else base
-    else:
-        root = trace.views.proxies[id(src if base is None else base)]
-    steps = src._steps
+    root, steps = _root_and_steps(trace, src)
     if name == "reshape" and (steps or id(root) in trace.views.layouts) and \
             layout_step(layout_of(trace, root, steps), name, attrs) is None:
         return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
@@ -441,7 +297,13 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
 
 
 def is_view_of(view: Tensor, t: Tensor) -> bool:
-    """Is `view` (derived from `t` by view ops) sharing `t`'s storage?"""
+    """Is `view` (derived from `t` by view ops) sharing `t`'s storage?
+
+    >>> import tensorplay as tp
+    >>> x = tp.zeros(2, 3)
+    >>> is_view_of(x[1], x), is_view_of(x[1] + 0, x)
+    (True, False)
+    """
     if view is t:
         return True
     root = view._base
@@ -464,6 +326,7 @@ def is_contiguous(t: Tensor) -> bool:
 
 
 def _root_and_steps(trace, t: Tensor):
+    """(root in `trace`, view steps from it) of a tensor that `trace` owns."""
     base = t._base
     if t._trace is trace:
         return (t if base is None else base), t._steps
@@ -473,42 +336,23 @@ def _root_and_steps(trace, t: Tensor):
 # === writing ==================================================================================================
 def store(target: Tensor, value: Tensor, op: str) -> Tensor:
     """Write `value` (same shape and dtype) into `target`'s storage; every view of it sees the write."""
-    trace = owner(target)
-    vt = owner(value)
-    if vt is not None and (trace is None or vt.level > trace.level):
-        trace = vt
+    trace = owning_trace((target, value))
     if trace is None:
-        if target._trace is not None or value._trace is not None:
-            raise _tr.TracingError(f"{op}: a tensor traced under {(target._trace or value._trace).transform} "
-                                   f"escaped its transform and was used after it finished (leaked tracer)")
         _eager_store(target, value._data, op)
         return target
     if not trace.active:
-        raise _tr.TracingError(f"{op}: a tensor traced under {trace.transform} escaped its transform and was used "
-                               f"after it finished (leaked tracer)")
+        raise leaked_tracer(op, trace.transform)
     root, steps = _root_and_steps(trace, target)
-    if has_overlap(layout_of(trace, root, steps)) or _through_expand(trace, root, steps):
+    base_layout = layout_of(trace, root)
+    if has_overlap(view_layout(base_layout, steps)) or through_expand(base_layout, steps):
         raise RuntimeError(f"{op}: {OVERLAP_MESSAGE}")
     new = trace.lift(value)
     root._value = scatter(trace.builder, root._value, steps, new)
     root._stamp = next(_stamps)
     if target is not root and target._trace is trace:
-        target._val = new
+        target._value = new
         target._stamp = root._stamp
     return target
-
-
-def _through_expand(trace, root: Tensor, steps) -> bool:
-    """Is the view taken through an expand that repeats elements? Eagerly such views are read-only
-    (numpy marks every view of a broadcast read-only), so traced writes into them fail the same way."""
-    lay = layout_of(trace, root)
-    for name, attrs in steps:
-        nxt = layout_step(lay, name, attrs)
-        if name == "broadcast_in_dim" and has_overlap(nxt):
-            return True
-        lay = nxt if nxt is not None else (step_shape(lay[0], name, attrs),
-                                           contiguous_strides(step_shape(lay[0], name, attrs)))
-    return False
 
 
 def _eager_store(target: Tensor, src: np.ndarray, op: str) -> None:
@@ -643,74 +487,6 @@ def finish_writes(trace, outputs: Sequence[Tensor]) -> tuple[list[int], list[Val
     return [i for i, _ in written], [v for _, v in written], aliases
 
 
-def write_back(closed, inputs: Sequence[Tensor], outputs: Sequence[Tensor], *,
-               alias_outputs: bool = False) -> list[Tensor]:
-    """Apply the in-place writes a traced function made to its inputs; return the function's own outputs.
-
-    This is the one place where the writes of a traced function reach the caller. Every
-    call site of a `ClosedGraph` (tp.compile, and each transform) calls it right after
-    running the graph::
-
-        inputs = arg_tensors + closed.capture_tensors()   # in graph-input order
-        outs = call_graph(graph, inputs)                  # all graph outputs
-        outs = closed.write_back(inputs, outs)            # == write_back(closed, inputs, outs)
-        return closed.unflatten_outputs(outs)
-
-    - `inputs` are the caller's tensors in graph-input order (the flat tensor arguments,
-      then the captures); `outputs` are *all* graph outputs. The last
-      ``len(closed.mutated)`` of them are the final values of inputs
-      ``closed.mutated[i]``; each is stored into that input with eager in-place
-      semantics (numpy copy through views), or as an in-place write of the enclosing
-      trace when the caller's tensor is itself traced, which composes transforms.
-    - A transform that changes shapes must hand over values of the caller's shape: vmap
-      moves the batch axis of a written value to the argument's in_dim, and raises when a
-      value that depends on the batch is written into an unbatched input (a capture or an
-      in_dim=None argument). Mutated outputs are ordinary graph outputs, so a pass
-      transforms them like any other (AD passes treat them as auxiliary outputs).
-    - `alias_outputs=True` (for passes that keep output shapes, like tp.compile) returns
-      the caller's own tensor, or a view of it, for outputs that were an input or a view
-      of one, so ``out is x`` holds as in eager mode.
-
-    Raises RuntimeError, before anything is written, when a written input shares memory
-    with another input the graph reads: the graph could not have seen the write through
-    that alias. Returns the first ``len(outputs) - len(closed.mutated)`` outputs.
-
-    >>> import tensorplay as tp
-    >>> from tensorplay._trace import call_graph, trace_function
-    >>> x = tp.zeros(3)
-    >>> closed = trace_function(lambda x: x[1:].add_(1).sum(), (x,))
-    >>> closed.mutated, closed.num_outputs
-    ([0], 1)
-    >>> inputs = [x] + closed.capture_tensors()
-    >>> closed.write_back(inputs, call_graph(closed.graph, inputs))
-    [tensor(2.)]
-    >>> x
-    tensor([0., 1., 1.])
-    """
-    mutated = list(getattr(closed, "mutated", ()) or ())
-    if len(outputs) != len(closed.graph.outputs):
-        raise ValueError(f"write_back: expected all {len(closed.graph.outputs)} outputs of @{closed.graph.name} "
-                         f"(the function's own, then one per input written in place), got {len(outputs)}")
-    outputs = own_outputs(outputs, inputs)
-    n = len(outputs) - len(mutated)
-    user = list(outputs[:n])
-    if mutated:
-        _check_no_aliased_writes(closed, inputs, mutated)
-        for idx, value in zip(mutated, outputs[n:]):
-            target = inputs[idx]
-            if tuple(value.shape) != tuple(target.shape) or value.dtype is not target.dtype:
-                raise ValueError(f"write_back: the value written into input {idx} has type "
-                                 f"{value.dtype.name}{list(value.shape)}, but the input is "
-                                 f"{target.dtype.name}{list(target.shape)}")
-            store(target, value, "write-back")
-    if alias_outputs:
-        for k, alias in enumerate(getattr(closed, "output_aliases", ()) or ()):
-            if alias is not None and k < n:
-                idx, steps = alias
-                user[k] = apply_steps(inputs[idx], steps)
-    return user
-
-
 def own_outputs(outputs: Sequence[Tensor], inputs: Sequence[Tensor]) -> list[Tensor]:
     """`outputs` of an executed graph, copied where they share memory with an input array.
 
@@ -726,7 +502,13 @@ def own_outputs(outputs: Sequence[Tensor], inputs: Sequence[Tensor]) -> list[Ten
     return out
 
 
-def _check_no_aliased_writes(closed, inputs: Sequence[Tensor], mutated: list[int]) -> None:
+def check_no_aliased_writes(closed, inputs: Sequence[Tensor], mutated: list[int]) -> None:
+    """Raise, before anything is written, when an input written in place shares memory with another
+    input that the graph reads: the graph could not have seen the write through that alias.
+
+    Two captures of one storage (the storage and a view of it, see `lift_outside`) are exempt:
+    the trace itself kept them consistent.
+    """
     graph = closed.graph
     read = getattr(closed, "_read_inputs", None)
     if read is None:  # which inputs the graph reads (computed once per ClosedGraph)
@@ -740,6 +522,8 @@ def _check_no_aliased_writes(closed, inputs: Sequence[Tensor], mutated: list[int
     for i in mutated:
         for j, other in enumerate(inputs):
             if j == i or not (j in mutated or j in read):
+                continue
+            if i >= n_args and j >= n_args and _same_root(inputs[i], other):
                 continue
             if _may_alias(inputs[i], other):
                 raise RuntimeError(
@@ -758,3 +542,9 @@ def _may_alias(a: Tensor, b: Tensor) -> bool:
         return (a if a._base is None else a._base) is (b if b._base is None else b._base)
     return False
 
+
+
+def _same_root(a, b) -> bool:
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return False
+    return (a if a._base is None else a._base) is (b if b._base is None else b._base)

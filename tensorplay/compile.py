@@ -75,7 +75,7 @@ class CompiledFunction:
         """(key, tensor leaves, all concrete): the cache key of a call, in one walk over the arguments.
 
         The key is the preorder sequence of the argument tree -- containers as (type, arity) or
-        (dict, sorted keys), tensors as (shape, dtype, layout), other leaves as (type, value) --
+        (dict type, keys in insertion order), tensors as (shape, dtype, layout), other leaves as (type, value) --
         which determines the tree structure and every leaf's signature, as `tree_flatten` would.
         """
         key: list = []
@@ -99,10 +99,9 @@ class CompiledFunction:
                 for c in x:
                     go(c)
             elif cls is dict:
-                keys = tuple(sorted(x, key=_pytree._key_order))
-                push((dict, keys))
-                for k in keys:
-                    go(x[k])
+                push((dict, tuple(x)))  # insertion order, as `tree_flatten`: {a, b} and {b, a} are two entries
+                for c in x.values():
+                    go(c)
             elif x is None:
                 push(None)
             elif isinstance(x, Tensor):
@@ -117,10 +116,9 @@ class CompiledFunction:
                 push((list, len(x)))
                 for c in x:
                     go(c)
-            elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: a dict, as `tree_flatten` has it
-                keys = tuple(sorted(x, key=_pytree._key_order))
-                push((dict, keys))
-                for k in keys:
+            elif isinstance(x, dict):  # OrderedDict, defaultdict, ...: their container, as `tree_flatten` has it
+                push((_pytree.dict_container(x), tuple(x)))
+                for k in x:
                     go(x[k])
             else:
                 try:

@@ -1,4 +1,4 @@
-"""Reverse mode: transposing linear graphs, and VJP = linearize + transpose.
+"""Reverse mode: transposing linear graphs (VJP = linearize + transpose is `ir.passes.reverse`).
 
 Design choice: reverse mode is built as JAX builds it -- JVP, then partial
 evaluation into a primal graph and a linear tangent graph
@@ -30,14 +30,12 @@ cotangent are skipped). A ``None`` in the result is a zero cotangent.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
-from ..core import Graph, GraphBuilder, Value, inline
+from ..core import Graph, GraphBuilder, Value
 from ..primitive import UndefinedPrimal
-from .partial_eval import linearize
 
-__all__ = ["transpose", "VJPGraphs", "vjp", "grad_graph", "is_undefined"]
+__all__ = ["transpose", "is_undefined"]
 
 
 def is_undefined(x) -> bool:
@@ -112,61 +110,3 @@ def transpose(graph: Graph, linear: Sequence[bool], with_cotangent: Sequence[boo
         for v, cv in zip(n.inputs, cts):
             accumulate(v, cv)
     return b.build([ct[v] if v in ct else b.zeros_like(v) for v, lin in zip(graph.inputs, linear) if lin])
-
-
-@dataclass
-class VJPGraphs:
-    """Reverse mode for a graph, as two ordinary graphs.
-
-    - `forward`: the inputs -> (*outputs, *residuals);
-    - `backward`: (*residuals, *one cotangent per output) -> one cotangent per `wrt` input;
-    - ``zero_outputs[k]``: the `k`-th output (with a cotangent) does not depend on the `wrt` inputs.
-    """
-
-    forward: Graph
-    backward: Graph
-    num_residuals: int
-    zero_outputs: list[bool]
-
-
-def vjp(graph: Graph, wrt: Sequence[bool], with_cotangent: Sequence[bool] | None = None) -> VJPGraphs:
-    """Linearize `graph` with respect to the inputs flagged in `wrt`, then transpose the linear part.
-
-    With `with_cotangent`, only the flagged outputs take a cotangent in `backward`.
-
-    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
-    >>> v = vjp(b.build([b.sin(x)]), [True])
-    >>> [n.prim.name for n in v.forward.nodes], [n.prim.name for n in v.backward.nodes]
-    (['sin', 'cos'], ['mul'])
-    """
-    lin = linearize(graph, wrt, with_cotangent)
-    back = transpose(lin.linear, [False] * lin.num_residuals + [True] * (len(lin.linear.inputs) - lin.num_residuals))
-    return VJPGraphs(lin.primal, back, lin.num_residuals, lin.zero_outputs)
-
-
-def grad_graph(graph: Graph, wrt: Sequence[bool], seeds: Sequence[float | None]) -> Graph:
-    """One graph computing outputs and gradients: ``inputs -> (*outputs, *cotangents of the wrt inputs)``.
-
-    The backward pass starts from the constant cotangent ``seeds[k]`` (a Python number filling
-    the output's shape) for output `k`, and from zero where the seed is None -- `grad` seeds
-    its scalar output with 1 and its auxiliary outputs with None.
-
-    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
-    >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32))
-    >>> g = grad_graph(b.build([b.sin(x)]), [True], [1.0])
-    >>> [n.prim.name for n in g.nodes]
-    ['sin', 'cos', 'full', 'mul']
-    """
-    seeded = [s is not None for s in seeds]
-    lin = linearize(graph, wrt, seeded)
-    n_tan = len(lin.linear.inputs) - lin.num_residuals
-    back = transpose(lin.linear, [False] * lin.num_residuals + [True] * n_tan)
-    b = GraphBuilder(graph.name + "_grad")
-    # the primal graph is this call's own intermediate: its nodes start the new graph as they are
-    b.inputs, b.nodes = list(lin.primal.inputs), list(lin.primal.nodes)
-    fwd = lin.primal.outputs
-    outs, res = fwd[:len(graph.outputs)], fwd[len(graph.outputs):]
-    cts = [b.const(s, o.shape, o.dtype) for s, o in zip(seeds, outs) if s is not None]
-    grads = inline(b, back, res + cts)
-    return b.build(outs + grads)

@@ -9,23 +9,30 @@ the arguments belong to an enclosing trace, inlines it there. That is how the tr
 ``tp.compile``. Tensors the function closes over (captures) are constants to the transform.
 
 `jacrev` and `jacfwd` are traced as one graph: the VJP (or linearized JVP) applied to a whole
-basis of cotangents (tangents) at once, mapped with `vmap` when it is available.
+basis of cotangents (tangents) at once, mapped with `vmap`; the one-hot basis is built inside
+that graph (iota and compare), never passed in as a dense identity.
+
+Every pass pipeline is cached (`_pipeline`): keyed by the traced graph's structure and the
+transform's parameters, so a repeated call only traces and looks up. A call of a transform
+chain (``jacrev(f)``, ``hessian(f)``, ``jacfwd(jacrev(f))``, ...) with concrete tensors traces
+the user's function and runs one cached executable for the whole chain.
 """
 from __future__ import annotations
 
-import importlib.util
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from tensorplay.ir import Graph
+from tensorplay.ir import Graph, dtypes
 from tensorplay.ir.passes.jvp import jvp as jvp_pass
-from tensorplay.ir.passes.partial_eval import linearize as linearize_pass, prune_residuals
+from tensorplay.ir.passes.reverse import grad_graph, split
 from tensorplay.ir.passes.simplify import simplify
-from tensorplay.ir.passes.transpose import grad_graph, transpose as transpose_pass
+from tensorplay.ir.primitive import get_primitive
 
 from .. import _pytree
 from .._tensor import Tensor
-from .._trace import ClosedGraph, call_graph, trace_function
+from .._trace import _STACK, ClosedGraph, call_graph, current_trace, trace_function
+from . import _pipeline
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
 
@@ -94,6 +101,11 @@ class _Traced:
     def main_outputs(self) -> list:
         return self.graph.outputs[:self.num_main]
 
+    def pipeline_key(self, argnums: Sequence[int]) -> tuple:
+        """What a pass pipeline's result depends on: the graph's structure, the differentiated
+        inputs and how many outputs are the main result."""
+        return (self.graph.structural_key(), tuple(self.wrt(argnums)), self.num_main)
+
 
 def _trace(func: Callable, args: tuple, kwargs: dict, transform: str, has_aux: bool,
            argnums: Sequence[int]) -> _Traced:
@@ -118,13 +130,7 @@ def _trace(func: Callable, args: tuple, kwargs: dict, transform: str, has_aux: b
         arg_inputs.append(idx)
 
     def split_aux(*a, **kw):
-        out = func(*a, **kw)
-        if not has_aux:
-            return out, None
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise TypeError(f"{transform}: has_aux=True requires func to return a pair (output, aux), "
-                            f"but it returned {_describe(out)}")
-        return tuple(out)
+        return _call_with_aux(func, a, kw, has_aux, transform)
 
     closed = trace_function(split_aux, tuple(args), kwargs, transform=transform,
                             name=getattr(func, "__name__", None))
@@ -156,9 +162,16 @@ def _input_order(tr: _Traced, argnums: Sequence[int], flat: Sequence[Tensor]) ->
     return [t for _, t in sorted(keyed, key=lambda kt: kt[0])]
 
 
+_GRAD = _pipeline.LRU("grad")
+_VJP = _pipeline.LRU("vjp")
+_LINEARIZE = _pipeline.LRU("linearize")
+_JVP = _pipeline.LRU("jvp")
+_ONE_GRAPH = _pipeline.LRU("jacobian")
+
+
 def _run(graph: Graph, inputs: Sequence[Tensor]) -> list:
-    """Simplify `graph` and execute it (or inline it into the trace owning an input)."""
-    return call_graph(simplify(graph), list(inputs))
+    """Simplify `graph` (once per structure) and execute it (or inline it into the trace owning an input)."""
+    return call_graph(_pipeline.memo(_ONE_GRAPH, graph.structural_key(), lambda: simplify(graph)), list(inputs))
 
 
 def _pick(results: list, argnums) -> Any:
@@ -184,9 +197,10 @@ def _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs):
     if not out.dtype.is_floating_point:
         raise TypeError(f"{transform}: func returned a tensor of dtype {out.dtype.name}; only floating point "
                         f"outputs can be differentiated")
-    seeds = [1.0] + [None] * (len(tr.graph.outputs) - 1)
-    outs = _run(grad_graph(tr.graph, tr.wrt(nums), seeds), tr.inputs)
     n_out = len(tr.graph.outputs)
+    seeds = [1.0] + [None] * (n_out - 1)
+    graph = _pipeline.memo(_GRAD, tr.pipeline_key(nums), lambda: grad_graph(tr.graph, tr.wrt(nums), seeds, simplified=True))
+    outs = call_graph(graph, tr.inputs)
     grads = _pick(_unflatten_args(tr, outs[n_out:], nums), argnums)
     value, aux = tr.split_outputs(outs[:n_out])
     return grads, value, aux
@@ -205,11 +219,12 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     """
     transform = f"grad_and_value({_argnums_str(argnums)})"
 
-    def wrapper(*args, **kwargs):
+    def call(*args, **kwargs):
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
         return (grads, (value, aux)) if has_aux else (grads, value)
 
-    return _wraps(wrapper, func, "grad_and_value")
+    return _transform(call, func, "grad_and_value", ("grad_and_value", argnums, has_aux), transform,
+                      lambda g: grad_and_value(g, argnums, has_aux))
 
 
 def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -230,11 +245,11 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """
     transform = f"grad({_argnums_str(argnums)})"
 
-    def wrapper(*args, **kwargs):
+    def call(*args, **kwargs):
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
         return (grads, aux) if has_aux else grads
 
-    return _wraps(wrapper, func, "grad")
+    return _transform(call, func, "grad", ("grad", argnums, has_aux), transform, lambda g: grad(g, argnums, has_aux))
 
 
 def _wraps(wrapper, func, what: str):
@@ -242,6 +257,21 @@ def _wraps(wrapper, func, what: str):
     wrapper.__qualname__ = wrapper.__name__
     wrapper.__doc__ = getattr(func, "__doc__", None)
     wrapper.__wrapped__ = func
+    return wrapper
+
+
+def _transform(call: Callable, func: Callable, what: str, key: tuple, name: str,
+               apply: Callable[[Callable], Callable]) -> Callable:
+    """The public wrapper of a same-argument transform: `call` under an enclosing trace; at top
+    level, the whole chain of such transforms through the pipeline cache (`_pipeline.call_outermost`)."""
+    def wrapper(*args, **kwargs):
+        if _STACK:
+            return call(*args, **kwargs)
+        return _pipeline.call_outermost(wrapper, args, kwargs, call)
+
+    _wraps(wrapper, func, what)
+    wrapper._tp_transform = _pipeline.Transform(key, name, func, apply)
+    wrapper._tp_chain = _pipeline.transform_chain(wrapper)
     return wrapper
 
 
@@ -268,19 +298,13 @@ def _vjp_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, trans
     """(output, vjp_fn, aux): the forward pass runs now, `vjp_fn(cotangents)` runs the backward graph."""
     tr = _trace(func, args, kwargs, transform, has_aux, argnums)
     _check_tensor_output(tr, "func must return tensors")
-    n_main = tr.num_main
-    lin = linearize_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
-    back = transpose_pass(lin.linear, [False] * lin.num_residuals + [True] * (len(lin.linear.inputs)
-                                                                            - lin.num_residuals))
-    primal = simplify(lin.primal)
-    forward, back, n_res = prune_residuals(primal, simplify(back), lin.num_residuals)
-    if forward is not primal:  # simplified already, unless pruning the residuals left dead nodes
-        forward = simplify(forward)
-    outs = call_graph(forward, tr.inputs)
+    parts = _split(tr, argnums, transposed=True)
+    back = parts.second
+    outs = call_graph(parts.forward, tr.inputs)
     n_out = len(tr.graph.outputs)
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])
-    main_leaves = outs[:n_main]
+    main_leaves = outs[:tr.num_main]
 
     def vjp_fn(cotangents):
         cts = _check_like(transform, "cotangents", cotangents, main_leaves, tr.main_tree, "output")
@@ -339,12 +363,17 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
     p_leaves = [x for x in _pytree.tree_flatten(primals)[0]]
     t_flat = _check_like(transform, "tangents", tangents, p_leaves, _pytree.tree_flatten(primals)[1], "primals")
     n_main = tr.num_main
-    j = jvp_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
-    if strict and any(j.zero_outputs):
-        k = j.zero_outputs.index(True)
+
+    def build():
+        j = jvp_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
+        return simplify(j.graph), j.zero_outputs
+
+    graph, zero_outputs = _pipeline.memo(_JVP, tr.pipeline_key(argnums), build)
+    if strict and any(zero_outputs):
+        k = zero_outputs.index(True)
         raise RuntimeError(f"{transform}(strict=True): output {k} does not depend on the primals, so its "
                            f"tangent is identically zero")
-    outs = _run(j.graph, tr.inputs + t_flat)
+    outs = call_graph(graph, tr.inputs + t_flat)
     n_out = len(tr.graph.outputs)
     output, aux = tr.split_outputs(outs[:n_out])
     tangent_out = _pytree.tree_unflatten(tr.main_tree, _with_static(tr, outs[n_out:]))
@@ -364,13 +393,9 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
     _check_tensor_output(tr, "func must return tensors")
     if not allow_random:
         _reject_random(tr)
-    n_main = tr.num_main
-    lin = linearize_pass(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))])
-    simple = simplify(lin.primal)
-    primal, linear, _ = prune_residuals(simple, simplify(lin.linear), lin.num_residuals)
-    if primal is not simple:  # simplified already, unless pruning the residuals left dead nodes
-        primal = simplify(primal)
-    outs = call_graph(primal, tr.inputs)
+    parts = _split(tr, argnums, transposed=False)
+    linear = parts.second
+    outs = call_graph(parts.forward, tr.inputs)
     n_out = len(tr.graph.outputs)
     residuals = outs[n_out:]
     output, aux = tr.split_outputs(outs[:n_out])
@@ -385,11 +410,20 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
     return output, jvp_fn, aux
 
 
+def _split(tr: _Traced, argnums: Sequence[int], transposed: bool):
+    """The reverse-mode split of the traced graph (`ir.passes.reverse.split`), once per structure."""
+    n_main = tr.num_main
+    return _pipeline.memo(_VJP if transposed else _LINEARIZE, tr.pipeline_key(argnums),
+                          lambda: split(tr.graph, tr.wrt(argnums), [k < n_main for k in range(len(tr.graph.outputs))],
+                                        transposed=transposed))
+
+
 def linearize(func: Callable, *primals):
     """Evaluates `func` at `primals` and returns ``(output, jvp_fn)``, its linear approximation there.
 
     The primal computation runs once, here, and its residuals are kept; each
-    ``jvp_fn(*tangents)`` (tangents shaped like `primals`) runs only the linear tangent graph.
+    ``jvp_fn(*tangents)`` (tangents shaped like `primals`) runs only the linear tangent graph,
+    one executable compiled once per structure of the linearized function.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import linearize
@@ -402,38 +436,29 @@ def linearize(func: Callable, *primals):
 
 
 # --- Jacobians -------------------------------------------------------------------------------------
-def _vmap_available() -> bool:
-    try:
-        return importlib.util.find_spec("tensorplay.func._vmap") is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _map_basis(fn: Callable, basis: list, chunk_size, randomness: str = "same") -> Any:
-    """``fn`` applied to every row of the stacked `basis` (a list of tensors with a common leading size),
-    results stacked along a new leading axis: `vmap` when it exists, else one traced call per row."""
-    if _vmap_available():
-        from ._vmap import vmap
+    """``fn`` applied to every row of the stacked `basis` (tensors with a common leading size), results
+    stacked along a new leading axis (`vmap`)."""
+    from ._vmap import vmap
 
-        return vmap(lambda *b: fn(*b), in_dims=0, out_dims=0, randomness=randomness, chunk_size=chunk_size)(*basis)
-    from .. import ops
-
-    n = basis[0].shape[0]
-    rows = [fn(*(b[i] for b in basis)) for i in range(n)]
-    leaves = [_pytree.tree_flatten(r) for r in rows]
-    stacked = [ops.shape.stack([lv[0][k] for lv in leaves]) for k in range(len(leaves[0][0]))]
-    return _pytree.tree_unflatten(leaves[0][1], stacked)
+    return vmap(fn, in_dims=0, out_dims=0, randomness=randomness, chunk_size=chunk_size)(*basis)
 
 
-def _eye_columns(n: int, start: int, like_shape, dtype) -> Tensor:
-    """Rows of the n x n identity restricted to columns [start, start + size), shaped (n, *like_shape)."""
-    from .. import ops
+def _basis(n: int, start: int, like_shape, dtype) -> Tensor:
+    """Rows of the n x n identity restricted to columns [start, start + size), shaped (n, *like_shape),
+    computed inside the active trace from iotas (never a dense constant input)."""
+    size = math.prod(like_shape)
+    trace = current_trace()
 
-    size = 1
-    for d in like_shape:
-        size *= d
-    eye = ops.creation.eye(n, dtype=dtype)
-    return eye[:, start:start + size].reshape((n,) + tuple(like_shape))
+    def emit(name, *operands, **attrs):
+        return trace.emit(get_primitive(name), operands, attrs)
+
+    rows = emit("iota", shape=(n, size), dtype=dtypes.int64, dimension=0)
+    cols = emit("iota", shape=(n, size), dtype=dtypes.int64, dimension=1)
+    if start:
+        cols = emit("add", cols, emit("full", shape=(n, size), dtype=dtypes.int64, value=start))
+    hot = emit("convert_element_type", emit("eq", rows, cols), dtype=dtype)
+    return hot.reshape((n,) + tuple(like_shape))
 
 
 def _offsets(shapes) -> list[int]:
@@ -481,7 +506,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
         if m == 0:
             rows = [[_zeros((0,) + tuple(x.shape), x.dtype) for x in leaves] for leaves, _ in in_trees]
         else:
-            basis = [_eye_columns(m, offs[k], o.shape, o.dtype) for k, o in enumerate(tensors)]
+            basis = [_basis(m, offs[k], o.shape, o.dtype) for k, o in enumerate(tensors)]
 
             def pull(*cts):
                 ct_tree = _with_tensors(out_tree, out_leaves, cts)
@@ -499,7 +524,9 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
         jac = _with_tensors(out_tree, out_leaves, jac_leaves)
         return (jac, aux) if has_aux else jac
 
-    return _traced_as_one_graph(jac_fn, func, transform, "jacrev")
+    return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacrev",
+                      ("jacrev", argnums, has_aux, chunk_size), transform,
+                      lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size))
 
 
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
@@ -541,7 +568,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         if n == 0:
             cols = [_zeros((0,) + tuple(o.shape), o.dtype) for o in tensors]
         else:
-            basis = [_eye_columns(n, offs[j], x.shape, x.dtype) for j, x in enumerate(x_leaves)]
+            basis = [_basis(n, offs[j], x.shape, x.dtype) for j, x in enumerate(x_leaves)]
             cols = [c for c in _map_basis(push, basis, None, randomness) if isinstance(c, Tensor)]
         jac_leaves = []
         for o, col in zip(tensors, cols):
@@ -561,15 +588,17 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         jac = _with_tensors(out_tree, out_leaves, jac_leaves)
         return (jac, aux) if has_aux else jac
 
-    return _traced_as_one_graph(jac_fn, func, transform, "jacfwd")
+    return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
+                      ("jacfwd", argnums, has_aux, randomness), transform,
+                      lambda g: jacfwd(g, argnums, has_aux, randomness=randomness))
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
-    """Returns a function computing the Hessian of `func`: ``jacrev(jacrev(func, argnums), argnums)``.
+    """Returns a function computing the Hessian of `func`, the Jacobian of its Jacobian.
 
-    As the spec describes, the Hessian is the reverse-mode Jacobian of the reverse-mode
-    gradient; because the backward pass is an ordinary graph, ``jacfwd(jacrev(func))``
-    (forward-over-reverse) gives the same values and is tested to.
+    The values are those of ``jacrev(jacrev(func, argnums), argnums)`` (the spec's definition);
+    it is computed forward-over-reverse, ``jacfwd(jacrev(func))``, as torch.func does: the outer
+    basis then has one row per input element instead of one per element of the inner Jacobian.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import hessian
@@ -577,7 +606,8 @@ def hessian(func: Callable, argnums=0) -> Callable:
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return _wraps(jacrev(jacrev(func, argnums), argnums), func, "hessian")
+    return _transform(jacfwd(jacrev(func, argnums), argnums, randomness="same"), func, "hessian",
+                      ("hessian", argnums), f"hessian({_argnums_str(argnums)})", lambda g: hessian(g, argnums))
 
 
 # --- helpers of the Jacobians ----------------------------------------------------------------------
@@ -587,15 +617,15 @@ def _with_tensors(tree, leaves, tensors):
     return _pytree.tree_unflatten(tree, [next(it) if isinstance(leaf, Tensor) else leaf for leaf in leaves])
 
 
-def _traced_as_one_graph(jac_fn: Callable, func: Callable, transform: str, what: str) -> Callable:
+def _traced_as_one_graph(jac_fn: Callable, func: Callable, transform: str) -> Callable:
     """`jac_fn` traced into one graph, simplified, and executed (or inlined into an outer trace)."""
-    def wrapper(*args, **kwargs):
+    def call(*args, **kwargs):
         closed = trace_function(jac_fn, args, kwargs, transform=transform, name=getattr(func, "__name__", None))
         leaves = _pytree.tree_flatten((tuple(args), kwargs))[0]
         inputs = [leaf for leaf in leaves if isinstance(leaf, Tensor)] + closed.capture_tensors()
         return closed.unflatten_outputs(closed.write_back(inputs, _run(closed.graph, inputs)))
 
-    return _wraps(wrapper, func, what)
+    return call
 
 
 def _zeros(shape, dtype) -> Tensor:
@@ -611,6 +641,7 @@ def _regroup(in_trees, flat) -> list:
 
 
 def _call_with_aux(func, args, kwargs, has_aux: bool, transform: str):
+    """``(output, aux)`` of `func` (aux None without `has_aux`), checking the pair `has_aux` promises."""
     out = func(*args, **kwargs)
     if not has_aux:
         return out, None

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _pytree, _views
 from .._tensor import Tensor
+from .._trace import apply_steps
 
 __all__ = ["functionalize"]
 
@@ -120,7 +121,7 @@ def private_copies(tensors: list[Tensor], keep_aliasing: bool = True) -> list[Te
 
 
 def _replay(t: Tensor, steps) -> Tensor:
-    return _views.apply_steps(t, steps)
+    return apply_steps(t, steps)
 
 
 def _owner_array(a: np.ndarray) -> np.ndarray:

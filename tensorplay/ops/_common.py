@@ -17,7 +17,7 @@ from tensorplay.ir import dtypes, get_primitive as _gp
 from tensorplay.ir.dtypes import DType
 
 from .._tensor import Tensor
-from .. import _trace as _tr
+from .._state import STATE as _STATE
 from .._trace import bind
 
 _default_float: DType = dtypes.float32
@@ -73,7 +73,7 @@ def ebind(prim, *operands, **attrs):
     unusual -- an active trace, a random primitive, a traced operand, unhashable (list) attrs, a
     first-seen signature -- goes through `bind` itself.
     """
-    if _tr._STACK or prim.random:
+    if _STATE.stack or prim.random:
         return bind(prim, *operands, **attrs)
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)

@@ -123,9 +123,18 @@ abs = _unary_same("abs", "abs")
 
 
 def sign(input):
-    """-1, 0 or 1 elementwise, keeping the input dtype (bool tensors are their own sign)."""
+    """-1, 0 or 1 elementwise, keeping the input dtype (bool tensors are their own sign); as torch, NaN gives 0.
+
+    >>> import tensorplay as tp
+    >>> tp.sign(tp.tensor([-2.0, 0.0, float("nan"), 3.0]))
+    tensor([-1.,  0.,  0.,  1.])
+    """
     x = _tensor_arg(input)
-    return copy(x) if dtype_of(x).is_bool else ebind(_P["sign"], x)
+    d = dtype_of(x)
+    if d.is_bool:
+        return copy(x)
+    s = ebind(_P["sign"], x)
+    return where(isnan(x), constant(0, d, (), (x,)), s) if d.is_floating_point else s
 
 
 def _rounding(prim: str):
@@ -515,8 +524,20 @@ def lerp(input, end, weight):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 * tensor2."""
-    return add(input, mul(mul(tensor1, tensor2), value))
+    """input + value * tensor1 * tensor2, as torch: all three promoted to one dtype first, `value` cast to it.
+
+    >>> import tensorplay as tp
+    >>> big = tp.tensor([2 ** 20], dtype=tp.int32)
+    >>> tp.addcmul(tp.zeros(1), big, big)  # the product is taken in float32, not int32
+    tensor([1.0995e+12])
+    >>> tp.addcmul(tp.tensor([1, 2]), tp.tensor([1, 2]), tp.tensor([3, 4]), value=0.5)  # int64: value -> 0
+    tensor([1, 2])
+    """
+    x, t1, t2 = _tensor_arg(input), _tensor_arg(tensor1), _tensor_arg(tensor2)
+    dtype = result_type(x, t1, t2, op="addcmul")
+    x, t1, t2 = convert(x, dtype), convert(t1, dtype), convert(t2, dtype)
+    value = bool(value) if dtype.is_bool else int(value) if dtype.is_integer else float(value)
+    return add(x, mul(mul(t1, value), t2))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):

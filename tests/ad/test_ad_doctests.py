@@ -4,7 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["tensorplay.ir.passes.jvp", "tensorplay.ir.passes.partial_eval", "tensorplay.ir.passes.transpose", "tensorplay.ir.passes.simplify",
+MODULES = ["tensorplay.ir.passes.jvp", "tensorplay.ir.passes.partial_eval", "tensorplay.ir.passes.transpose", "tensorplay.ir.passes.reverse",
+           "tensorplay.ir.passes.simplify", "tensorplay.func._pipeline", "tensorplay._exec",
            "tensorplay.func._ad"]
 
 

@@ -14,7 +14,8 @@ from tensorplay import ir
 from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, inline, interpret
 from tensorplay.ir.passes.jvp import jvp
 from tensorplay.ir.passes.partial_eval import linearize
-from tensorplay.ir.passes.transpose import transpose, vjp
+from tensorplay.ir.passes.reverse import vjp
+from tensorplay.ir.passes.transpose import transpose
 from tensorplay.ir.verify import verify
 from tests.ad.ad_util import DIFF_SAMPLES, central_difference, diff_case, random_like, single_node_graph, vdot
 from tests.prim_samples import ALL_SAMPLES, sample_id

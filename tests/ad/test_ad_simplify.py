@@ -4,7 +4,7 @@ import pytest
 
 from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, interpret
 from tensorplay.ir.passes.simplify import RULES, cse, dce, simplify
-from tensorplay.ir.passes.transpose import grad_graph, vjp
+from tensorplay.ir.passes.reverse import grad_graph, vjp
 from tensorplay.ir.verify import verify
 from tests.ad.ad_util import DIFF_SAMPLES, diff_case
 

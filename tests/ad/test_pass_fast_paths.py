@@ -10,7 +10,7 @@ import tensorplay as tp
 from tensorplay.ir import GraphBuilder, TensorType, dtypes as dt, interpret
 from tensorplay.ir.core import freeze_attr, inline
 from tensorplay.ir.passes.simplify import simplify
-from tensorplay.ir.passes.transpose import grad_graph
+from tensorplay.ir.passes.reverse import grad_graph
 from tensorplay.ir.verify import verify
 from tensorplay import _pytree
 from tests.ad.ad_util import DIFF_SAMPLES, diff_case
@@ -115,7 +115,7 @@ def test_the_weight_gradient_of_x_at_w_is_not_transposed():
 def test_treedef_is_hashable_comparable_and_picklable():
     tree = ({"b": [1, None], "a": NT(2, (3,))}, [4])
     leaves, td = _pytree.tree_flatten(tree)
-    assert leaves == [2, 3, 1, 4] and td.num_leaves == 4
+    assert leaves == [1, 2, 3, 4] and td.num_leaves == 4  # dicts flatten in insertion order, as torch
     _, td2 = _pytree.tree_flatten(tree)
     assert td == td2 and hash(td) == hash(td2) and td is not td2
     assert td != _pytree.tree_flatten(([1, None], [4]))[1]
@@ -135,9 +135,11 @@ def test_compile_cache_key_distinguishes_structure_shapes_dtypes_layouts_and_sta
     assert f.trace_count == len(calls)
     for args in calls:  # every signature is cached
         f(*args)
-    f(OrderedDict(y=b, x=a))  # a dict subclass flattens as a dict (sorted keys): the same entry
     f((tp.zeros(3), tp.zeros(2)))  # new tensors, same signature
     assert f.trace_count == len(calls)
+    f({"y": b, "x": a})  # another key order is another tree (insertion order, as torch): its own entry
+    f(OrderedDict(x=a, y=b))  # an OrderedDict comes back as one, so it is its own entry too
+    assert f.trace_count == len(calls) + 2
 
 
 def test_compiled_outputs_are_fresh_and_aliases_and_writes_still_work():

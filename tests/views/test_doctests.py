@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["tensorplay._views", "tensorplay._methods", "tensorplay.ops.scatter", "tensorplay.func._functionalize",
+MODULES = ["tensorplay._views", "tensorplay._layout", "tensorplay._state", "tensorplay._trace", "tensorplay._methods", "tensorplay.ops.scatter", "tensorplay.func._functionalize",
            "tensorplay.func._rearrange"]
 
 

@@ -2,14 +2,14 @@
 and of another view. Eager tensorplay must match numpy (and torch when importable), and
 `tp.compile` must match eager, results and caller-visible state alike.
 
-Also checks the stride model that decides whether a traced reshape is a view (`_views.Layout`)
+Also checks the stride model that decides whether a traced reshape is a view (`_layout.reshape_strides`)
 against numpy on random strided arrays.
 """
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import tensorplay as tp
-from tensorplay import _views
+from tensorplay import _layout
 
 try:
     import torch
@@ -47,7 +47,7 @@ def test_reshape_stride_model_matches_numpy(case):
     a, new = case
     item = a.itemsize
     strides = tuple(s // item for s in a.strides)
-    got = _views.reshape_strides(a.shape, strides, new)
+    got = _layout.reshape_strides(a.shape, strides, new)
     r = a.reshape(new)
     is_view = np.shares_memory(r, a) or r.size <= 1 and r.base is not None
     assert (got is not None) == is_view, (a.shape, strides, new)

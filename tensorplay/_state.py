@@ -1,0 +1,75 @@
+"""The trace state of the running thread: which traces are active, innermost last.
+
+Every thread has its own stack, so an eager op in one thread is never captured by a
+trace running in another. `tensorplay._trace` pushes and pops traces; everything else
+only reads the state. This module imports nothing from tensorplay.
+
+>>> from tensorplay._state import STATE
+>>> STATE.stack
+[]
+"""
+from __future__ import annotations
+
+import threading
+
+
+class TracingError(RuntimeError):
+    """A traced value was used where a concrete one is needed (Python control flow, .item(), ...)."""
+
+
+class TraceState(threading.local):
+    """Per-thread trace state: the stack of active traces, outermost first."""
+
+    def __init__(self):
+        self.stack: list = []
+
+    def top(self):
+        """The innermost active trace, or None."""
+        stack = self.stack
+        return stack[-1] if stack else None
+
+    def push(self, trace) -> None:
+        self.stack.append(trace)
+
+    def pop(self, trace) -> None:
+        if not self.stack or self.stack[-1] is not trace:
+            raise RuntimeError("tensorplay: trace stack corrupted (traces must be left in the order entered)")
+        self.stack.pop()
+
+    def transform_stack(self) -> str:
+        """The active transforms, outermost first: ``vmap(in_dims=0) > grad(argnums=0)``."""
+        return " > ".join(t.transform for t in self.stack)
+
+
+STATE = TraceState()
+
+
+class _StackView:
+    """The running thread's trace stack, read-only, for modules that test ``if _STACK:``."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return bool(STATE.stack)
+
+    def __len__(self) -> int:
+        return len(STATE.stack)
+
+    def __iter__(self):
+        return iter(STATE.stack)
+
+    def __reversed__(self):
+        return reversed(STATE.stack)
+
+    def __getitem__(self, i):
+        return STATE.stack[i]
+
+
+STACK_VIEW = _StackView()
+
+
+def leaked_tracer(op: str, transform: str) -> TracingError:
+    """The error for a tensor of a finished trace used again (the one place this text is written)."""
+    where = f"{op}: " if op else ""
+    return TracingError(f"{where}a tensor traced under {transform} escaped its transform and was used after it "
+                        f"finished (leaked tracer); return it from the function instead")

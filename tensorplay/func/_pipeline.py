@@ -1,0 +1,269 @@
+"""The pipeline cache of the plain transforms: trace every call, derive and compile once.
+
+A plain call such as ``jacrev(f)(x)`` traces `f` afresh (so a changed global, or a captured
+tensor updated in place, is seen), and then only looks up: everything derived from the traced
+graph -- the passes (batching, JVP, linearize + transpose, simplification, Jacobian assembly)
+and the compiled executable -- is cached, keyed by the graph's `Graph.structural_key()` plus
+the transform's parameters.
+
+Two levels use it:
+
+- `memo`: one pass pipeline applied to one traced graph (``grad``'s backward graph, ``vjp``'s
+  forward and backward graphs, ``vmap``'s batched graph, ...). Inside an outer transform the
+  cached result is inlined into the outer trace, so nested transforms hit the cache too.
+- `call_outermost`: a chain of same-argument transforms (``grad``, ``jacrev``, ``jacfwd``,
+  ``hessian`` and their nests, e.g. ``jacfwd(jacrev(f))``) called with concrete tensors. The
+  user's function is traced once; on a miss the whole transform is built by *replaying* that
+  graph (the function itself is not run again) and compiled as one executable; a hit runs it.
+
+All caches are bounded LRUs; `clear()` empties every one of them.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, NamedTuple
+
+from .. import _pytree
+from .._exec import runner
+from .._tensor import Tensor
+from .._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
+from .._views import layout_key, own_outputs
+
+__all__ = ["LRU", "memo", "clear", "stats", "Transform", "call_outermost", "MAX_ENTRIES"]
+
+MAX_ENTRIES = 256
+
+
+class LRU:
+    """A bounded, thread-safe least-recently-used mapping with hit and miss counters.
+
+    >>> c = LRU("demo", maxsize=2)
+    >>> c.put("a", 1); c.put("b", 2); c.get("a"); c.put("c", 3)
+    1
+    >>> c.get("b") is None, len(c), c.misses
+    (True, 2, 1)
+    """
+
+    def __init__(self, name: str, maxsize: int = MAX_ENTRIES):
+        self.name = name
+        self.maxsize = maxsize
+        self.hits = 0
+        self.misses = 0
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        _CACHES.append(self)
+
+    def get(self, key):
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_CACHES: list[LRU] = []
+
+
+def clear() -> None:
+    """Empty every in-memory cache of the plain transforms (passes, replays, executables they hold).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad, _pipeline
+    >>> _ = grad(lambda x: (x * x).sum())(tp.ones(3))
+    >>> _pipeline.clear(); sum(len(c) for c in _pipeline._CACHES)
+    0
+    """
+    for c in _CACHES:
+        c.clear()
+
+
+def stats() -> dict[str, tuple[int, int, int]]:
+    """``{cache name: (hits, misses, entries)}`` of every pipeline cache (tests read the misses).
+
+    >>> from tensorplay.func import _pipeline
+    >>> "outermost" in _pipeline.stats()
+    True
+    """
+    return {c.name: (c.hits, c.misses, len(c)) for c in _CACHES}
+
+
+def memo(cache: LRU, key, build: Callable[[], Any]) -> Any:
+    """``cache[key]``, built by `build()` on a miss (a key that is None is never cached).
+
+    >>> c = LRU("memo-demo")
+    >>> memo(c, ("k",), lambda: [1]), memo(c, ("k",), lambda: [2]), c.hits
+    ([1], [1], 1)
+    """
+    if key is None:
+        return build()
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.put(key, value)
+    return value
+
+
+# --- the outermost plain call -----------------------------------------------------------------------
+class Transform(NamedTuple):
+    """What a same-argument transform wrapper is: `key` (its kind and parameters, hashable),
+    `name` (as in messages, e.g. ``jacrev(argnums=0)``), the wrapped `func`, and `apply`, which
+    makes the same transform of another function."""
+
+    key: tuple
+    name: str
+    func: Callable
+    apply: Callable[[Callable], Callable]
+
+
+def transform_chain(func: Callable) -> tuple[tuple[Transform, ...], Callable]:
+    """The same-argument transforms wrapped around `func`, outermost first, and the user's function."""
+    chain = []
+    while True:
+        spec = getattr(func, "_tp_transform", None)
+        if spec is None:
+            return tuple(chain), func
+        chain.append(spec)
+        func = spec.func
+
+
+class _Replayed:
+    """One cached outermost call: the executable of the whole transform, and where its inputs come from.
+
+    `sources[i]` says where the i-th capture of the transform's graph comes from at a call: an
+    int is the position in the user function's captures, a RandomKey draws a fresh key, and a
+    tensor is a constant the transform made (a shape-only constant, never user data).
+    """
+
+    __slots__ = ("closed", "run", "fresh", "sources", "fast")
+
+    def __init__(self, closed: ClosedGraph, user: ClosedGraph):
+        self.closed = closed
+        self.run, self.fresh = runner(closed.graph)
+        where = {id(s): k for k, s in enumerate(user.captures)}
+        self.sources = [where.get(id(s), s) for s in closed.captures]
+        self.fast = self.fresh and not closed.mutated and all(a is None for a in closed.output_aliases)
+
+    def __call__(self, tensors: list, user: ClosedGraph):
+        captured = user.capture_tensors() if self.sources else ()
+        inputs = tensors + [captured[s] if s.__class__ is int else
+                            s.materialize() if isinstance(s, RandomKey) else s for s in self.sources]
+        wrap = Tensor._wrap
+        outs = [wrap(a) for a in self.run(*[t._data for t in inputs])]
+        closed = self.closed
+        if self.fast:
+            return closed.unflatten_outputs(outs)
+        if not self.fresh:
+            outs = own_outputs(outs, inputs)
+        return closed.unflatten_outputs(closed.write_back(inputs, outs))
+
+
+_OUTERMOST = LRU("outermost")
+
+
+def _signature(args: tuple, kwargs: dict) -> tuple[tuple, list] | None:
+    """(hashable key of the argument structure and non-tensor leaves, tensor leaves), or None when a
+    leaf cannot be part of a key (unhashable) or a tensor is not concrete."""
+    leaves, tree = _pytree.tree_flatten((args, kwargs))
+    tensors, statics = [], []
+    for leaf in leaves:
+        if isinstance(leaf, Tensor):
+            if leaf._trace is not None:
+                return None
+            tensors.append(leaf)
+            data = leaf._data
+            statics.append(None if data.flags.c_contiguous else ("layout", layout_key(leaf)))
+        else:
+            statics.append(("static", type(leaf), leaf))
+    key = (tree, tuple(statics))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key, tensors
+
+
+def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Callable):
+    """Call the transform `wrapper` at top level through the pipeline cache (see the module docstring).
+
+    `fallback(*args, **kwargs)` is the uncached call, used when the call cannot be keyed (a
+    non-hashable non-tensor argument or output).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import jacrev
+    >>> j = jacrev(lambda x: x * x)
+    >>> call_outermost(j, (tp.tensor([1.0, 2.0]),), {}, None)
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    chain, user_fn = wrapper._tp_chain
+    sig = _signature(args, kwargs) if not _STACK else None
+    if sig is None:
+        return fallback(*args, **kwargs)
+    arg_key, tensors = sig
+    name = " > ".join(t.name for t in chain)
+    user = trace_function(user_fn, args, kwargs, transform=name, name=getattr(user_fn, "__name__", None))
+    key = (tuple(t.key for t in chain), arg_key, user.graph.structural_key(), user.out_tree,
+           tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
+           tuple(isinstance(s, RandomKey) for s in user.captures))
+    try:
+        entry = _OUTERMOST.get(key)
+    except TypeError:  # a non-hashable non-tensor output
+        return _replay_call(chain, user, args, kwargs, name)(tensors, user)
+    if entry is None:
+        entry = _replay_call(chain, user, args, kwargs, name)
+        _OUTERMOST.put(key, entry)
+    return entry(tensors, user)
+
+
+def _freeze_alias(alias):
+    return None if alias is None else (alias[0], _pytree_freeze(alias[1]))
+
+
+def _pytree_freeze(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_pytree_freeze(y) for y in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _pytree_freeze(v)) for k, v in x.items()))
+    return x
+
+
+def replay(closed: ClosedGraph) -> Callable:
+    """A function that behaves as the traced function `closed`: it inlines its graph into the
+    active trace (or runs it), with the captures `closed` read, and performs its in-place writes."""
+    def replayed(*args, **kwargs):
+        leaves = _pytree.tree_flatten((args, kwargs))[0]
+        inputs = [x for x in leaves if isinstance(x, Tensor)] + closed.capture_tensors()
+        return closed.unflatten_outputs(closed.write_back(inputs, call_graph(closed.graph, inputs)))
+
+    replayed.__name__ = closed.graph.name
+    return replayed
+
+
+def _replay_call(chain: tuple[Transform, ...], user: ClosedGraph, args, kwargs, name: str) -> _Replayed:
+    """The transform chain applied to the replay of `user`, traced as one graph and compiled."""
+    from tensorplay.ir.passes.simplify import simplify
+
+    fn = replay(user)
+    for t in reversed(chain):
+        fn = t.apply(fn)
+    whole = trace_function(fn, args, kwargs, transform=name, name=user.graph.name)
+    whole.graph = simplify(whole.graph)
+    return _Replayed(whole, user)
