@@ -8,6 +8,15 @@ A call checks the inputs, allocates the outputs and one arena for all
 intermediates, and makes one ctypes call with the array objects' addresses
 (the compiled entry reads their data pointers); ctypes releases the GIL, so a
 large elementwise executable runs its element ranges on several threads.
+
+Threads: one pool for the process, made on first use, of TENSORPLAY_NUM_THREADS
+threads (default: the CPU count, at most 8). Only executables made entirely of
+flat elementwise loops are split (`module.splittable`), so a split never
+contains a BLAS call: the pool and OpenBLAS's threads are never nested. Every
+element runs the same code in every chunk, so results do not depend on the
+thread count (tests/codegen/test_thread_count.py). A compiled kernel that reads
+an index out of range sets the status word the entry returns; the call raises
+IndexError (module `context`).
 """
 from __future__ import annotations
 
