@@ -4,8 +4,12 @@ import os
 import sys
 import tempfile
 
-if "TENSORPLAY_TEST_CACHE_DIR" not in os.environ:  # one fresh cache per test session
+if "TENSORPLAY_TEST_CACHE_DIR" not in os.environ:  # one fresh cache per test session, removed at exit
+    import atexit
+    import shutil
+
     os.environ["TENSORPLAY_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="tensorplay-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TENSORPLAY_TEST_CACHE_DIR"], ignore_errors=True)
 os.environ["TENSORPLAY_CACHE_DIR"] = os.environ["TENSORPLAY_TEST_CACHE_DIR"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
