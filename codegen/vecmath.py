@@ -37,7 +37,7 @@ sin/cos/tan keep their bound over the whole float range. Below `CODY_WAITE_LIMIT
 the exact Payne-Hanek reduction of `trig_reduce`, which costs ~60 instructions
 per element. A kernel does not pay for it unless it must: it first runs with
 the fast reduction only, ORing "some |x| >= 2^50" into a flag, and re-runs with
-the full one when the flag is set (`full_range_trig`, used by `module`). A
+the full one when the flag is set (`fast_trig`, used by `module`). A
 kernel's outputs never alias its inputs, so the re-run overwrites the same
 results, identical in every lane that did not need it.
 """
