@@ -1,6 +1,8 @@
 """In-memory LRU cache of executables keyed by `Graph.structural_key()`, with a
 counter of compilations (tests read it to check that equal graphs are not
-recompiled)."""
+recompiled); `tensorplay.compiler.reset()` clears it with the caches above codegen.
+Evicted executables free their machine code once nothing else references them.
+Misses go through the disk cache (`disk_cache`) before compiling."""
 from __future__ import annotations
 
 import os
@@ -54,9 +56,9 @@ def _report(exe: Executable) -> None:
     out = sys.stderr
     st = exe.stats
     print(f"[tensorplay codegen] @{exe.name}: {st['kernels']} kernels, {st['total_s'] * 1e3:.1f} ms "
-          f"(schedule {st['schedule_s'] * 1e3:.1f}, lower {st['lower_s'] * 1e3:.1f}, "
-          f"llvm opt {st['llvm_opt_s'] * 1e3:.1f}, codegen {st['codegen_s'] * 1e3:.1f}), "
-          f"arena {st['arena_bytes']} B", file=out)
+          f"({st['source']}: schedule {st['schedule_s'] * 1e3:.1f}, lower {st['lower_s'] * 1e3:.1f}, "
+          f"llvm opt {st['llvm_opt_s'] * 1e3:.1f}, codegen {st['codegen_s'] * 1e3:.1f}, "
+          f"link {st['link_s'] * 1e3:.1f}), arena {st['arena_bytes']} B", file=out)
     for k in exe.kernels:
         print(f"  {k['name']}: {k['kind']} over {k['domain']}{' (flat)' if k['flat'] else ''}: "
               f"{' '.join(k['nodes'])}", file=out)

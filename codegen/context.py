@@ -10,6 +10,14 @@ operand index, so a chain of reshape/transpose/broadcast/slice is plain index
 arithmetic inside one loop nest. Reshape and size-preserving broadcast keep the
 linear position, so fused elementwise chains over them stay contiguous loads
 that LLVM vectorises.
+
+Run-time errors (an index out of range) are reported through a *status word*:
+every kernel function takes a pointer to the entry's i64 status, which the
+entry returns. A lowering calls `checked_index`, which ORs "out of range" into
+a per-node flag kept in a register (a vectorisable or-reduction, no branch in
+the loop) and clamps the index so the load stays in bounds; `finish` stores
+the node's code (its position in `graph.nodes` + 1) into the status when the
+flag is set. The `Executable` checks the status once per call and raises.
 """
 from __future__ import annotations
 
@@ -80,12 +88,16 @@ class Index:
 class KernelContext:
     """Emission state for one kernel function: builder, buffers and the memo of computed elements."""
 
-    def __init__(self, builder: ir.IRBuilder, kernel: "Kernel", buffers: dict[Value, ir.Value]):
+    def __init__(self, builder: ir.IRBuilder, kernel: "Kernel", buffers: dict[Value, ir.Value],
+                 status: ir.Value | None = None, codes: dict[Node, int] | None = None):
         self.b = builder
         self.kernel = kernel
         self.buffers = buffers
         self.fused = kernel.fused_values()
         self._memo: dict[tuple[Value, Index], ir.Value] = {}
+        self._status = status  # ptr to the entry's i64 status word
+        self._codes = codes or {}  # node -> its error code (position in graph.nodes + 1)
+        self._flags: dict[Node, ir.Value] = {}  # node -> i1 slot: "an index was out of range"
 
     # --- element access -----------------------------------------------------------------------
     def value(self, v: Value, idx: Index) -> ir.Value:
@@ -124,6 +136,32 @@ class KernelContext:
         if v.dtype.is_bool:
             x = self.b.zext(x, u.I8)
         self.b.store(x, self.pointer(v, idx), align=_ALIGN[t])
+
+    # --- run-time checks ----------------------------------------------------------------------
+    def checked_index(self, node: Node, j: ir.Value, n: int) -> ir.Value:
+        """Index `j` (any integer type) into an axis of size `n >= 1`, as i64: flags `node` as having
+        read out of range when `j` is not in [0, n), and returns `j` clamped into range."""
+        b = self.b
+        if j.type != u.I64:
+            j = b.sext(j, u.I64)
+        bad = b.icmp_unsigned(">=", j, u.i64(n))  # negative indices are huge unsigned
+        slot = self._flags.get(node)
+        if slot is None:
+            slot = self._flags[node] = u.alloca_at_entry(b, u.I1, "oob", init=u.const(u.I1, 0))
+        b.store(b.or_(b.load(slot, typ=u.I1), bad), slot)
+        return b.select(bad, u.i64(0), j)
+
+    def clear_flags(self) -> None:
+        """Lower every flag raised so far (before emitting a kernel's body a second time)."""
+        for slot in self._flags.values():
+            self.b.store(u.const(u.I1, 0), slot)
+
+    def finish(self) -> None:
+        """Report the flags raised in this kernel into the status word (call before returning)."""
+        b = self.b
+        for node, slot in self._flags.items():
+            with u.if_then(b, b.load(slot, typ=u.I1)):
+                b.store(u.i64(self._codes.get(node, -1)), self._status)
 
     def forget(self) -> None:
         """Drop memoised elements (call when leaving the loop body they were computed in)."""

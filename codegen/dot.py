@@ -2,11 +2,13 @@
 
 Two implementations, chosen per node at compile time:
 
-- **cblas gemm from numpy's own OpenBLAS** (float32/float64, when every batch
-  element is a plain row-major matrix or its transpose, and 2*m*n*k >=
-  `BLAS_MIN_FLOPS`). The library numpy already loaded is made resolvable to
-  the JIT with `llvm.load_library_permanently`; compiled code calls
-  `scipy_cblas_sgemm64_`/`dgemm` directly, once per batch element. No new
+- **cblas gemm from numpy's own OpenBLAS** (float32/float64, 2*m*n*k >=
+  `BLAS_MIN_FLOPS`, and a `GemmPlan` exists: each operand's free and contracted
+  axes form a strided row-major matrix or its transpose, with any leading
+  dimension; batch axes anywhere, and leading free axes that do not fit one
+  matrix (vmap puts its axis there), become a loop of gemm calls at computed
+  offsets). The library numpy already loaded is made resolvable to the JIT;
+  compiled code calls `scipy_cblas_sgemm64_`/`dgemm` directly. No new
   dependency and no Python on the hot path. Set TENSORPLAY_NO_BLAS=1 to disable.
 - **a generated loop nest** otherwise (integers, small products, layouts gemm
   cannot express, numpy builds without a bundled OpenBLAS): `emit_dot_loops`.
@@ -166,25 +168,67 @@ def find_blas() -> Blas | None:
             continue
         for s_name, d_name, bits in candidates:
             if hasattr(lib, s_name) and hasattr(lib, d_name):
-                jit.load_library(path)
+                jit.load_library(path, [s_name, d_name])
                 return Blas(s_name, d_name, bits)
     return None
 
 
-def _blas_layout(v_ndim: int, batch, free, contract) -> tuple[bool, bool] | None:
-    """(usable, transposed) if the operand is stored as [batch..., free..., contract...] or
-    [batch..., contract..., free...] in row-major order; None otherwise."""
-    order = tuple(range(v_ndim))
-    if tuple(batch) + tuple(free) + tuple(contract) == order:
-        return False
-    if tuple(batch) + tuple(contract) + tuple(free) == order:
-        return True
+@dataclass(frozen=True)
+class GemmPlan:
+    """A dot_general as a loop nest of strided row-major gemm calls (all sizes and strides in
+    elements): `loops` = (extent, lhs stride, rhs stride, out stride) per loop axis; per call
+    C[m, n] = sum_k A[m, k] B[k, n] with A, B possibly transposed and leading dimensions
+    lda, ldb, ldc (rows of C are ldc apart, its columns contiguous)."""
+
+    loops: tuple[tuple[int, int, int, int], ...]
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    lda: int
+    trans_b: bool
+    ldb: int
+    ldc: int
+
+
+def _strides(shape) -> list[int]:
+    out, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        out[i] = acc
+        acc *= shape[i]
+    return out
+
+
+def _group(shape, strides, axes) -> tuple[int, int] | None:
+    """(size, stride) when `axes`, in this order, address one uniformly strided dimension."""
+    axes = [a for a in axes if shape[a] != 1]
+    if not axes:
+        return 1, 1
+    for a, b in zip(axes, axes[1:]):
+        if strides[a] != strides[b] * shape[b]:
+            return None
+    return prod(shape[a] for a in axes), strides[axes[-1]]
+
+
+def _matrix(rows: tuple[int, int], cols: tuple[int, int]) -> tuple[bool, int] | None:
+    """(transposed, leading dimension) of a row-major gemm operand with these (size, stride)
+    rows and columns, or None when neither orientation has unit stride."""
+    (r, rs), (c, cs) = rows, cols
+    if c == 1 or cs == 1:
+        if r == 1 or rs >= c:
+            return False, max(rs if r > 1 else c, c, 1)
+    if r == 1 or rs == 1:
+        if c == 1 or cs >= r:
+            return True, max(cs if c > 1 else r, r, 1)
     return None
 
 
-def blas_plan(node: Node) -> tuple[bool, bool] | None:
-    """(transpose lhs, transpose rhs) when `node` can be a sequence of gemm calls, else None."""
+def blas_plan(node: Node) -> GemmPlan | None:
+    """How `node` runs as strided gemm calls, or None (integers, small products, no BLAS,
+    layouts with no unit-stride orientation). Batch axes, and leading free axes whose
+    operand does not form one strided matrix with them, become loops around the calls."""
     lhs, rhs = node.inputs
+    out = node.out
     if not lhs.dtype.is_floating_point or find_blas() is None:
         return None
     (lc, rc), (lb, rb) = node.attrs["contract"], node.attrs["batch"]
@@ -194,25 +238,38 @@ def blas_plan(node: Node) -> tuple[bool, bool] | None:
     k = prod(lhs.shape[a] for a in lc)
     if min(m, n, k) == 0 or 2 * m * n * k < BLAS_MIN_FLOPS:
         return None
-    ta = _blas_layout(lhs.ndim, lb, lf, lc)
-    tb = _blas_layout(rhs.ndim, rb, rc, rf)
-    if ta is None or tb is None:
+    ls, rs, os_ = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
+    nb = len(lb)
+    loops = [(lhs.shape[a], ls[a], rs[b], os_[i]) for i, (a, b) in enumerate(zip(lb, rb))]
+    # peel leading free axes into loops until the rest of each side forms one strided group
+    lf, rf = list(lf), list(rf)
+    lf_out = list(range(nb, nb + len(lf)))
+    rf_out = list(range(nb + len(lf), out.ndim))
+    while lf and _group(lhs.shape, ls, lf) is None:
+        a, o = lf.pop(0), lf_out.pop(0)
+        loops.append((lhs.shape[a], ls[a], 0, os_[o]))
+    while rf and _group(rhs.shape, rs, rf) is None:
+        a, o = rf.pop(0), rf_out.pop(0)
+        loops.append((rhs.shape[a], 0, rs[a], os_[o]))
+    rows_a, cols_a = _group(lhs.shape, ls, lf), _group(lhs.shape, ls, lc)
+    rows_b, cols_b = _group(rhs.shape, rs, rc), _group(rhs.shape, rs, rf)
+    rows_c, cols_c = _group(out.shape, os_, lf_out), _group(out.shape, os_, rf_out)
+    if None in (rows_a, cols_a, rows_b, cols_b, rows_c, cols_c):
         return None
-    return ta, tb
+    a_layout, b_layout = _matrix(rows_a, cols_a), _matrix(rows_b, cols_b)
+    c_layout = _matrix(rows_c, cols_c)
+    if a_layout is None or b_layout is None or c_layout is None or c_layout[0]:
+        return None
+    m, n, k = rows_a[0], cols_b[0], cols_a[0]
+    return GemmPlan(tuple(loops), m, n, k, a_layout[0], a_layout[1], b_layout[0], b_layout[1], c_layout[1])
 
 
-def emit_dot_blas(ctx: KernelContext, node: Node, ta: bool, tb: bool) -> None:
-    """One cblas gemm per batch element (C = A @ B, row-major, beta = 0)."""
+def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
+    """One cblas gemm per point of the plan's loop nest (C = A @ B, row-major, beta = 0)."""
     b = ctx.b
     blas = find_blas()
     lhs, rhs = node.inputs
     out = node.out
-    (lc, rc), (lb, rb) = node.attrs["contract"], node.attrs["batch"]
-    lf, rf = free_axes(lhs.ndim, lc, lb), free_axes(rhs.ndim, rc, rb)
-    bsize = prod(lhs.shape[a] for a in lb)
-    m = prod(lhs.shape[a] for a in lf)
-    n = prod(rhs.shape[a] for a in rf)
-    k = prod(lhs.shape[a] for a in lc)
     ft = u.reg_type(out.dtype)
     it = ir.IntType(blas.int_bits)
     name = blas.dgemm if ft == u.F64 else blas.sgemm
@@ -225,19 +282,23 @@ def emit_dot_blas(ctx: KernelContext, node: Node, ta: bool, tb: bool) -> None:
         return ir.Constant(it, v)
 
     esize = out.dtype.itemsize
-    with u.for_range(b, u.i64(bsize), "batch") as bi:
-        def at(v, elems):
-            return b.gep(ctx.buffers[v], [b.mul(bi, u.i64(elems * esize))], inbounds=True, source_etype=u.I8)
-        b.call(fn, [ir.Constant(u.I32, CBLAS_ROW_MAJOR), ir.Constant(u.I32, CBLAS_TRANS if ta else CBLAS_NO_TRANS),
-                    ir.Constant(u.I32, CBLAS_TRANS if tb else CBLAS_NO_TRANS), c(m), c(n), c(k), u.const(ft, 1.0),
-                    at(lhs, m * k), c(m if ta else k), at(rhs, k * n), c(k if tb else n), u.const(ft, 0.0),
-                    at(out, m * n), c(n)])
+    with u.loop_nest(b, tuple(e for e, *_ in plan.loops), "gemm") as ivs:
+        def at(v, which):
+            off = u.i64(0)
+            for iv, loop in zip(ivs, plan.loops):
+                off = u.iadd(b, off, u.imul(b, iv, loop[which] * esize))
+            return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
+        b.call(fn, [ir.Constant(u.I32, CBLAS_ROW_MAJOR),
+                    ir.Constant(u.I32, CBLAS_TRANS if plan.trans_a else CBLAS_NO_TRANS),
+                    ir.Constant(u.I32, CBLAS_TRANS if plan.trans_b else CBLAS_NO_TRANS),
+                    c(plan.m), c(plan.n), c(plan.k), u.const(ft, 1.0), at(lhs, 1), c(plan.lda),
+                    at(rhs, 2), c(plan.ldb), u.const(ft, 0.0), at(out, 3), c(plan.ldc)])
 
 
 def emit_dot(ctx: KernelContext, node: Node) -> None:
     plan = blas_plan(node)
     if plan is not None:
-        emit_dot_blas(ctx, node, *plan)
+        emit_dot_blas(ctx, node, plan)
     else:
         emit_dot_loops(ctx, node)
 

@@ -8,6 +8,15 @@ A call checks the inputs, allocates the outputs and one arena for all
 intermediates, and makes one ctypes call with the array objects' addresses
 (the compiled entry reads their data pointers); ctypes releases the GIL, so a
 large elementwise executable runs its element ranges on several threads.
+
+Threads: one pool for the process, made on first use, of TENSORPLAY_NUM_THREADS
+threads (default: the CPU count, at most 8). Only executables made entirely of
+flat elementwise loops are split (`module.splittable`), so a split never
+contains a BLAS call: the pool and OpenBLAS's threads are never nested. Every
+element runs the same code in every chunk, so results do not depend on the
+thread count (tests/codegen/test_thread_count.py). A compiled kernel that reads
+an index out of range sets the status word the entry returns; the call raises
+IndexError (module `context`).
 """
 from __future__ import annotations
 
@@ -21,7 +30,7 @@ import numpy as np
 
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import jit
+from . import disk_cache, jit
 from .module import BufferPlan, build_module, plan_buffers, splittable
 from .schedule import schedule
 
@@ -58,28 +67,44 @@ class Executable:
         kernels = schedule(graph)
         t1 = time.perf_counter()
         plan = plan_buffers(graph, kernels)
-        prefix = f"tp{jit.next_module_id()}_{_sanitize(graph.name)}"
-        triple, layout = jit.host_triple_and_layout()
-        text, entry = build_module(graph, kernels, plan, prefix, triple, layout)
-        t2 = time.perf_counter()
-        self._jit = jit.compile_ir(text, [entry])
-        weakref.finalize(self, self._jit.release)  # drop the machine code with the last reference
-        self._kernels = kernels
-        self._plan = plan
-        self.stats = {"schedule_s": t1 - t0, "lower_s": t2 - t1,
-                      "llvm_parse_s": self._jit.timings["parse"],
-                      "llvm_opt_s": self._jit.timings["llvm_opt"],
-                      "codegen_s": self._jit.timings["codegen"],
-                      "total_s": time.perf_counter() - t0,
-                      "kernels": len(kernels), "arena_bytes": plan.arena_bytes}
-        self._prepare(plan)
         self._size = splittable(kernels)
         self._chunks = _chunks(self._size) if self._size else []
+        if not self._chunks:
+            self._size = 0  # one call: constant trip counts compile to simpler code
+        prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
+        entry = f"{prefix}_entry"
+        key = _disk_key(graph, bool(self._size)) if disk_cache.enabled() else None
+        cached = disk_cache.load(key) if key else None
+        t2 = time.perf_counter()
+        if cached is not None:
+            self._jit = jit.link_object(cached[0], [entry], cached[1])
+            t3 = time.perf_counter()
+        else:
+            triple, layout = jit.host_triple_and_layout()
+            text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
+            t3 = time.perf_counter()
+            self._jit = jit.compile_ir(text, [entry])
+            if key:
+                disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir)
+        weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
+        self._kernels = kernels
+        self._plan = plan
+        tm = self._jit.timings
+        self.stats = {"source": "disk cache" if cached is not None else "compiled",
+                      "schedule_s": t1 - t0, "plan_s": t2 - t1,
+                      "lower_s": 0.0 if cached is not None else t3 - t2,
+                      "llvm_parse_s": tm.get("parse", 0.0), "llvm_opt_s": tm.get("llvm_opt", 0.0),
+                      "codegen_s": tm.get("codegen", 0.0), "link_s": tm.get("link", 0.0),
+                      "total_s": time.perf_counter() - t0, "nodes": len(graph.nodes),
+                      "kernels": len(kernels), "object_bytes": len(self._jit.object_code),
+                      "arena_bytes": plan.arena_bytes}
+        self._prepare(plan)
         n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
         ranges = [ctypes.c_int64] * 2 if self._size else []
-        self._entry = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args, *ranges)(self._jit.addresses[entry])
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
+            self._jit.addresses[entry])
         self.stats["threads"] = max(len(self._chunks), 1)
 
     # --- call path ----------------------------------------------------------------------------
@@ -121,14 +146,14 @@ class Executable:
             arena = np.empty(self._arena_bytes, np.uint8)
             ptrs.append(id(arena))
         if not self._size:
-            self._entry(*ptrs)
-        elif not self._chunks:
-            self._entry(*ptrs, 0, self._size)
+            status = self._entry(*ptrs)
         else:  # the GIL is released during each ctypes call, so the chunks run in parallel
             pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in self._chunks[1:]]
-            self._entry(*ptrs, *self._chunks[0])
+            status = self._entry(*ptrs, *self._chunks[0])
             for f in pending:
-                f.result()
+                status = status or f.result()
+        if status:
+            raise self._runtime_error(status)
         if self._simple:
             return outs
         result = []
@@ -140,6 +165,16 @@ class Executable:
             else:
                 result.append(result[i].copy())
         return result
+
+    def _runtime_error(self, status: int) -> Exception:
+        """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
+        node = self.graph.nodes[status - 1] if 0 < status <= len(self.graph.nodes) else None
+        if node is None:
+            return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
+        x = node.inputs[0]
+        axis = node.attrs.get("axis", 0)
+        return IndexError(f"{node.prim.name}: index out of range for axis {axis} with size {x.shape[axis]} "
+                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}")
 
     def _coerce(self, a, i: int) -> np.ndarray:
         if not isinstance(a, np.ndarray):
@@ -179,6 +214,19 @@ def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
         out.append(acc)
         acc *= max(d, 1)
     return tuple(reversed(out))
+
+
+def _disk_key(graph: Graph, ranged: bool) -> str:
+    """The disk-cache key: the graph's text plus every setting the generated code depends on
+    (module-level knobs included: tests and benchmarks change them at run time)."""
+    from tensorplay.ir.text import print_graph
+    from . import dot, module
+    from . import schedule as sched
+
+    blas = dot.find_blas()
+    options = (f"ranged={ranged} blas={blas.sgemm if blas else None} blas_min_flops={dot.BLAS_MIN_FLOPS} "
+               f"vector_width={module.VECTOR_WIDTH} fused_depth={sched.MAX_FUSED_DEPTH} paths={sched.MAX_PATHS}")
+    return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
 
 
 def _sanitize(name: str) -> str:

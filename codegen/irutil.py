@@ -199,10 +199,14 @@ def if_then(b: ir.IRBuilder, pred: ir.Value) -> Iterator[None]:
     b.position_at_end(after)
 
 
-def alloca_at_entry(b: ir.IRBuilder, t: ir.Type, name: str = "") -> ir.Value:
-    """A stack slot in the function's entry block (so SROA/mem2reg promote it to a register)."""
+def alloca_at_entry(b: ir.IRBuilder, t: ir.Type, name: str = "", init: ir.Value | None = None) -> ir.Value:
+    """A stack slot in the function's entry block (so SROA/mem2reg promote it to a register),
+    holding `init` on entry when given."""
     fn = b.function
     with b.goto_block(fn.entry_basic_block):
         if fn.entry_basic_block.instructions:
             b.position_before(fn.entry_basic_block.instructions[0])
-        return b.alloca(t, name=name)
+        slot = b.alloca(t, name=name)
+        if init is not None:
+            b.store(init, slot)
+        return slot

@@ -1,4 +1,4 @@
-"""The llvmlite binding layer: one MCJIT engine for the process, a target
+"""The llvmlite binding layer: a target
 machine for the host CPU (its name and features), and the O3 pipeline of the
 new pass manager with loop and SLP vectorisation.
 
@@ -10,8 +10,13 @@ turning it off entirely slows column reductions 1.8x and small loop-nest product
 Interleaving stays on: without it a vectorised reduction has one accumulator and runs
 1.7x slower. (Measured 2026-11-29; tools/bench/README.md, "Notes: compiler performance work".)
 
-Every compiled graph is one LLVM module added to the shared engine; its symbols
-are made unique by the caller (`module_prefix`).
+Every compiled graph is one LLVM module, optimised and emitted as an object file
+(`compile_ir`), then linked into its own ORC LLJIT instance (`link_object`):
+dropping the `JitModule` (`release`, or garbage collection) disposes that
+instance and frees its machine code. One LLJIT per module, rather than one
+library per module in a shared LLJIT, because a shared instance keeps ~9 KB
+per library that it never gives back; creating one costs about a millisecond.
+The object bytes are what the disk cache stores (`codegen.disk_cache`).
 """
 from __future__ import annotations
 
@@ -52,22 +57,20 @@ class _Engine:
         self.features = llvm.get_host_cpu_features().flatten()
         self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
                                                codemodel="jitdefault")
-        backing = llvm.parse_assembly("")
-        backing.triple = self.tm.triple
-        self.ee = llvm.create_mcjit_compiler(backing, self.tm)
         self.count = 0
+        self.imports: dict[str, int] = {}  # symbols of libraries loaded for compiled code
 
-    def pipeline(self):
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pto.loop_interleaving = True
+    def pipeline(self, speed_level: int = 3):
+        pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+        pto.loop_vectorization = speed_level >= 2
+        pto.slp_vectorization = speed_level >= 2
+        pto.loop_unrolling = speed_level >= 2
+        pto.loop_interleaving = speed_level >= 2
         return pto
 
 
 def engine() -> _Engine:
-    """The process-wide JIT engine (created on first use)."""
+    """The process-wide target machine and options (created on first use)."""
     global _engine
     if _engine is None:
         with _lock:
@@ -82,53 +85,92 @@ def host_triple_and_layout() -> tuple[str, str]:
     return e.tm.triple, str(e.tm.target_data)
 
 
+def host_fingerprint() -> str:
+    """What object code compiled here depends on: LLVM and llvmlite versions, triple, CPU, features."""
+    import llvmlite
+
+    e = engine()
+    return (f"llvm={'.'.join(map(str, llvm.llvm_version_info))} llvmlite={llvmlite.__version__} "
+            f"triple={e.tm.triple} cpu={e.cpu} features={e.features} options={' '.join(UNROLL_OPTIONS)}")
+
+
 @dataclass
 class JitModule:
-    """A module living in the engine: function addresses and its optimised IR."""
+    """Machine code living in its own LLJIT: function addresses, object bytes and optimised IR."""
 
     addresses: dict[str, int]
     llvm_ir: str
+    object_code: bytes
     timings: dict[str, float] = field(default_factory=dict)
-    _module: object = None
+    _jit: object = None
+    _tracker: object = None
 
     def asm(self) -> str:
         """Host assembly of the optimised module (re-emitted on demand)."""
         mod = llvm.parse_assembly(self.llvm_ir)
-        return engine().tm.emit_assembly(mod)
+        with _lock:
+            return engine().tm.emit_assembly(mod)
 
     def release(self) -> None:
-        """Remove the module from the engine; its function addresses become invalid."""
-        if self._module is not None:
-            with _lock:
-                engine().ee.remove_module(self._module)
-            self._module = None
+        """Free the machine code; its function addresses become invalid."""
+        tracker, lljit = self._tracker, self._jit
+        self._tracker = self._jit = None
+        if tracker is not None:
+            tracker.close()
+        if lljit is not None:
+            lljit.close()
 
 
-def compile_ir(text: str, symbols: list[str]) -> JitModule:
-    """Parse, verify, optimise (O3 + vectorisers) and JIT `text`; return the addresses of `symbols`."""
+def optimize(text: str, speed_level: int = 3) -> tuple[object, dict[str, float]]:
+    """Parse, verify and optimise `text` (O3 + vectorisers by default); the module and timings."""
     e = engine()
-    timings = {}
     t0 = time.perf_counter()
     mod = llvm.parse_assembly(text)
     mod.verify()
     t1 = time.perf_counter()
-    timings["parse"] = t1 - t0
-    pb = llvm.create_pass_builder(e.tm, e.pipeline())
-    mpm = pb.getModulePassManager()
-    mpm.run(mod, pb)
-    t2 = time.perf_counter()
-    timings["llvm_opt"] = t2 - t1
+    pb = llvm.create_pass_builder(e.tm, e.pipeline(speed_level))
+    pb.getModulePassManager().run(mod, pb)
+    return mod, {"parse": t1 - t0, "llvm_opt": time.perf_counter() - t1}
+
+
+def compile_ir(text: str, symbols: list[str], speed_level: int = 3) -> JitModule:
+    """Optimise `text`, emit its object code and link it; return the addresses of `symbols`."""
+    mod, timings = optimize(text, speed_level)
+    t0 = time.perf_counter()
+    with _lock:  # one TargetMachine emits for every thread
+        obj = engine().tm.emit_object(mod)
+    timings["codegen"] = time.perf_counter() - t0
+    jm = link_object(obj, symbols, str(mod))
+    jm.timings.update(timings)
+    return jm
+
+
+def link_object(obj: bytes, symbols: list[str], llvm_ir: str = "") -> JitModule:
+    """Load object code (from `compile_ir` or the disk cache) into a fresh LLJIT."""
+    e = engine()
+    t0 = time.perf_counter()
+    lljit = llvm.create_lljit_compiler()
+    builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+    for name, address in e.imports.items():
+        builder.import_symbol(name, address)
+    for s in symbols:
+        builder.export_symbol(s)
     with _lock:
-        e.ee.add_module(mod)
-        e.ee.finalize_object()
-        addresses = {s: e.ee.get_function_address(s) for s in symbols}
-    timings["codegen"] = time.perf_counter() - t2
-    return JitModule(addresses, str(mod), timings, mod)
+        e.count += 1
+        tracker = builder.link(lljit, f"tp{e.count}")
+    addresses = {s: tracker[s] for s in symbols}
+    return JitModule(addresses, llvm_ir, bytes(obj), {"link": time.perf_counter() - t0}, lljit, tracker)
 
 
-def load_library(path: str) -> None:
-    """Make the symbols of the shared library at `path` resolvable from JIT-compiled code."""
+def load_library(path: str, symbols: list[str] = ()) -> None:
+    """Make the shared library at `path`, and by address its `symbols`, resolvable from compiled code."""
+    import ctypes
+
     llvm.load_library_permanently(path)
+    lib = ctypes.CDLL(path)
+    e = engine()
+    for name in symbols:
+        e.imports[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
 
 def symbol_address(name: str) -> int:

@@ -1,5 +1,6 @@
 """Assemble one LLVM module for a scheduled graph: a function per kernel and
-one entry point ``void entry(PyArrayObject *inputs..., *outputs..., *arena)``.
+one entry point ``int64 entry(PyArrayObject *inputs..., *outputs..., *arena)``
+returning the status word (0: no run-time error).
 
 The entry receives the numpy array objects themselves (ctypes `py_object`
 arguments, so a call converts no pointers in Python) and reads each data
@@ -17,11 +18,13 @@ from llvmlite import ir
 
 from tensorplay.ir.core import Graph, Value
 from . import irutil as u
+from . import vecmath as vm
 from .context import KernelContext
 from .lower import LOWERINGS
 from .schedule import Kernel
 
 ALIGN = 64
+TRIG = ("sin", "cos", "tan")  # primitives whose huge arguments take the slow path (`vecmath.fast_trig`)
 
 
 def _array_data_offset() -> int:
@@ -124,23 +127,27 @@ def splittable(kernels: list[Kernel]) -> int:
 
 
 def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: str,
-                 triple: str, layout: str) -> tuple[str, str]:
+                 triple: str, layout: str, ranged: bool = False) -> tuple[str, str]:
     """Emit the module's IR text; returns (ir text, entry symbol name).
 
-    When `splittable(kernels)`, the entry and every kernel take two more i64
-    arguments, the element range [start, stop) to compute."""
+    The entry returns the i64 status word (0, or the code of a node that read an index out of
+    range: its position in `graph.nodes` + 1; see `context`). With `ranged` (only valid when
+    `splittable(kernels)`), the entry and every kernel take two more i64 arguments, the element
+    range [start, stop) to compute."""
     module = ir.Module(name=prefix)
     module.triple = triple
     module.data_layout = layout
-    ranged = splittable(kernels) > 0
-    fns = [_emit_kernel(module, k, f"{prefix}_{k.name}", ranged) for k in kernels]
+    codes = {n: i + 1 for i, n in enumerate(graph.nodes)}
+    fns = [_emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes) for k in kernels]
 
     entry_name = f"{prefix}_entry"
     n_args = len(graph.inputs) + len(plan.out_values) + (1 if plan.arena_bytes else 0)
-    entry = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * n_args + [u.I64] * (2 if ranged else 0)),
+    entry = ir.Function(module, ir.FunctionType(u.I64, [u.PTR] * n_args + [u.I64] * (2 if ranged else 0)),
                         entry_name)
     entry.attributes.add("nounwind")
     b = ir.IRBuilder(entry.append_basic_block("entry"))
+    status = b.alloca(u.I64, name="status")
+    b.store(u.i64(0), status)
     n_in = len(graph.inputs)
 
     def data(i: int) -> ir.Value:
@@ -163,28 +170,51 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
         return ptrs[v]
 
     for k, fn in zip(kernels, fns):
-        b.call(fn, [buffer(v) for v in k.inputs + k.outputs] + (list(entry.args[n_args:]) if ranged else []))
-    b.ret_void()
+        b.call(fn, [buffer(v) for v in k.inputs + k.outputs] + [status]
+               + (list(entry.args[n_args:]) if ranged else []))
+    b.ret(b.load(status, typ=u.I64))
     text = str(module)
     if VECTOR_WIDTH:
         # llvmlite only knows a fixed set of function attributes; this one is a string attribute
         text = text.replace(") nounwind\n", f') nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
+        text = text.replace(") noinline nounwind\n", f') noinline nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
     return text, entry_name
 
 
-def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool) -> ir.Function:
+def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: dict) -> ir.Function:
     params = k.inputs + k.outputs
-    fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * len(params) + [u.I64] * (2 if ranged else 0)), name)
+    fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * (len(params) + 1) + [u.I64] * (2 if ranged else 0)),
+                     name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
-    for a in fn.args[:len(params)]:
+    # kept out of line: one call per kernel costs nothing, while inlining every kernel into the
+    # entry makes one huge function on which LLVM's optimiser is superlinear (deep graphs)
+    fn.attributes.add("noinline")
+    for a in fn.args[:len(params) + 1]:
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    ctx = KernelContext(b, k, dict(zip(params, fn.args)))
-    if k.kind == "loop":
-        _emit_loop(ctx, k, fn.args[len(params):] if ranged else None)
+    ctx = KernelContext(b, k, dict(zip(params, fn.args)), status=fn.args[len(params)], codes=codes)
+    bounds = fn.args[len(params) + 1:] if ranged else None
+
+    def body() -> None:
+        if k.kind == "loop":
+            _emit_loop(ctx, k, bounds)
+        else:
+            LOWERINGS[k.kind].emit(ctx, k.root)
+        ctx.forget()
+
+    if any(n.prim.name in TRIG for n in k.nodes):
+        # fast argument reduction first; the rare kernel that saw a huge argument runs again with
+        # the exact one (idempotent: a kernel's outputs never alias its inputs; see `vecmath`)
+        huge = u.alloca_at_entry(b, u.I1, "huge_trig_arg", init=u.const(u.I1, 0))
+        with vm.fast_trig(huge):
+            body()
+        with u.if_then(b, b.load(huge, typ=u.I1)):
+            ctx.clear_flags()
+            body()
     else:
-        LOWERINGS[k.kind].emit(ctx, k.root)
+        body()
+    ctx.finish()
     b.ret_void()
     return fn
 

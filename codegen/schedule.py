@@ -20,6 +20,13 @@ evaluated several times per loop iteration (e.g. `slice(y) + rev(y)`), and a
 node under an expanding broadcast is evaluated once per *output* element. Both
 are accepted only for cheap nodes (a few instructions); an expensive one
 (transcendental, division, random bits, ...) is materialised instead.
+
+Fusion is depth-bounded: a node whose longest chain of fused consumers up to
+the kernel root would exceed `MAX_FUSED_DEPTH` starts a kernel of its own.
+Lowering evaluates a fused operand by recursion (`KernelContext.value` asks the
+operand's lowering, which asks its operands, ...), so the bound keeps a chain of
+10,000 elementwise ops from exhausting Python's stack, and it also bounds the
+size of one kernel function that LLVM must optimise.
 """
 from __future__ import annotations
 
@@ -29,6 +36,9 @@ from tensorplay.ir.core import Graph, Node, Value
 from .lower import LOWERINGS, Lowering
 
 MAX_PATHS = 4  # a cheap node may be recomputed at most this many times per element
+# Longest chain of fused nodes in one kernel. Lowering recurses ~4 Python frames per level, so 64
+# levels stay far below the default recursion limit of 1000 whatever the caller's own depth.
+MAX_FUSED_DEPTH = 64
 
 
 @dataclass
@@ -78,6 +88,7 @@ def schedule(graph: Graph) -> list[Kernel]:
     # paths[n]: the distinct chains of index remappings from the kernel domain to n;
     # a path element is (layout node, operand position, expands).
     paths: dict[Node, set[tuple]] = {}
+    depth: dict[Node, int] = {}  # longest chain of fused consumers from the kernel root (root: 0)
     kernels: list[Kernel] = []
 
     def new_kernel(node: Node, kind: str, domain: tuple[int, ...]) -> Kernel:
@@ -85,6 +96,7 @@ def schedule(graph: Graph) -> list[Kernel]:
         kernels.append(k)
         kernel_of[node] = k
         paths[node] = {()}
+        depth[node] = 0
         return k
 
     for node in reversed(graph.nodes):
@@ -99,7 +111,8 @@ def schedule(graph: Graph) -> list[Kernel]:
         users = consumers.get(node.out, [])
         targets = {id(kernel_of[c]): kernel_of[c] for c in users}
         target = next(iter(targets.values())) if len(targets) == 1 else None
-        if target is not None and _accepts(target):
+        chain = 1 + max((depth[c] for c in users), default=0)
+        if target is not None and _accepts(target) and chain <= MAX_FUSED_DEPTH:
             p = set()
             for c in users:
                 p |= _edge_paths(c, node, paths[c], target)
@@ -113,6 +126,7 @@ def schedule(graph: Graph) -> list[Kernel]:
                 target.nodes.append(node)
                 kernel_of[node] = target
                 paths[node] = p
+                depth[node] = chain
                 if is_out:
                     target.outputs.append(node.out)
                 continue

@@ -41,14 +41,20 @@ The table is checked against the `@bound` declarations by
 `tests/codegen/test_vecmath.py::test_docstring_table_matches_the_bounds`.
 
 Domains: the IEEE special values (0, -0, inf, nan) give what C99/numpy give.
-sin/cos/tan keep their bound for |x| < 2^50 (~1.1e15); beyond that the
-reduction by pi/2 would need Payne-Hanek (not implemented), so they return
-nan — loud rather than silently wrong. numpy computes those huge arguments
-exactly.
+sin/cos/tan keep their bound over the whole float range. Below `CODY_WAITE_LIMIT`
+(2^50) the argument is reduced by a 3-part pi/2 (Cody-Waite); at and above it by
+the exact Payne-Hanek reduction of `trig_reduce`, which costs ~60 instructions
+per element. A kernel does not pay for it unless it must: it first runs with
+the fast reduction only, ORing "some |x| >= 2^50" into a flag, and re-runs with
+the full one when the flag is set (`fast_trig`, used by `module`). A
+kernel's outputs never alias its inputs, so the re-run overwrites the same
+results, identical in every lane that did not need it.
 """
 from __future__ import annotations
 
+import contextvars
 import math
+from contextlib import contextmanager
 from decimal import Context, Decimal, localcontext
 
 import numpy as np
@@ -56,6 +62,7 @@ from llvmlite import ir
 
 from . import _vecmath_coefficients as K
 from . import irutil as u
+from .trig_reduce import payne_hanek
 
 _HIGH = Context(prec=90)  # constants are derived in 90-digit decimal arithmetic, in a local context
 _PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459"
@@ -113,7 +120,24 @@ def bound(f32: float, f64: float):
     return deco
 
 
-TRIG_LIMIT = 2.0 ** 50  # sin/cos/tan return nan for |x| >= this (no Payne-Hanek reduction)
+CODY_WAITE_LIMIT = 2.0 ** 50  # sin/cos/tan reduce |x| >= this with Payne-Hanek
+TRIG_LIMIT = math.inf  # sin/cos/tan keep their bound for every |x| < TRIG_LIMIT (read by the tests)
+
+# How sin/cos/tan reduce huge arguments in the code being emitted: None = always exact (Payne-Hanek
+# for the lanes that need it); an i1 stack slot = the fast reduction only, flagging huge lanes there
+_FAST_TRIG_FLAG: contextvars.ContextVar = contextvars.ContextVar("tensorplay_fast_trig_flag", default=None)
+
+
+@contextmanager
+def fast_trig(flag_slot: ir.Value):
+    """While emitting inside this block, sin/cos/tan use the Cody-Waite reduction only and OR into
+    the i1 `flag_slot` whether some finite |x| >= CODY_WAITE_LIMIT was seen (its result is then
+    wrong: the caller must re-run the code emitted outside this block)."""
+    token = _FAST_TRIG_FLAG.set(flag_slot)
+    try:
+        yield
+    finally:
+        _FAST_TRIG_FLAG.reset(token)
 
 
 # --- emission helpers ---------------------------------------------------------------------------
@@ -424,20 +448,27 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
     t = x.type
     m64 = _M(b, u.F64)
     xd = _widen(b, x)
-    # beyond TRIG_LIMIT the Cody-Waite reduction is inexact: give nan rather than a wrong number
-    finite = m64.cmp("<", m64.abs(xd), TRIG_LIMIT)
-    xs = m64.sel(finite, xd, 0.0)
+    ax = m64.abs(xd)
+    small = m64.cmp("<", ax, CODY_WAITE_LIMIT)
+    huge = b.and_(b.not_(small), m64.cmp("<", ax, math.inf))  # finite, needs Payne-Hanek
+    xs = m64.sel(small, xd, 0.0)
+    precise = t == u.F64
+    q, r, r_lo = _trig_reduce(m64, xs, precise)
+    flag = _FAST_TRIG_FLAG.get()
+    if flag is not None:
+        b.store(b.or_(b.load(flag, typ=u.I1), huge), flag)
+    else:
+        q_ph, r_ph, r_lo_ph = payne_hanek(b, m64.sel(huge, xd, CODY_WAITE_LIMIT))
+        q = b.select(huge, q_ph, q)
+        r_lo = b.select(huge, r_lo_ph, r_lo) if precise else None
+        r = b.select(huge, r_ph if precise else m64.add(r_ph, r_lo_ph), r)
     if t == u.F64:
-        q, r, r_lo = _trig_reduce(m64, xs, True)
         m, S, C = m64, K.SIN_S_F64, K.COS_C_F64
     elif which == "tan":
-        q, r, r_lo = _trig_reduce(m64, xs, False)
         m, S, C = m64, K.SIN_S_F32, K.COS_C_F32
     else:
-        q, rd, _ = _trig_reduce(m64, xs, False)
         m = _M(b, u.F32)
-        r = b.fptrunc(rd, u.F32)
-        r_lo = None
+        r = b.fptrunc(r, u.F32)
         S, C = [_f32(c) for c in K.SIN_S_F32], [_f32(c) for c in K.COS_C_F32]
     s, c = _sin_cos_poly(m, r, r_lo, S, C)
     odd = b.trunc(q, u.I1)
@@ -453,7 +484,7 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
         res = m.sel(flip, m.neg(mag), mag)
     out = _narrow(b, res, t) if m.t != t else res
     mo = _m(b, x)
-    out = mo.sel(finite, out, float("nan"))
+    out = mo.sel(mo.cmp("<", mo.abs(x), math.inf), out, float("nan"))  # sin/cos/tan(+-inf) = nan
     if which != "cos":
         out = mo.sel(mo.cmp("==", x, 0.0), x, out)  # keeps -0
     return mo.sel(mo.isnan(x), x, out)

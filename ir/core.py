@@ -14,7 +14,7 @@ from .printer import print_graph
 from .types import TensorType
 from .values import Node, Value, freeze_attr
 
-__all__ = ["Graph", "GraphBuilder", "Node", "Value", "freeze_attr", "inline", "MAX_BYTES"]
+__all__ = ["Graph", "GraphBuilder", "Node", "Value", "freeze_attr", "inline", "result_type", "MAX_BYTES"]
 
 # A tensor may not span more bytes than a signed 64-bit offset can address (numpy's own limit):
 # a larger type is an error when it is built, not an endless loop in compiled code.
@@ -135,14 +135,7 @@ class GraphBuilder:
         for v in inputs:
             if v.__class__ is not Value and not isinstance(v, Value):
                 raise TypeError(f"{prim.name}: operands must be IR values, got {type(v).__name__}")
-        try:
-            out_type = prim.abstract_eval(*[v.type for v in inputs], **attrs)
-        except TypeError as e:
-            if str(e).startswith(prim.name):
-                raise
-            raise TypeError(f"{prim.name}: {e}") from None
-        if out_type.shape and prod(out_type.shape) * out_type.dtype.itemsize > MAX_BYTES:
-            _too_big(prim.name, out_type)
+        out_type = result_type(prim, [v.type for v in inputs], attrs)
         node = Node.typed(prim, inputs, attrs, out_type)  # `inputs` and `attrs` are this call's own
         self.nodes.append(node)
         return node.out
@@ -187,6 +180,20 @@ class GraphBuilder:
 
     def build(self, outputs: Iterable[Value]) -> Graph:
         return Graph(self.inputs, self.nodes, list(outputs), self.name)
+
+
+def result_type(prim, in_types: list[TensorType], attrs: dict[str, Any]) -> TensorType:
+    """The type of `prim` applied to `in_types`: its shape rule, with errors naming the op, and a
+    ValueError when the result could not exist (more bytes than a tensor can hold)."""
+    try:
+        out_type = prim.abstract_eval(*in_types, **attrs)
+    except TypeError as e:
+        if str(e).startswith(prim.name):
+            raise
+        raise TypeError(f"{prim.name}: {e}") from None
+    if out_type.shape and prod(out_type.shape) * out_type.dtype.itemsize > MAX_BYTES:
+        _too_big(prim.name, out_type)
+    return out_type
 
 
 def _too_big(op: str, t: TensorType):

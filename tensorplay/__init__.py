@@ -44,6 +44,8 @@ from ._numpy_interop import from_dlpack
 from .ops.creation import diagflat
 from .ops.statistics import cov
 
+from . import compiler  # noqa: F401  (tp.compiler.reset())
+
 float = float32  # noqa: A001
 double = float64
 long = int64

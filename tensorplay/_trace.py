@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
-from tensorplay.ir.core import Node, freeze_attr, inline
+from tensorplay.ir.core import Node, freeze_attr, inline, result_type
 from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
@@ -183,13 +183,7 @@ class Trace:
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
         vals = tuple([self.lift(t) for t in operands])
-        try:
-            out_type = prim.abstract_eval(*[v.type for v in vals], **attrs)
-        except TypeError as e:
-            if str(e).startswith(prim.name):
-                raise
-            raise TypeError(f"{prim.name}: {e}") from None
-        node = Node.typed(prim, vals, attrs, out_type)
+        node = Node.typed(prim, vals, attrs, result_type(prim, [v.type for v in vals], attrs))
         self.builder.nodes.append(node)
         out = Tensor._symbolic(self, node.out)
         if prim.name not in VIEW_PRIMS:

@@ -19,9 +19,10 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import weakref
 from typing import Any, Callable
 
-from . import _pytree
+from . import _pytree, compiler
 from ._exec import runner
 from ._tensor import Tensor
 from ._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
@@ -168,6 +169,16 @@ def _positional_limit(fn) -> int | None:
     return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
 
 
+_LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+@compiler.register_reset
+def _forget_traces() -> None:
+    for f in list(_LIVE):
+        f._cache.clear()
+        f._fast.clear()
+
+
 class CompiledFunction:
     """A function compiled per input signature; see `tensorplay.compile`."""
 
@@ -177,6 +188,7 @@ class CompiledFunction:
         self._cache: dict[Any, _Entry] = {}
         self._fast: dict[tuple, _Entry] = {}  # `_fast_key` -> entry, for fast entries without RandomKeys
         self._lock = threading.Lock()
+        _LIVE.add(self)
         self.trace_count = 0
         self._where = f"compile({getattr(fn, '__name__', type(fn).__name__)})"
         functools.update_wrapper(self, fn)

@@ -1,6 +1,16 @@
-"""Test configuration shared by every suite: import paths and hypothesis profiles."""
+"""Test configuration shared by every suite: import paths, hypothesis profiles, and a private
+on-disk compile cache (tests never read or write a developer's ~/.cache/tensorplay)."""
 import os
 import sys
+import tempfile
+
+if "TENSORPLAY_TEST_CACHE_DIR" not in os.environ:  # one fresh cache per test session, removed at exit
+    import atexit
+    import shutil
+
+    os.environ["TENSORPLAY_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="tensorplay-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TENSORPLAY_TEST_CACHE_DIR"], ignore_errors=True)
+os.environ["TENSORPLAY_CACHE_DIR"] = os.environ["TENSORPLAY_TEST_CACHE_DIR"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

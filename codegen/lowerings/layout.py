@@ -1,6 +1,7 @@
 """Layout lowerings: the operand index from the output index (broadcast, reshape,
 transpose, slice, pad, concatenate, rev, take), and the constant makers
-`iota` and `full`. `take` clamps its indices into range, as its impl does.
+`iota` and `full`. An out-of-range `take` index is reported (`KernelContext.checked_index`):
+the call raises IndexError, as its impl does.
 """
 from __future__ import annotations
 
@@ -142,9 +143,7 @@ def _take(ctx, node, idx):
     dims = idx.dims(b)
     k = ind.ndim
     j = ctx.value(ind, Index(ind.shape, dims=dims[axis:axis + k]))
-    if j.type != u.I64:
-        j = b.sext(j, u.I64)
-    j = u.iclamp(b, j, 0, x.shape[axis] - 1)
+    j = ctx.checked_index(node, j, x.shape[axis])  # out of range: IndexError at the call
     return ctx.value(x, Index(x.shape, dims=dims[:axis] + [j] + dims[axis + k:]))
 
 

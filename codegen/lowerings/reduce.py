@@ -172,7 +172,8 @@ register("argmin", Lowering("kernel", lambda ctx, node: emit_arg_reduction(ctx, 
 
 # --- index_add ---------------------------------------------------------------------------------
 def emit_index_add(ctx: KernelContext, node: Node) -> None:
-    """out = x; out[..., clamp(idx[i]), ...] += upd[..., i, ...] in index order (like np.add.at)."""
+    """out = x; out[..., idx[i], ...] += upd[..., i, ...] in index order (like np.add.at); an index
+    out of range is reported: the call raises IndexError."""
     b = ctx.b
     x, ind, upd = node.inputs
     out = node.out
@@ -184,9 +185,7 @@ def emit_index_add(ctx: KernelContext, node: Node) -> None:
     k = ind.ndim
     with u.loop_nest(b, upd.shape, "s") as ivs:
         j = ctx.load(ind, Index(ind.shape, dims=ivs[axis:axis + k]))
-        if j.type != u.I64:
-            j = b.sext(j, u.I64)
-        j = u.iclamp(b, j, 0, x.shape[axis] - 1)
+        j = ctx.checked_index(node, j, x.shape[axis])  # out of range: IndexError at the call
         dst = Index(out.shape, dims=ivs[:axis] + [j] + ivs[axis + k:])
         cur = ctx.load(out, dst)
         v = ctx.load(upd, Index(upd.shape, dims=ivs))

@@ -76,8 +76,19 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
         if v in uenv:
             return uenv[v]
         if v in constant:
-            n: Node = v.node
-            uenv[v] = ub.emit_copy(n, tuple([read(a) for a in n.inputs]))
+            # re-emit the constant's producers in post order, with an explicit stack: a chain of
+            # constants may be thousands of nodes deep
+            stack = [v]
+            while stack:
+                if stack[-1] in uenv:  # reached twice (a diamond)
+                    stack.pop()
+                    continue
+                n: Node = stack[-1].node
+                missing = [a for a in n.inputs if a not in uenv]
+                if missing:
+                    stack.extend(missing)
+                    continue
+                uenv[stack.pop().node.out] = ub.emit_copy(n, tuple([uenv[a] for a in n.inputs]))
         else:
             residuals.append(v)
             uenv[v] = Value(v.type)

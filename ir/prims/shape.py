@@ -172,14 +172,21 @@ def _take_type(x: TensorType, idx: TensorType, *, axis) -> TensorType:
     return TensorType(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
 
 
+def _check_in_range(op: str, idx, n: int, axis: int) -> None:
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = idx[(idx < 0) | (idx >= n)].flat[0]
+        raise IndexError(f"{op}: index {bad} is out of range for axis {axis} with size {n}")
+
+
 def _take_impl(x, idx, *, axis):
     if x.shape[axis] == 0:
         return np.empty(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
-    return np.take(x, idx, axis=axis, mode="clip")
+    _check_in_range("take", idx, x.shape[axis], axis)
+    return np.take(x, idx, axis=axis)
 
 
 take = register(Primitive("take", _take_type, _take_impl, num_operands=2, family="indexing", roles=("data", "index"),
-                          doc="gather along `axis` at integer `idx` (indices clamped)"))
+                          doc="x.take(idx) along `axis`; an index outside [0, n) raises IndexError"))
 
 
 def _index_add_type(x: TensorType, idx: TensorType, upd: TensorType, *, axis) -> TensorType:
@@ -194,7 +201,7 @@ def _index_add_impl(x, idx, upd, *, axis):
     out = np.array(x, copy=True)
     if x.shape[axis] == 0:
         return out
-    idx = np.clip(idx, 0, x.shape[axis] - 1)
+    _check_in_range("index_add", idx, x.shape[axis], axis)
     moved = np.moveaxis(out, axis, 0)
     np.add.at(moved, idx, np.moveaxis(upd, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim))))
     return out
@@ -319,12 +326,13 @@ def _rows(ctx, x, d, axis):
 
 
 def _row_indices(ctx, idx, e, n):
-    """Batched indices (batch axis `e`) into `_rows`: clamped into [0, n) per sample (as take clamps), plus b*n."""
+    """Batched indices (batch axis `e`) into `_rows`: b*n plus the index of sample b, or -1 where that
+    index is outside [0, n), so that the batched op raises IndexError as each sample's would."""
     idx = int64_indices(ctx, move_bdim(ctx, idx, e, 0))
-    if n > 0:
-        idx = ctx.min(ctx.max(idx, ctx.const(0, idx.shape, dt.int64)), ctx.const(n - 1, idx.shape, dt.int64))
-    offsets = ctx.mul(ctx.iota(shape=idx.shape, dtype=dt.int64, dimension=0), ctx.const(n, idx.shape, dt.int64))
-    return ctx.add(idx, offsets)
+    zero, size = ctx.const(0, idx.shape, dt.int64), ctx.const(n, idx.shape, dt.int64)
+    inside = ctx.emit("and", ctx.ge(idx, zero), ctx.lt(idx, size))
+    offsets = ctx.mul(ctx.iota(shape=idx.shape, dtype=dt.int64, dimension=0), size)
+    return ctx.select(inside, ctx.add(idx, offsets), ctx.const(-1, idx.shape, dt.int64))
 
 
 @take.def_batch

@@ -22,8 +22,12 @@ def _index_tensor(item, op: str = "index") -> Tensor:
     return idx
 
 
-def normalize_index(idx: Tensor, n: int, op: str, dim: int) -> Tensor:
-    """Map negative indices into range; eager indices out of range raise IndexError."""
+def normalize_index(idx: Tensor, n: int, op: str, dim: int, extent: int | None = None) -> Tensor:
+    """Map negative indices into range; eager indices out of range raise IndexError.
+
+    A traced index out of range becomes ``-max(extent, n)``: `extent` is the size of the flat
+    tensor that a linear offset built from this index addresses (gather, multi-index), so the
+    offset stays negative and the `take`/`index_add` reading it raises IndexError at the call."""
     if idx._trace is None:
         arr = idx._data
         if arr.size and (arr.min() < -n or arr.max() >= n):
@@ -32,7 +36,10 @@ def normalize_index(idx: Tensor, n: int, op: str, dim: int) -> Tensor:
         return Tensor._wrap(np.where(arr < 0, arr + n, arr).astype(np.int64))
     idx = convert(idx, dtypes.int64)
     zero = constant(0, dtypes.int64, idx.shape, (idx,))
-    return bind("select", bind("lt", idx, zero), bind("add", idx, constant(n, dtypes.int64, idx.shape, (idx,))), idx)
+    size = constant(n, dtypes.int64, idx.shape, (idx,))
+    idx = bind("select", bind("lt", idx, zero), bind("add", idx, size), idx)
+    inside = bind("and", bind("ge", idx, zero), bind("lt", idx, size))
+    return bind("select", inside, idx, constant(-max(extent or n, n, 1), dtypes.int64, idx.shape, (idx,)))
 
 
 def _expand_key(key, ndim: int):
@@ -119,7 +126,7 @@ def getitem(x: Tensor, key) -> Tensor:
 def _advanced(x: Tensor, adv: list[tuple[int, Tensor]]) -> Tensor:
     """Integer-array indexing of dims `adv` (numpy placement rules)."""
     dims = [d for d, _ in adv]
-    idx = [normalize_index(t, x.shape[d], "index", d) for d, t in adv]
+    idx = [normalize_index(t, x.shape[d], "index", d, x.numel()) for d, t in adv]
     bshape = broadcast_shapes(*(tuple(t.shape) for t in idx), op="index")
     idx = [broadcast_to_shape(t, bshape, "index") for t in idx]
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
@@ -171,7 +178,7 @@ def gather(input, dim: int, index) -> Tensor:
         if i != d and a > b:
             raise ValueError(f"gather: index shape {tuple(idx.shape)} exceeds input shape {tuple(x.shape)} "
                              f"at dim {i}")
-    idx = normalize_index(idx, x.shape[d], "gather", d)
+    idx = normalize_index(idx, x.shape[d], "gather", d, x.numel())
     lin = _linear_index(idx, d, x.shape)
     return reshape(bind("take", flatten(x), flatten(lin), axis=0), tuple(idx.shape))
 
@@ -192,7 +199,7 @@ def scatter_add(input, dim: int, index, src) -> Tensor:
     """Out-of-place torch.scatter_add: out[index[i][j]][j] += src[i][j] for dim=0."""
     x = as_tensor_operand(input)
     idx = normalize_index(_index_tensor(index, "scatter_add"), x.shape[normalize_dim(dim, x.ndim, "scatter_add")],
-                          "scatter_add", dim)
+                          "scatter_add", dim, x.numel())
     d = normalize_dim(dim, x.ndim, "scatter_add")
     s = as_tensor_operand(src)
     for i in range(s.ndim):

@@ -17,7 +17,11 @@ CASES = [
     ((64, 48), (40, 48), ((1,), (1,)), ((), ())),          # A @ B^T
     ((48, 64), (40, 48), ((0,), (1,)), ((), ())),          # A^T @ B^T
     ((5, 33, 40), (5, 40, 36), ((2,), (1,)), ((0,), (0,))),  # batched
-    ((33, 5, 40), (5, 40, 36), ((2,), (1,)), ((1,), (0,))),  # batch axis not leading: loops
+    ((33, 5, 40), (5, 40, 36), ((2,), (1,)), ((1,), (0,))),  # batch axis not leading: strided gemm
+    ((40, 33), (5, 40, 36), ((0,), (1,)), ((), ())),        # rhs free axes split by the contraction
+    ((64, 5, 40), (5, 40, 10), ((2,), (1,)), ((1,), (0,))),  # vmap of a layer: lda = 5*40
+    ((5, 40, 33), (36, 5, 40), ((1,), (2,)), ((0,), (1,))),  # both transposed, batch inside rhs
+    ((3, 40, 7), (40, 9), ((1,), (0,)), ((), ())),          # lhs free axes split: one peeled into a loop
     ((70, 80), (80,), ((1,), (0,)), ((), ())),             # matrix-vector
     ((80,), (80, 70), ((0,), (0,)), ((), ())),             # vector-matrix
     ((6, 7, 8), (8, 7, 9), ((1, 2), (1, 0)), ((), ())),    # two contracting axes
@@ -54,11 +58,26 @@ def test_dot_matches_interpreter(case, dtype, use_blas, monkeypatch):
     codegen.clear_cache()
 
 
+STRIDED = [c for c in CASES if 0 not in c[0] + c[1] and len(c[0]) > 1 and len(c[1]) > 1
+           and c[2] != ((1, 2), (1, 0))]  # that one's contraction order differs between the operands
+
+
+@pytest.mark.parametrize("case", STRIDED, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_strided_layouts_take_the_blas_path(case, monkeypatch):
+    """Batch axes anywhere and free axes split by the contraction go to gemm (a loop of calls)."""
+    if dot.find_blas() is None:
+        pytest.skip("numpy has no bundled OpenBLAS here")
+    monkeypatch.setattr(dot, "BLAS_MIN_FLOPS", 0)
+    g = _graph(*case, dt.float32)
+    assert dot.blas_plan(g.nodes[0]) is not None, case
+
+
 def test_blas_is_chosen_for_large_float_matmuls():
     if dot.find_blas() is None:
         pytest.skip("numpy has no bundled OpenBLAS here")
     g = _graph((128, 128), (128, 128), ((1,), (0,)), ((), ()), dt.float32)
-    assert dot.blas_plan(g.nodes[0]) == (False, False)
+    plan = dot.blas_plan(g.nodes[0])
+    assert (plan.trans_a, plan.trans_b, plan.m, plan.n, plan.k, plan.loops) == (False, False, 128, 128, 128, ())
     assert dot.find_blas().sgemm in codegen.compile_graph(g).llvm_ir
     small = _graph((4, 4), (4, 4), ((1,), (0,)), ((), ()), dt.float32)
     assert dot.blas_plan(small.nodes[0]) is None

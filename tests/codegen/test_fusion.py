@@ -86,7 +86,7 @@ def _full_rank_ops(b: ir.GraphBuilder, draw, x: ir.Value, pool: list, dtype: dt.
         ax = draw(st.integers(0, nd - 1))
         n = shape[ax]
         idx = b.emit("iota", shape=(n,), dtype=dt.int32, dimension=0)
-        idx = b.sub(b.const(n, (n,), dt.int32), idx)  # n .. 1: the first is clamped
+        idx = b.sub(b.const(n - 1, (n,), dt.int32), idx)  # n-1 .. 0
         return b.take(x, idx, axis=ax)
     # bcast: reduce-free broadcast of a slice of size 1
     ax = draw(st.integers(0, nd - 1))

@@ -1,0 +1,151 @@
+"""The persistent object-code cache: a second process (or a fresh in-memory cache) loads the
+object code instead of running LLVM, with bit-identical results; corrupt, truncated, foreign and
+stale entries are ignored and rebuilt; writes are atomic; the size is bounded; the off switch
+works; tests use a private directory (tests/conftest.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tensorplay import codegen, ir
+from tensorplay.codegen import disk_cache
+from tensorplay.ir import dtypes as dt
+from tensorplay.ir.types import TensorType
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TENSORPLAY_CACHE_DIR", str(d))
+    monkeypatch.delenv("TENSORPLAY_DISK_CACHE", raising=False)
+    codegen.clear_cache()
+    return d
+
+
+def _graph(scale: float = 1.5, n: int = 37) -> ir.Graph:
+    b = ir.GraphBuilder("cached")
+    x = b.add_input(TensorType((n,), dt.float32))
+    y = b.add(b.mul(b.sin(x), b.const(scale, (n,))), x)
+    return b.build([y, b.emit("reduce_sum", b.exp(x), axes=(0,))])
+
+
+X = np.linspace(-3, 3, 37).astype(np.float32)
+
+
+def _files(d) -> list:
+    return sorted(p for p in d.rglob("*") if p.is_file())
+
+
+def test_tests_never_use_the_developers_cache():
+    home = os.path.join(os.path.expanduser("~"), ".cache", "tensorplay")
+    assert os.path.abspath(disk_cache.directory()) != os.path.abspath(home)
+    assert os.environ.get("TENSORPLAY_CACHE_DIR")
+
+
+def test_a_fresh_memory_cache_loads_from_disk(cache_dir):
+    first = codegen.compile_graph(_graph())
+    assert first.stats["source"] == "compiled"
+    want = first(X)
+    assert len(_files(cache_dir)) == 1
+    codegen.clear_cache()
+    again = codegen.compile_graph(_graph())
+    assert again is not first and again.stats["source"] == "disk cache"
+    assert again.stats["llvm_opt_s"] == 0.0
+    for a, b in zip(again(X), want):
+        np.testing.assert_array_equal(a, b)
+    assert again.llvm_ir == first.llvm_ir  # introspection survives the round trip
+
+
+def test_a_second_process_skips_llvm(cache_dir):
+    script = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import tensorplay as tp
+        from tensorplay import codegen
+        f = tp.compile(lambda x: tp.tanh(x) * 3 + tp.cos(x).sum())
+        out = f(tp.tensor(np.linspace(-2, 2, 11, dtype=np.float32))).numpy()
+        exe = next(iter(codegen.cache._entries.values()))
+        print(json.dumps({"source": exe.stats["source"], "out": out.tolist()}))
+    """)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                      env=dict(os.environ), timeout=300).stdout.strip().splitlines()[-1])
+            for _ in range(2)]
+    assert [r["source"] for r in runs] == ["compiled", "disk cache"]
+    assert runs[0]["out"] == runs[1]["out"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "foreign", "empty", "other_key"])
+def test_damaged_entries_are_ignored_and_rebuilt(cache_dir, damage):
+    want = codegen.compile_graph(_graph())(X)
+    (path,) = _files(cache_dir)
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[:len(data) // 2])
+    elif damage == "flip":
+        pos = len(data) - 100
+        path.write_bytes(data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1:])
+    elif damage == "foreign":
+        path.write_bytes(b"\x7fELF" + os.urandom(500))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:  # a valid entry of another graph under this name
+        codegen.clear_cache()
+        other = codegen.compile_graph(_graph(2.5))
+        (other_path,) = [p for p in _files(cache_dir) if p != path]
+        path.write_bytes(other_path.read_bytes())
+        del other
+    codegen.clear_cache()
+    exe = codegen.compile_graph(_graph())
+    assert exe.stats["source"] == "compiled"
+    for a, b in zip(exe(X), want):
+        np.testing.assert_array_equal(a, b)
+    codegen.clear_cache()
+    assert codegen.compile_graph(_graph()).stats["source"] == "disk cache"  # rewritten
+
+
+def test_the_key_covers_graph_options_host_and_sources(monkeypatch):
+    base = disk_cache.make_key("graph", "opts", "host")
+    assert len({base, disk_cache.make_key("graph2", "opts", "host"), disk_cache.make_key("graph", "o", "host"),
+                disk_cache.make_key("graph", "opts", "other cpu")}) == 4
+    monkeypatch.setattr(disk_cache, "source_fingerprint", lambda: "edited codegen")
+    assert disk_cache.make_key("graph", "opts", "host") != base
+    monkeypatch.setattr(disk_cache, "tensorplay_version", lambda: "9.9")
+    assert disk_cache.make_key("graph", "opts", "host") != base
+
+
+def test_a_different_graph_name_or_constant_is_another_entry(cache_dir):
+    codegen.compile_graph(_graph(1.5))
+    codegen.compile_graph(_graph(1.25))
+    codegen.compile_graph(_graph(1.5, n=38))
+    assert len(_files(cache_dir)) == 3
+
+
+def test_off_switch(cache_dir, monkeypatch):
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    exe = codegen.compile_graph(_graph(3.0))
+    assert exe.stats["source"] == "compiled"
+    assert not cache_dir.exists() or not _files(cache_dir)
+
+
+def test_writes_are_atomic_and_leave_no_temporary_files(cache_dir):
+    for k in range(5):
+        disk_cache.store(f"{k:064x}", os.urandom(1000), "ir text")
+    files = _files(cache_dir)
+    assert len(files) == 5 and not any(p.name.startswith(".tmp-") for p in files)
+    assert disk_cache.load(f"{3:064x}")[1] == "ir text"
+
+
+def test_the_size_is_bounded(cache_dir, monkeypatch):
+    monkeypatch.setenv("TENSORPLAY_CACHE_MAX_MB", "0.05")  # 52 KB
+    for k in range(40):
+        disk_cache.store(f"{k:064x}", os.urandom(4000), "")
+    disk_cache.trim()
+    total = sum(p.stat().st_size for p in _files(cache_dir))
+    assert total <= disk_cache.max_bytes()
+    assert disk_cache.load(f"{39:064x}") is not None  # the newest entry survives
