@@ -2,38 +2,38 @@
 target triple = "x86_64-unknown-linux-gnu"
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 
-define internal void @"golden_k0_rev"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind "prefer-vector-width"="512"
+define internal void @"golden_k0_rev"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3", ptr noalias %".4") noinline nounwind "prefer-vector-width"="512"
 {
 entry:
   br label %"d0.head"
 d0.head:
   %"d0" = phi  i64 [0, %"entry"], [%"d0.next", %"d1.exit"]
-  %".6" = icmp slt i64 %"d0", 5
-  br i1 %".6", label %"d0.body", label %"d0.exit"
+  %".7" = icmp slt i64 %"d0", 5
+  br i1 %".7", label %"d0.body", label %"d0.exit"
 d0.body:
   br label %"d1.head"
 d0.exit:
   ret void
 d1.head:
   %"d1" = phi  i64 [0, %"d0.body"], [%"d1.next", %"d1.body"]
-  %".9" = icmp slt i64 %"d1", 3
-  br i1 %".9", label %"d1.body", label %"d1.exit"
+  %".10" = icmp slt i64 %"d1", 3
+  br i1 %".10", label %"d1.body", label %"d1.exit"
 d1.body:
-  %".11" = sub i64 4, %"d0"
-  %".12" = mul nuw nsw i64 %"d1", 5
-  %".13" = add i64 %".12", %".11"
-  %".14" = getelementptr inbounds i32, ptr %".1", i64 %".13"
-  %".15" = load i32, ptr %".14", align 4
-  %".16" = mul nuw nsw i64 %".11", 3
-  %".17" = add i64 %".16", %"d1"
-  %".18" = getelementptr inbounds i32, ptr %".2", i64 %".17"
-  %".19" = load i32, ptr %".18", align 4
-  %".20" = icmp sgt i32 %".15", %".19"
-  %".21" = select  i1 %".20", i32 %".15", i32 %".19"
-  %".22" = mul nuw nsw i64 %"d0", 3
-  %".23" = add i64 %".22", %"d1"
-  %".24" = getelementptr inbounds i32, ptr %".3", i64 %".23"
-  store i32 %".21", ptr %".24", align 4
+  %".12" = sub i64 4, %"d0"
+  %".13" = mul nuw nsw i64 %"d1", 5
+  %".14" = add i64 %".13", %".12"
+  %".15" = getelementptr inbounds i32, ptr %".1", i64 %".14"
+  %".16" = load i32, ptr %".15", align 4
+  %".17" = mul nuw nsw i64 %".12", 3
+  %".18" = add i64 %".17", %"d1"
+  %".19" = getelementptr inbounds i32, ptr %".2", i64 %".18"
+  %".20" = load i32, ptr %".19", align 4
+  %".21" = icmp sgt i32 %".16", %".20"
+  %".22" = select  i1 %".21", i32 %".16", i32 %".20"
+  %".23" = mul nuw nsw i64 %"d0", 3
+  %".24" = add i64 %".23", %"d1"
+  %".25" = getelementptr inbounds i32, ptr %".3", i64 %".24"
+  store i32 %".22", ptr %".25", align 4
   %"d1.next" = add nuw nsw i64 %"d1", 1
   br label %"d1.head"
 d1.exit:
@@ -41,15 +41,18 @@ d1.exit:
   br label %"d0.head"
 }
 
-define void @"golden_entry"(ptr %".1", ptr %".2", ptr %".3") nounwind "prefer-vector-width"="512"
+define i64 @"golden_entry"(ptr %".1", ptr %".2", ptr %".3") nounwind "prefer-vector-width"="512"
 {
 entry:
-  %".5" = getelementptr inbounds i8, ptr %".1", i64 16
-  %".6" = load ptr, ptr %".5"
-  %".7" = getelementptr inbounds i8, ptr %".2", i64 16
-  %".8" = load ptr, ptr %".7"
-  %".9" = getelementptr inbounds i8, ptr %".3", i64 16
-  %".10" = load ptr, ptr %".9"
-  call void @"golden_k0_rev"(ptr %".6", ptr %".8", ptr %".10")
-  ret void
+  %"status" = alloca i64
+  store i64 0, i64* %"status"
+  %".6" = getelementptr inbounds i8, ptr %".1", i64 16
+  %".7" = load ptr, ptr %".6"
+  %".8" = getelementptr inbounds i8, ptr %".2", i64 16
+  %".9" = load ptr, ptr %".8"
+  %".10" = getelementptr inbounds i8, ptr %".3", i64 16
+  %".11" = load ptr, ptr %".10"
+  call void @"golden_k0_rev"(ptr %".7", ptr %".9", ptr %".11", i64* %"status")
+  %".13" = load i64, i64* %"status"
+  ret i64 %".13"
 }
