@@ -29,7 +29,8 @@ def _fresh(out: Tensor, *sources: Tensor) -> Tensor:
     so a write into it would reach the source."""
     if out._trace is not None or any(s._trace is not None for s in sources):
         return copy(out) if out._base is not None else out
-    if any(np.may_share_memory(out._data, s._data) for s in sources):
+    # an empty result shares no memory, but may still be a read-only view (of an expanded source)
+    if not out._data.flags.writeable or any(np.may_share_memory(out._data, s._data) for s in sources):
         return copy(out)
     return out
 

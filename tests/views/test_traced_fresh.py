@@ -61,3 +61,15 @@ def test_fresh_under_grad(name):
 
     np.testing.assert_allclose(grad(f)(x).numpy(), 2 * before)
     np.testing.assert_array_equal(x.numpy(), before)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_fresh_from_an_empty_expanded_tensor(name):
+    """An empty result shares no memory with its source, yet may be a read-only view of it
+    (found by the fuzzer: tile of an expanded (2, 0) tensor, then add_)."""
+    x = tp.zeros(1, 0).expand(2, 0)
+    y = OPS[name](x)
+    y.add_(1)  # a fresh, writeable tensor, eager as under a trace
+    assert y.numel() == 0
+    y2 = tp.compile(lambda t: OPS[name](t).add_(1))(x)
+    assert y2.numel() == 0
