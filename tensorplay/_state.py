@@ -46,30 +46,6 @@ class TraceState(threading.local):
 STATE = TraceState()
 
 
-class _StackView:
-    """The running thread's trace stack, read-only, for modules that test ``if _STACK:``."""
-
-    __slots__ = ()
-
-    def __bool__(self) -> bool:
-        return bool(STATE.stack)
-
-    def __len__(self) -> int:
-        return len(STATE.stack)
-
-    def __iter__(self):
-        return iter(STATE.stack)
-
-    def __reversed__(self):
-        return reversed(STATE.stack)
-
-    def __getitem__(self, i):
-        return STATE.stack[i]
-
-
-STACK_VIEW = _StackView()
-
-
 def leaked_tracer(op: str, transform: str) -> TracingError:
     """The error for a tensor of a finished trace used again (the one place this text is written)."""
     where = f"{op}: " if op else ""

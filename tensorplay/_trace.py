@@ -42,14 +42,13 @@ from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
 from ._layout import VIEW_PRIMS
-from ._state import STACK_VIEW, STATE, TracingError, leaked_tracer
+from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
 from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace"]
 
-_STACK = STACK_VIEW  # the running thread's active traces (truthy while tracing); read-only
 _levels = itertools.count(1)
 
 SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})

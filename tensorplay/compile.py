@@ -25,7 +25,8 @@ from typing import Any, Callable
 from . import _pytree, compiler
 from ._exec import runner
 from ._tensor import Tensor
-from ._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
+from ._state import STATE
+from ._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from ._views import layout_key
 
 _wrap = Tensor._wrap
@@ -228,7 +229,7 @@ class CompiledFunction:
         return entry, tensors, concrete
 
     def __call__(self, *args, **kwargs):
-        if kwargs or _STACK:
+        if kwargs or STATE.stack:
             return self._call(args, kwargs)
         key = []  # `_fast_key`, inlined: this is the hot path
         push = key.append
@@ -260,7 +261,7 @@ class CompiledFunction:
         if captures is None:
             captures = closed.capture_tensors()
         inputs = tensors + captures if captures else tensors
-        if _STACK or not concrete or any(t._trace is not None for t in captures):  # under a trace: inline
+        if STATE.stack or not concrete or any(t._trace is not None for t in captures):  # under a trace: inline
             outs = call_graph(closed.graph, inputs)
         else:
             outs = [_wrap(a) for a in entry.run(*[t._data for t in inputs])]

@@ -31,7 +31,8 @@ from tensorplay.ir.primitive import get_primitive
 
 from .. import _pytree
 from .._tensor import Tensor
-from .._trace import _STACK, ClosedGraph, current_trace, trace_function
+from .._state import STATE
+from .._trace import ClosedGraph, current_trace, trace_function
 from . import _pipeline
 from ._pipeline import run_graph
 
@@ -266,7 +267,7 @@ def _transform(call: Callable, func: Callable, what: str, key: tuple, name: str,
     """The public wrapper of a same-argument transform: `call` under an enclosing trace; at top
     level, the whole chain of such transforms through the pipeline cache (`_pipeline.call_outermost`)."""
     def wrapper(*args, **kwargs):
-        if _STACK:
+        if STATE.stack:
             return call(*args, **kwargs)
         return _pipeline.call_outermost(wrapper, args, kwargs, call)
 

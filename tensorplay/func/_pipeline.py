@@ -27,7 +27,8 @@ from typing import Any, Callable, NamedTuple
 from .. import _pytree
 from .._exec import runner
 from .._tensor import Tensor
-from .._trace import _STACK, ClosedGraph, RandomKey, call_graph, trace_function
+from .._state import STATE
+from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import own_outputs
 from ..compile import call_signature
 
@@ -132,7 +133,7 @@ def run_graph(graph, inputs: list) -> list:
     >>> run_graph(b.build([b.neg(x)]), [tp.ones(2)])
     [tensor([-1., -1.])]
     """
-    if _STACK:
+    if STATE.stack:
         return call_graph(graph, inputs)
     arrays = []
     keep = arrays.append
