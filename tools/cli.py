@@ -369,7 +369,7 @@ def _write_kernel_view(stage, kernels, path: str, suffix: str) -> str:
 
 
 def cmd_list(args) -> int:
-    """List the transforms, passes or primitives the CLI knows."""
+    """List the transforms, passes, primitives or ``tp.`` ops the CLI knows."""
     if args.what == "transforms":
         from .cli_pipeline import TRANSFORMS
 
@@ -383,20 +383,22 @@ def cmd_list(args) -> int:
             doc = (fn.__doc__ or "").strip().split("\n")[0]
             print(f"{name:32} {doc}")
     else:
-        from . import cli_doctable
-
+        if args.what == "ops":
+            from . import op_table as table
+            markdown, plain, what = table.op_table, table.op_table, "op table"
+        else:
+            from . import cli_doctable as table
+            markdown, plain, what = table.primitive_table, table.rule_matrix, "primitive table"
         if args.update_doc:
             try:
-                changed = cli_doctable.update_doc(args.update_doc)
+                changed = table.update_doc(args.update_doc)
             except FileNotFoundError:
                 raise CLIError(f"no such file: {args.update_doc}") from None
             except ValueError as e:
                 raise CLIError(str(e)) from None
-            print(f"{args.update_doc}: primitive table {'updated' if changed else 'already up to date'}")
-        elif args.markdown:
-            print(cli_doctable.primitive_table())
+            print(f"{args.update_doc}: {what} {'updated' if changed else 'already up to date'}")
         else:
-            print(cli_doctable.rule_matrix())
+            print(markdown() if args.markdown else plain())
     return 0
 
 
@@ -491,10 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "them and their sizes (.svg)")
     z.set_defaults(handler=cmd_viz)
 
-    li = sub.add_parser("list", help="list transforms, passes or primitives")
-    li.add_argument("what", choices=("transforms", "passes", "prims"))
+    li = sub.add_parser("list", help="list transforms, passes, primitives or tp. ops")
+    li.add_argument("what", choices=("transforms", "passes", "prims", "ops"))
     li.add_argument("--markdown", action="store_true", help="prims: print the Markdown table of docs/ir.md")
-    li.add_argument("--update-doc", metavar="FILE.md", help="prims: rewrite the generated table in FILE.md")
+    li.add_argument("--update-doc", metavar="FILE.md",
+                    help="prims/ops: rewrite the generated table in FILE.md (docs/ir.md, docs/ops.md)")
     _add_output_option(li)
     li.set_defaults(handler=cmd_list)
     return parser

@@ -115,6 +115,17 @@ def test_ir_page_lists_every_primitive():
     assert table == primitive_table(), f"the primitive table of docs/ir.md is out of date; {hint}"
 
 
+def test_ops_page_matches_the_registry():
+    from tensorplay.tools.op_table import BEGIN, END, op_table
+
+    with open(os.path.join(DOCS, "ops.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert BEGIN in text and END in text, "docs/ops.md lost its op table markers"
+    table = text[text.index(BEGIN):text.index(END) + len(END)]
+    hint = "regenerate it: tensorplay-ir list ops --update-doc docs/ops.md"
+    assert table == op_table(), f"the op table of docs/ops.md is out of date; {hint}"
+
+
 def test_links_between_pages_resolve():
     broken = []
     for page in pages():
