@@ -2,7 +2,8 @@
 format, verifier, interpreter and graph-to-graph passes."""
 from .dtypes import DType, bool_, float32, float64, int32, int64
 from .types import TensorType
-from .core import Graph, GraphBuilder, Node, Value, inline
+from .core import Graph, GraphBuilder, Node, Value, bind_constants, inline
+from .constants import DenseElements
 from .primitive import Primitive, REGISTRY, UndefinedPrimal, all_primitives, get_primitive
 from . import prims  # noqa: F401  (fills the registry)
 from .interpreter import interpret

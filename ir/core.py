@@ -6,15 +6,19 @@ with a `GraphBuilder`. Every node has exactly one result `Value`.
 from __future__ import annotations
 
 from math import prod
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 from . import dtypes
+from .constants import DenseElements
 from .primitive import REGISTRY, get_primitive
 from .printer import print_graph
 from .types import TensorType
 from .values import Node, Value, freeze_attr
 
-__all__ = ["Graph", "GraphBuilder", "Node", "Value", "freeze_attr", "inline", "result_type", "MAX_BYTES"]
+__all__ = ["Graph", "GraphBuilder", "Node", "Value", "freeze_attr", "inline", "bind_constants", "result_type",
+           "MAX_BYTES"]
 
 # A tensor may not span more bytes than a signed 64-bit offset can address (numpy's own limit):
 # a larger type is an error when it is built, not an endless loop in compiled code.
@@ -208,3 +212,28 @@ def inline(builder: GraphBuilder, graph: Graph, args: Iterable[Value]) -> list[V
     for n in graph.nodes:
         env[n.out] = builder.emit_copy(n, tuple([env[v] for v in n.inputs]))
     return [env[v] for v in graph.outputs]
+
+
+def bind_constants(graph: Graph, values: Mapping[int, np.ndarray]) -> Graph:
+    """`graph` with input ``i`` replaced by a `constant` node of ``values[i]`` for each key.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32)); c = b.add_input(TensorType((2,), float32))
+    >>> g = bind_constants(b.build([b.add(x, c)]), {1: np.array([1.0, 2.0], np.float32)})
+    >>> len(g.inputs), [n.prim.name for n in g.nodes]
+    (1, ['constant', 'add'])
+    """
+    for i, a in values.items():
+        t = graph.inputs[i].type
+        if tuple(np.shape(a)) != t.shape or dtypes.from_numpy(np.asarray(a).dtype) is not t.dtype:
+            raise ValueError(f"bind_constants: input {i} of @{graph.name} is {t}, the value is "
+                             f"{np.asarray(a).dtype}{list(np.shape(a))}")
+    b = GraphBuilder(graph.name)
+    env = {}
+    for i, v in enumerate(graph.inputs):
+        env[v] = b.add_input(v.type) if i not in values else None
+    for i, a in values.items():
+        env[graph.inputs[i]] = b.emit("constant", value=DenseElements(a))
+    for n in graph.nodes:
+        env[n.out] = b.emit_copy(n, tuple(env[v] for v in n.inputs))
+    return b.build([env[v] for v in graph.outputs])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dtypes as dt
+from .constants import DenseElements, dense_text
 from .types import TensorType
 from .values import Node, Value
 
@@ -45,6 +46,8 @@ def format_attr(v: Any) -> str:
         return json.dumps(v)
     if isinstance(v, TensorType):
         return format_type(v)
+    if isinstance(v, DenseElements):
+        return dense_text(v)
     if isinstance(v, (tuple, list)):
         return "[" + ", ".join(format_attr(x) for x in v) + "]"
     raise TypeError(f"attribute value {v!r} of type {type(v).__name__} has no text form")

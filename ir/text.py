@@ -25,6 +25,7 @@ tuple (nested)            ``[1, [2, 3]]``
 `DType`                   its short name: ``f32``, ``i64``, ``i1``
 `TensorType`              ``tensor<2x3xf32>``
 ``None``                  ``none``
+`DenseElements`           ``dense<[1.0, 2.0]> : tensor<2xf32>``; large: ``dense_resource<c_...> : ...``
 ========================  =========================================
 
 The parser accepts any ``%name`` and ``//`` comments, rebuilds the graph
@@ -38,9 +39,10 @@ import inspect
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from . import dtypes as dt
+from .constants import DenseElements, parse_dense
 from .core import Graph, GraphBuilder, Node, Value
 from .primitive import REGISTRY
 from .printer import (OP_PREFIX, format_attr, format_type, graph_lines, print_graph, print_node,  # noqa: F401
@@ -77,6 +79,7 @@ _TOKEN = re.compile(r"""
     (?P<space>[ \t\r\n]+)
   | (?P<comment>//[^\n]*)
   | (?P<type>tensor<[^>\n]*>?)
+  | (?P<dense>dense(?:_resource)?<[^<>]*>)
   | (?P<value>%[\w.$]+)
   | (?P<func>@(?:[A-Za-z_][\w.$-]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<string>"(?:[^"\\\n]|\\.)*")
@@ -157,6 +160,7 @@ _KEYWORD_ATTRS = {"true": True, "false": False, "none": None}
 
 
 class _Parser:
+    resources = None  # resource name -> elements of elided constants (`parse_graph(..., resources=)`)
     """Recursive descent over the token stream; `collect` records recoverable errors and goes on."""
 
     def __init__(self, text: str, collect: bool = False):
@@ -345,6 +349,20 @@ class _Parser:
         self.next()
         return attrs
 
+    def dense(self) -> DenseElements:
+        """``dense<elements> : type`` or ``dense_resource<name> : type`` (see `ir.constants`)."""
+        tok = self.next()
+        self.expect("punct", ":", what="':' and the constant's type")
+        t = self.type()
+        head, body = tok.text.split("<", 1)
+        body = body[:-1]
+        try:
+            if head == "dense_resource":
+                return parse_dense("", t, resource=body.strip(), resource_table=self.resources)
+            return parse_dense(body, t)
+        except ValueError as e:
+            raise self.error(str(e), tok) from None
+
     def attr_value(self) -> Any:
         tok = self.peek
         if tok.kind == "number":
@@ -355,6 +373,8 @@ class _Parser:
             return json.loads(tok.text)
         if tok.kind == "type":
             return self.type()
+        if tok.kind == "dense":
+            return self.dense()
         if tok.kind == "punct" and tok.text == "[":
             self.next()
             items: list[Any] = []
@@ -377,14 +397,19 @@ class _Parser:
         raise self.error(f"expected an attribute value, found {found}", tok)
 
 
-def parse_graph(text: str) -> Graph:
+def parse_graph(text: str, resources: Mapping[str, Any] | None = None) -> Graph:
     """Parse the text of one ``func`` into a `Graph`, re-running every shape rule.
+
+    `resources` maps the names of elided constants (``dense_resource<name>``) to their
+    elements (the side file written with the IR; see `ir.constants`).
 
     Raises `ParseError` (a ValueError) with line and column on the first
     syntax error, undefined or redefined value, unknown primitive, failing
     shape rule, or result type that differs from the derived one.
     """
-    return _Parser(text).parse()
+    parser = _Parser(text)
+    parser.resources = resources
+    return parser.parse()
 
 
 def parse_attr(text: str) -> Any:
@@ -395,7 +420,7 @@ def parse_attr(text: str) -> Any:
     return value
 
 
-def parse_errors(text: str) -> tuple[Graph | None, list[ParseError]]:
+def parse_errors(text: str, resources: Mapping[str, Any] | None = None) -> tuple[Graph | None, list[ParseError]]:
     """Parse leniently: every type-level error (not only the first), then any fatal syntax error.
 
     Returns the graph (None after a fatal error) and the errors in text order.
@@ -404,6 +429,7 @@ def parse_errors(text: str) -> tuple[Graph | None, list[ParseError]]:
         parser = _Parser(text, collect=True)
     except ParseError as e:  # the lexer failed
         return None, [e]
+    parser.resources = resources
     try:
         graph = parser.parse()
     except ParseError as e:

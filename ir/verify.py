@@ -140,14 +140,16 @@ def verify(graph: Graph) -> None:
     _Checker(graph).run()
 
 
-def verify_text(text: str) -> list[ParseError]:
+def verify_text(text: str, resources=None) -> list[ParseError]:
     """Check IR text; return every error found (empty when the text is a well-formed graph).
+
+    `resources` holds the elements of elided constants (see `ir.text.parse_graph`).
 
     Each error carries `line`, `column` (1-based) and `message`. Type-level
     errors (shape rules, annotated types, arity, attributes) are all reported;
     parsing stops at the first syntax error or undefined value.
     """
-    graph, errors = parse_errors(text)
+    graph, errors = parse_errors(text, resources)
     if errors or graph is None:
         return errors
     try:

@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
-from tensorplay.ir.core import Node, freeze_attr, inline, result_type
+from tensorplay.ir.core import Node, bind_constants, freeze_attr, inline, result_type
 from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
@@ -467,8 +467,21 @@ class ClosedGraph:
                     user[k] = apply_steps(inputs[idx], steps)
         return user
 
+    def self_contained_graph(self) -> Graph:
+        """`graph` with the captured tensors as `constant` nodes holding their current values (random
+        keys stay inputs): its text runs on its own, e.g. through ``tensorplay-ir run``.
+
+        >>> import tensorplay as tp
+        >>> w = tp.tensor([1.0, 2.0])
+        >>> closed = tp.make_graph(lambda x: x * w, tp.ones(2))
+        >>> len(closed.graph.inputs), len(closed.self_contained_graph().inputs)
+        (2, 1)
+        """
+        values = {self.num_args + k: c.numpy() for k, c in enumerate(self.captures) if isinstance(c, Tensor)}
+        return bind_constants(self.graph, values) if values else self.graph
+
     def __str__(self) -> str:
-        return str(self.graph)
+        return str(self.self_contained_graph())
 
     def _repr_html_(self):
         from tensorplay.tools.viz import graph_to_html

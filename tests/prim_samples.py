@@ -43,6 +43,7 @@ import numpy as np
 
 from tensorplay import ir
 from tensorplay.ir import dtypes as dt
+from tensorplay.ir.constants import DenseElements
 from tensorplay.ir.core import freeze_attr
 from tensorplay.ir.primitive import Domain
 from tensorplay.ir.types import TensorType
@@ -430,6 +431,10 @@ def _index_add_expected(x, idx, upd, *, axis):
     return out
 
 
+def _constant_expected(*, value):
+    return np.array(value.array.tolist(), dtype=value.array.dtype).reshape(value.array.shape)
+
+
 def _iota_expected(*, shape, dtype, dimension):
     out = _build(shape, dtype.np)
     for idx in np.ndindex(*shape):
@@ -596,6 +601,15 @@ def _layout_samples(name: str) -> list[Sample]:
         if B in _supported("index_add", lambda d: (TensorType((3,), d), TensorType((2,), I64), TensorType((2,), d)),
                            axis=0):
             cases.append(([v((3,), B), idx([0, 0]), v((2,), B)], dict(axis=0)))
+    elif name == "constant":
+        expected = _constant_expected
+        rng = np.random.default_rng(7)
+        cases = [([], dict(value=DenseElements(a))) for a in (
+            np.float32(2.5), np.arange(6, dtype=np.float32).reshape(2, 3),
+            rng.standard_normal((3, 70)),                                       # elided in the text
+            np.full((4,), -0.0, np.float32), np.array([np.nan, np.inf, -np.inf, 1e-30]),
+            np.array([[1, -2], [2 ** 40, 0]], np.int64), rng.integers(-9, 9, (5,)).astype(np.int32),
+            np.array([True, False, True]), np.zeros((0, 3), np.float32), np.ones((1,), bool))]
     elif name == "iota":
         expected = _iota_expected
         cases = [

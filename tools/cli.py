@@ -72,14 +72,58 @@ def _read(path: str) -> str:
         raise CLIError(f"cannot read {path}: {e}") from None
 
 
-def _parse_ir_file(path: str):
+def _parse_ir_file(path: str, args=None):
     from tensorplay.ir.text import ParseError, parse_graph
 
     text = _read(path)
     try:
-        return parse_graph(text)
+        return parse_graph(text, _load_resources(path, args))
     except ParseError as e:
         raise CLIError(f"{_shown(path)}:{e.line}:{e.column}: {e.message}") from None
+
+
+def _resources_path(path: str | None, args) -> str | None:
+    """The side file of elided constants: --resources, else FILE with the suffix .npz."""
+    given = getattr(args, "resources", None)
+    if given:
+        return given
+    return None if path in (None, "-") else os.path.splitext(path)[0] + ".npz"
+
+
+def _load_resources(path: str, args) -> dict | None:
+    """The elements of the elided constants of IR file `path` (None without a side file)."""
+    side = _resources_path(path, args)
+    if side is None or not os.path.exists(side):
+        if getattr(args, "resources", None):
+            raise CLIError(f"no such file: {side}")
+        return None
+    import numpy as np
+
+    try:
+        with np.load(side, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError) as e:
+        raise CLIError(f"cannot read the constants file {side}: {e}") from None
+
+
+def _write_resources(graphs, args) -> None:
+    """Write the elided constants of `graphs` beside the output (-o FILE: FILE.npz; or --resources)."""
+    from tensorplay.ir.constants import resources
+
+    found = resources(list(graphs))
+    if not found:
+        return
+    side = _resources_path(getattr(args, "output", None), args)
+    if side is None:
+        print(f"{PROG}: note: {len(found)} large constant(s) are elided as dense_resource<...>; write their "
+              f"elements with -o FILE (to FILE's name with .npz) or --resources FILE.npz", file=sys.stderr)
+        return
+    import numpy as np
+
+    try:
+        np.savez(side, **found)
+    except OSError as e:
+        raise CLIError(f"cannot write {side}: {e.strerror or e}") from None
 
 
 def _shown(path: str) -> str:
@@ -103,7 +147,7 @@ def _stages(args):
         transform_def(t)  # validate every spec before doing any work
     tensor_specs = [parse_tensor_spec(a) for a in args.arg] if args.arg else None
     if _is_ir_file(args.target):
-        graph = _parse_ir_file(args.target)
+        graph = _parse_ir_file(args.target, args)
         if tensor_specs is not None and not transforms:
             given = [s.type for s in tensor_specs]
             if given != graph.in_types:
@@ -198,6 +242,7 @@ def cmd_dump(args) -> int:
     out = sys.stdout
     stages = _stages(args)
     chosen = None if args.stage is None else _select_stage(stages, args.stage)
+    printed = []
     for s in stages:
         if chosen is not None and s is not chosen:
             continue
@@ -207,8 +252,11 @@ def cmd_dump(args) -> int:
                     suffix = "" if len(p.graphs) == 1 else f" ({field})"
                     print(_banner(f"stage {s.index} > pass {p.name}{suffix}"), file=out)
                     print(print_graph(g), file=out)
+                    printed.append(g)
         print(_banner(s.title), file=out)
         print(print_graph(s.graph), file=out)
+        printed.append(s.graph)
+    _write_resources(printed, args)
     exe = None
     if args.llvm or args.asm or args.stats:
         exe = _compile((chosen or stages[-1]).graph)
@@ -239,7 +287,7 @@ def cmd_run(args) -> int:
         if args.arg or args.transform:
             raise CLIError("--arg and --transform apply to MODULE:FUNC targets; an IR file is run on random "
                            "inputs of its own types")
-        graph = _parse_ir_file(args.target)
+        graph = _parse_ir_file(args.target, args)
         result = graph_run(graph, args.seed, _compile)
     else:
         from .cli_pipeline import transform_def
@@ -281,7 +329,7 @@ def cmd_opt(args) -> int:
     from .cli_specs import split_pipeline
 
     specs = [spec for text in args.passes or () for spec in split_pipeline(text)]
-    graph = _parse_ir_file(args.file)
+    graph = _parse_ir_file(args.file, args)
     for spec in specs:
         graph, name = run_pass(graph, spec)
         try:
@@ -293,6 +341,7 @@ def cmd_opt(args) -> int:
             print(_banner(f"IR Dump After {spec.text or name}"), file=sys.stderr)
             print(print_graph(graph), file=sys.stderr)
     print(print_graph(graph))
+    _write_resources([graph], args)
     return 0
 
 
@@ -304,9 +353,10 @@ def cmd_verify(args) -> int:
     status = 0
     for path in args.files:
         text = _read(path)
-        errors = verify_text(text)
+        resources = _load_resources(path, args)
+        errors = verify_text(text, resources)
         if not errors:
-            g = parse_graph(text)
+            g = parse_graph(text, resources)
             if not args.quiet:
                 print(f"{_shown(path)}: ok: @{g.name}, {len(g.inputs)} inputs, {len(g.nodes)} nodes, "
                       f"{len(g.outputs)} outputs")
@@ -419,6 +469,12 @@ def _add_pipeline_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stage", metavar="N|final", help="select one stage (0 = traced)")
 
 
+def _add_resources_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resources", metavar="FILE.npz",
+                   help="elements of the large constants elided from the IR text (default: the IR file's name "
+                        "with .npz, read if present, and written beside -o FILE)")
+
+
 def _add_output_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output ('-': stdout)")
     p.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
@@ -453,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--stats", action="store_true",
                    help="node counts per stage, kernels after fusion, time in tracing, passes, LLVM and codegen")
     _add_output_option(d)
+    _add_resources_option(d)
     d.set_defaults(handler=cmd_dump)
 
     r = sub.add_parser("run", help="run an IR file (random inputs) or MODULE:FUNC (--arg examples) compiled and "
@@ -464,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: 1e-4 f32, 1e-9 f64)")
     r.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: 1e-5 f32, 1e-12 f64)")
     _add_output_option(r)
+    _add_resources_option(r)
     r.set_defaults(handler=cmd_run)
 
     o = sub.add_parser("opt", help="run a pass pipeline over an IR file and print the result")
@@ -473,6 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(repeatable: pipelines run one after another)")
     o.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
     _add_output_option(o)
+    _add_resources_option(o)
     o.set_defaults(handler=cmd_opt)
 
     v = sub.add_parser("verify", help="parse and verify IR files")
@@ -480,6 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
     v.add_argument("--no-source", action="store_true", help="do not quote the offending line under each error")
     _add_output_option(v)
+    _add_resources_option(v)
     v.set_defaults(handler=cmd_verify)
 
     z = sub.add_parser("viz", help="draw a graph to .svg, .html or .dot, coloured by fused kernel")
@@ -491,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--view", choices=("ops", "kernels"), default="ops",
                    help="ops: one box per IR node; kernels: one box per fused kernel, with the buffers between "
                         "them and their sizes (.svg)")
+    _add_resources_option(z)
     z.set_defaults(handler=cmd_viz)
 
     li = sub.add_parser("list", help="list transforms, passes, primitives or tp. ops")

@@ -383,7 +383,8 @@ def _trace(fn: Callable, specs: list[TensorSpec], seed: int) -> tuple[Graph, flo
         t0 = time.perf_counter()
         closed = tp.make_graph(fn, *args)
         seconds = time.perf_counter() - t0
-    return closed.graph, seconds, rec.records
+    # captured tensors (weights, constants made inside fn) become constants: the dump runs on its own
+    return closed.self_contained_graph(), seconds, rec.records
 
 
 def build_stages(*, fn: Callable | None = None, graph: Graph | None = None, source: str = "",

@@ -140,8 +140,8 @@ def function_run(fn: Callable, specs: Sequence, seed: int, compile_graph: Callab
     """Trace `fn` on example tensors for `specs`, then run its graph interpreted and compiled on those
     tensors and the function's captures (their current values); `eager` is `fn` called directly.
 
-    Unlike a dumped IR file, nothing here runs on made-up values: constants and captured tensors
-    are passed as they are, so all three results must agree.
+    Nothing here runs on made-up values: captured tensors are passed as they are (a dumped IR
+    file carries them as constants), so all three results must agree.
     """
     import tensorplay as tp
     from tensorplay._pytree import tree_flatten

@@ -6,6 +6,7 @@
   iota and full;
 - `reduce`: reductions, arg-reductions and index_add (kernels with their own loop nests);
 - `dot`: dot_general;
-- `random`: Philox draws.
+- `random`: Philox draws;
+- `constant`: elements stored in the graph (module globals).
 """
-from . import elementwise, layout, reduce, dot, random  # noqa: F401
+from . import elementwise, layout, reduce, dot, random, constant  # noqa: F401

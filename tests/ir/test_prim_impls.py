@@ -57,7 +57,7 @@ def _probe(s: Sample, d: dt.DType) -> bool:
 
 def _data_dtype(s: Sample) -> dt.DType:
     if not s.args:
-        return s.attrs["dtype"]
+        return abstract(s).dtype  # operand-free (iota, full, constant): the result's dtype
     prim = ir.get_primitive(s.prim)
     return dt.from_numpy(s.args[next(i for i in range(len(s.args)) if prim.role(i) == "data")].dtype) \
         if any(prim.role(i) == "data" for i in range(len(s.args))) else dt.from_numpy(s.args[0].dtype)

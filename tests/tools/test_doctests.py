@@ -9,7 +9,8 @@ import pytest
 MODULES = ["tensorplay.tools.fuzz", "tensorplay.tools.fuzz.ops", "tensorplay.tools.fuzz.program",
            "tensorplay.tools.fuzz.harness", "tensorplay.tools.fuzz.minimize", "tensorplay.tools.fuzz.reproducer",
            "tensorplay.tools.fuzz.campaign", "tensorplay.tools.fuzz.known", "tensorplay.tools.fuzz.soak",
-           "tensorplay.tools.viz", "tensorplay.tools.cli_specs"]
+           "tensorplay.tools.viz", "tensorplay.tools.cli_specs", "tensorplay.tools.op_table",
+           "tensorplay.ir.constants", "tensorplay.ir.core"]
 
 
 @pytest.mark.parametrize("name", MODULES)
