@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from . import _pytree, compiler
 from ._exec import runner
+from ._lowered import Lowered
 from ._tensor import Tensor
 from ._state import STATE
 from ._trace import ClosedGraph, RandomKey, call_graph, trace_function
@@ -209,6 +210,16 @@ class CompiledFunction:
     def get_graph(self, *args, **kwargs) -> ClosedGraph:
         """The traced graph for these arguments (tracing on first use)."""
         return self._entry(args, kwargs)[0].closed
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The stages for these arguments, as ``jax.jit(f).lower(...)``: ``.graph``, ``.as_text()``,
+        ``.llvm_ir``, ``.asm`` and ``.kernels`` (see `Lowered`).
+
+        >>> import tensorplay as tp
+        >>> tp.compile(lambda x: x + 1).lower(tp.ones(3)).graph.nodes[-1].prim.name
+        'add'
+        """
+        return Lowered(self._entry(args, kwargs)[0].closed, self._where)
 
     def _entry(self, args, kwargs) -> tuple[_Entry, list, bool]:
         if self.static_argnums:
