@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from .functional import _check_adam, adam_update
+from ._fused import adam_step
 from .optimizer import Optimizer, _write
 
 
@@ -11,6 +12,10 @@ class Adam(Optimizer):
 
     `weight_decay` adds ``weight_decay * param`` to the gradient (L2); see `AdamW` for the
     decoupled form. Gradients come from `step` as for `SGD`.
+
+    By default every parameter of a group is updated by one compiled executable (torch's
+    ``foreach``/``fused`` paths; the learning rate and step counts are inputs, so schedulers
+    never recompile it); ``foreach=False`` or ``fused=False`` updates one tensor at a time.
 
     >>> import tensorplay as tp
     >>> from tensorplay import optim
@@ -24,10 +29,17 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 amsgrad: bool = False, *, maximize: bool = False):
+                 amsgrad: bool = False, *, foreach: bool | None = None, maximize: bool = False,
+                 fused: bool | None = None):
         _check_adam(lr, betas, eps, weight_decay)
+        if foreach is False and fused:
+            raise ValueError(f"{type(self).__name__}: fused=True and foreach=False contradict each other")
+        multi = False if (foreach is False or fused is False) else None
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=multi))
+
+    def _update_group(self, params, grads, states, group) -> None:
+        adam_step(params, grads, states, group, self._decoupled)
 
     def _update(self, param, grad, group, state) -> None:
         if not state:
@@ -54,5 +66,6 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
-                 amsgrad: bool = False, *, maximize: bool = False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 amsgrad: bool = False, *, foreach: bool | None = None, maximize: bool = False,
+                 fused: bool | None = None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize, fused=fused)

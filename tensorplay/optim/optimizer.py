@@ -13,6 +13,7 @@ from typing import Callable
 
 from .._tensor import Tensor
 from ..autograd import clear_grad, no_grad
+from ._fused import fusable
 
 class Optimizer:
     """Base class: holds ``param_groups`` (dicts with ``"params"`` and hyper-parameters) and ``state``."""
@@ -108,14 +109,25 @@ class Optimizer:
         loss = closure() if closure is not None else None
         with no_grad():  # parameter updates are not recorded by autograd (as torch's optimizers)
             for group, gs in zip(self.param_groups, self._gradients(grads)):
-                for p, g in zip(group["params"], gs):
-                    if g is None:
-                        continue
+                pairs = [(p, g) for p, g in zip(group["params"], gs) if g is not None]
+                for p, g in pairs:
                     if tuple(g.shape) != tuple(p.shape):
                         raise ValueError(f"{type(self).__name__}.step: gradient of shape {tuple(g.shape)} for a "
                                          f"parameter of shape {tuple(p.shape)}")
+                if not pairs:
+                    continue
+                params, gs = [p for p, _ in pairs], [g for _, g in pairs]
+                if group.get("foreach") is not False and self._update_group is not None and fusable(params, gs):
+                    self._update_group(params, gs, [self.state.setdefault(p, {}) for p in params], group)
+                    continue
+                for p, g in pairs:
                     self._update(p, g, group, self.state.setdefault(p, {}))
         return loss
+
+    # The multi-tensor path (`optim._fused`): all parameters of a group in one compiled call, or
+    # None where an optimizer has only the per-tensor rule. Groups with ``foreach=False`` (and
+    # traced parameters) take the per-tensor path.
+    _update_group = None
 
     def _update(self, param: Tensor, grad: Tensor, group: dict, state: dict) -> None:
         raise NotImplementedError
