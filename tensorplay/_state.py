@@ -25,6 +25,12 @@ class TraceState(threading.local):
         self.grad_enabled = True   # autograd recording on (`tensorplay.autograd.grad_mode`)
         self.grad_off_depth = 0    # len(stack) when grad was last disabled: traces below it stop gradients
 
+    def stops_gradient(self, trace) -> bool:
+        """Was `no_grad` entered inside `trace`'s transform? Then values it computes are not
+        differentiated by that transform (torch.func semantics; a `no_grad` around the transform
+        call is ignored)."""
+        return not self.grad_enabled and self.grad_off_depth > self.stack.index(trace)
+
     def top(self):
         """The innermost active trace, or None."""
         stack = self.stack

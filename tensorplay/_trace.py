@@ -351,15 +351,9 @@ def bind(name: str | Primitive, *operands, **attrs):
         out = trace.emit(prim, operands, attrs)
     except (TypeError, ValueError, IndexError) as e:
         raise _under_stack(e) from None
-    if _stops_gradient(trace):
+    if STATE.stops_gradient(trace):
         out = trace.emit(_STOP_GRADIENT, (out,), {})
     return out
-
-
-def _stops_gradient(trace: Trace) -> bool:
-    """Was `no_grad` entered inside `trace`'s transform? Then values it computes are not differentiated
-    by that transform (torch.func semantics; a `no_grad` around the transform call is ignored)."""
-    return not STATE.grad_enabled and STATE.grad_off_depth > STATE.stack.index(trace)
 
 
 def _view_taken_eagerly(name: str, t: Tensor) -> bool:
@@ -565,6 +559,6 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
         raise leaked_tracer(f"@{graph.name}", trace.transform)
     vals = [trace.lift(t) for t in inputs]
     outs = [Tensor._symbolic(trace, v) for v in inline(trace.builder, graph, vals)]
-    if _stops_gradient(trace):
+    if STATE.stops_gradient(trace):
         outs = [trace.emit(_STOP_GRADIENT, (t,), {}) for t in outs]
     return outs

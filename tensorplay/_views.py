@@ -372,7 +372,12 @@ def store(target: Tensor, value: Tensor, op: str) -> Tensor:
     if has_overlap(view_layout(base_layout, steps)) or through_expand(base_layout, steps):
         raise RuntimeError(f"{op}: {OVERLAP_MESSAGE}")
     new = trace.lift(value)
-    root._value = scatter(trace.builder, root._value, steps, new)
+    old = root._value
+    root._value = scatter(trace.builder, old, steps, new)
+    if new.dtype.is_floating_point and STATE.stops_gradient(trace):
+        # as in torch, a write under no_grad changes the storage's values, not their derivatives
+        b = trace.builder
+        root._value = b.add(old, b.stop_gradient(b.sub(root._value, old)))
     root._stamp = next(_stamps)
     if target is not root and target._trace is trace:
         target._value = new

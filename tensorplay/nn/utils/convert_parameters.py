@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..._tensor import Tensor
+from ...autograd import no_grad
 from ...ops import shape as _sh
 
 
@@ -44,7 +45,8 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
         raise ValueError(f"vector_to_parameters: the vector has {vec.shape[0]} elements but the parameters have "
                          f"{total}")
     start = 0
-    for p in params:
-        n = p.numel()
-        p.copy_(_sh.reshape(_sh.narrow(vec, 0, start, n), tuple(p.shape)))
-        start += n
+    with no_grad():  # as torch's `param.data = ...`: the values change, autograd does not record it
+        for p in params:
+            n = p.numel()
+            p.copy_(_sh.reshape(_sh.narrow(vec, 0, start, n), tuple(p.shape)))
+            start += n
