@@ -20,8 +20,10 @@ IndexError (module `context`).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +41,26 @@ from .schedule import schedule
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this a thread hand-off costs more than it saves
 _THREADS = max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
 _pool_instance: ThreadPoolExecutor | None = None
+_serial = threading.local()  # `serial_calls`: this thread's calls run in one piece
+
+
+@contextlib.contextmanager
+def serial_calls():
+    """Within the block, executables called by this thread run in one piece on this thread.
+
+    For callers that already run several executables in parallel (vmap's chunks on a thread
+    pool): splitting each call over the process pool as well would oversubscribe the cores.
+    The values are the same either way (every element runs the same code in every range).
+
+    >>> with serial_calls():
+    ...     pass
+    """
+    before = getattr(_serial, "on", False)
+    _serial.on = True
+    try:
+        yield
+    finally:
+        _serial.on = before
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -147,6 +169,8 @@ class Executable:
             ptrs.append(id(arena))
         if not self._size:
             status = self._entry(*ptrs)
+        elif getattr(_serial, "on", False):
+            status = self._entry(*ptrs, 0, self._size)
         else:  # the GIL is released during each ctypes call, so the chunks run in parallel
             pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in self._chunks[1:]]
             status = self._entry(*ptrs, *self._chunks[0])
@@ -187,6 +211,11 @@ class Executable:
         return np.array(a, dtype=dtype, order="C", copy=True, subok=False)  # contiguous base-class copy
 
     # --- introspection ------------------------------------------------------------------------
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes of the scratch arena each call allocates for the intermediates (besides the outputs)."""
+        return self._arena_bytes
+
     @property
     def llvm_ir(self) -> str:
         """The optimised LLVM module (text)."""

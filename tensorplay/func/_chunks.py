@@ -1,0 +1,340 @@
+"""vmap's chunks as units of parallel and distributed work, and memory-budgeted chunk sizes.
+
+`vmap(f, chunk_size=K, executor=ex)` with concrete inputs runs the batched graph of K samples
+on slices of the batch. Each chunk is one call ``run_chunk(program, arrays)``:
+
+- `program` is a `ChunkProgram`: the IR text of the batched graph (`tensorplay.ir.text`) and
+  its SHA-256. Pickled, it is that text only -- never the user's function or a closure -- so
+  any `concurrent.futures.Executor` can run it: a `ThreadPoolExecutor` (compiled code releases
+  the GIL while it runs, so the threads use every core), a `ProcessPoolExecutor`, or
+  ``dask.distributed.Client(...).get_executor()``. In the calling process the program runs the
+  executable it was built from; elsewhere the worker parses the text and compiles it once per
+  digest (`_WORKER_PROGRAMS`; the on-disk cache of `tensorplay.codegen` makes that a load).
+- `arrays` are numpy arrays: the chunk's slices of the batched inputs, the unbatched inputs
+  and the captured tensors whole. Only the chunk's results come back.
+
+`run_map` submits the chunks (a bounded number in flight), copies each result into its place
+in preallocated outputs as it arrives, and raises `ChunkError` naming the first chunk that
+failed (its index and sample range, chained to the cause) -- never a partial result. Nothing
+is written into the caller's tensors here: `vmap` applies in-place write-backs only after
+every chunk has succeeded.
+
+`chunk_size="auto"` with `max_memory=` picks the largest chunk whose working set -- the
+executable's arena plus the chunk's inputs and outputs (`footprint`) -- fits the budget
+(`auto_chunk_size`).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import os
+import re
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tensorplay.codegen import compile_graph
+from tensorplay.codegen.executable import serial_calls
+from tensorplay.ir import Graph
+from tensorplay.ir.text import parse_graph, print_graph
+
+from .._exec import runner
+from . import _pipeline
+
+__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_map",
+           "footprint", "auto_chunk_size", "chunk_spans"]
+
+AUTO = "auto"
+
+
+class ChunkError(RuntimeError):
+    """A chunk of a chunked map failed (it raised, or its worker died); the cause is chained."""
+
+
+# --- arguments -------------------------------------------------------------------------------------
+_UNITS = {"b": 1, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
+          "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40}
+_MEMORY = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+def parse_memory(api: str, value) -> int:
+    """`max_memory` in bytes: a positive int, or a string such as ``"512MB"`` or ``"1.5GiB"``
+    (B, kB/MB/GB/TB in powers of 1000, KiB/MiB/GiB/TiB in powers of 1024; case-insensitive).
+
+    >>> parse_memory("vmap", "1.5GiB"), parse_memory("vmap", "512 MB"), parse_memory("vmap", 4096)
+    (1610612736, 512000000, 4096)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"{api}: max_memory must be a number of bytes (int) or a string such as '512MB', "
+                        f"got {type(value).__name__} {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        m = _MEMORY.fullmatch(value)
+        unit = m.group(2).lower() if m else None
+        if unit == "":
+            unit = "b"
+        if unit not in _UNITS:
+            raise ValueError(f"{api}: max_memory {value!r} is not a size: expected a number and a unit "
+                             f"({', '.join(['B', 'kB', 'MB', 'GB', 'TB', 'KiB', 'MiB', 'GiB', 'TiB'])}), "
+                             f"e.g. '512MB' or '1.5GiB'")
+        size = int(float(m.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"{api}: max_memory must be positive, got {value!r}")
+    return size
+
+
+def check_options(api: str, chunk_size, executor, max_memory, *, allow_auto: bool = True) -> int | None:
+    """Validate `chunk_size`, `executor` and `max_memory` together; the budget in bytes (or None).
+
+    >>> check_options("vmap", "auto", None, "1kB")
+    1000
+    """
+    auto = allow_auto and isinstance(chunk_size, str) and chunk_size == AUTO
+    if chunk_size is not None and not auto and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
+                                                or chunk_size < 1):
+        expected = "a positive int, 'auto' or None" if allow_auto else "a positive int or None"
+        raise ValueError(f"{api}: chunk_size must be {expected}, got {chunk_size!r}")
+    if executor is not None and not isinstance(executor, cf.Executor):
+        hint = " (for dask, pass client.get_executor())" if hasattr(executor, "get_executor") else ""
+        raise TypeError(f"{api}: executor must be a concurrent.futures.Executor{hint}, "
+                        f"got {type(executor).__name__}")
+    if executor is not None and chunk_size is None:
+        raise ValueError(f"{api}: executor needs chunk_size: the chunks are what the executor runs "
+                         f"(give chunk_size=K{', or chunk_size=' + repr(AUTO) + ' with max_memory' if allow_auto else ''})")
+    if max_memory is not None and not auto:
+        raise ValueError(f"{api}: max_memory is only used with chunk_size='auto', got chunk_size={chunk_size!r}")
+    if auto and max_memory is None:
+        raise ValueError(f"{api}: chunk_size='auto' needs max_memory, the memory budget of one chunk "
+                         f"(bytes, or a string such as '512MB')")
+    return parse_memory(api, max_memory) if auto else None
+
+
+# --- what a worker runs ----------------------------------------------------------------------------
+class ChunkProgram:
+    """A batched graph as a worker needs it: its IR text and the text's SHA-256 `digest`.
+
+    Pickling keeps the text only; in the process that built it, the program runs the graph it
+    was built from (compiled on first use), elsewhere the text is parsed and compiled once per
+    digest and worker.
+
+    >>> import pickle, numpy as np
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> p = pickle.loads(pickle.dumps(ChunkProgram.of(b.build([b.neg(x)]))))
+    >>> run_chunk(p, [np.ones(2, np.float32)])[0].tolist()
+    [-1.0, -1.0]
+    """
+
+    __slots__ = ("text", "digest", "_graph", "_lock")
+
+    def __init__(self, text: str, graph: Graph | None = None):
+        self.text = text
+        self.digest = hashlib.sha256(text.encode()).hexdigest()
+        self._graph = graph
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, graph: Graph) -> "ChunkProgram":
+        """The program of `graph` (made once and kept on the graph, as its runner is)."""
+        made = graph.__dict__.get("_tp_chunk_program")
+        if made is None:
+            made = cls(print_graph(graph), graph)
+            graph._tp_chunk_program = made
+        return made
+
+    def runner(self) -> tuple[Callable[..., list], bool]:
+        """``(run, fresh)`` for this program with the active backend (see `tensorplay._exec.runner`)."""
+        if self._graph is not None:
+            with self._lock:  # threads running the first chunks at once compile it once
+                return runner(self._graph)
+        cached = _WORKER_PROGRAMS.get(self.digest)
+        if cached is None:
+            cached = parse_graph(self.text)
+            _WORKER_PROGRAMS.put(self.digest, cached)
+        return runner(cached)
+
+    def __getstate__(self):
+        return {"text": self.text, "digest": self.digest}
+
+    def __setstate__(self, state):
+        self.text, self.digest = state["text"], state["digest"]
+        self._graph = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<ChunkProgram {self.digest[:12]}: {len(self.text)} chars of IR>"
+
+
+_WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> parsed graph (its runner is kept on it)
+
+
+def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run one chunk: `program` on `arrays`, the executable's internal threads off (the executor
+    provides the parallelism). A module-level function, so executors pickle it by reference."""
+    run, _ = program.runner()
+    with serial_calls():
+        return [np.asarray(a) for a in run(*arrays)]
+
+
+# --- memory budgets --------------------------------------------------------------------------------
+def footprint(graph: Graph) -> int:
+    """Working set of one call of `graph`'s compiled executable, in bytes: its arena, its outputs and
+    its inputs (all of them: a worker receives each one).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((4,), float32))
+    >>> footprint(b.build([b.neg(x)]))   # 16 bytes in, 16 out, no intermediates
+    32
+    """
+    exe = compile_graph(graph)
+    values = list(graph.inputs) + list(graph.outputs)
+    return exe.arena_bytes + sum(v.type.size * v.dtype.itemsize for v in values)
+
+
+def auto_chunk_size(where: str, size: int, budget: int, footprint_of: Callable[[int], int]) -> int:
+    """The largest chunk size (at most `size`) whose chunks fit `budget` bytes, `footprint_of(n)`
+    being the working set of a chunk of n samples.
+
+    The per-sample and fixed parts come from chunks of 1 and 2 samples; the candidate is then
+    checked against its own footprint (and that of the last, smaller chunk) and shrunk until
+    both fit.
+
+    >>> auto_chunk_size("vmap", 100, 1000, lambda n: 200 + 30 * n)
+    26
+    """
+    one = footprint_of(1)
+    if one > budget:
+        raise ValueError(f"{where}: max_memory={budget} bytes is too small for one sample: a chunk of one "
+                         f"sample needs {one} bytes (arena + inputs + outputs of the compiled chunk)")
+    if size <= 1:
+        return 1
+    per_sample = max(footprint_of(2) - one, 1)
+    fixed = max(one - per_sample, 0)
+    n = max(1, min(size, (budget - fixed) // per_sample))
+    while n > 1:
+        worst = max(footprint_of(n), footprint_of(size % n or n))
+        if worst <= budget:
+            break
+        n = max(1, min(n - 1, n * (budget - fixed) // max(worst - fixed, 1)))
+    return n
+
+
+# --- running the chunks ----------------------------------------------------------------------------
+def chunk_spans(size: int, chunk_size: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` of the chunks of a batch of `size` samples (the last may be smaller).
+
+    >>> chunk_spans(5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    return [(start, min(start + chunk_size, size)) for start in range(0, size, chunk_size)]
+
+
+def _take(a: np.ndarray, d: int, start: int, stop: int) -> np.ndarray:
+    return a[(slice(None),) * d + (slice(start, stop),)]
+
+
+def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int], ChunkProgram],
+            arrays: list, in_dims: list, out_dims: list, executor: cf.Executor | None) -> list[np.ndarray]:
+    """The graph outputs of the whole map: every chunk run (on `executor`, or here in order) and
+    its results placed at their samples. `program_of(n)` is the program for chunks of n samples;
+    `in_dims` / `out_dims` give each input's / output's batch dim, or None when unbatched."""
+    size = spans[-1][1]
+    n_chunks = len(spans)
+    outs: list = [None] * len(out_dims)
+    expected: dict[int, list] = {}
+
+    def task(i: int):
+        start, stop = spans[i]
+        return program_of(stop - start), [a if d is None else _take(a, d, start, stop)
+                                          for a, d in zip(arrays, in_dims)]
+
+    def failed(i: int, cause: BaseException) -> ChunkError:
+        start, stop = spans[i]
+        return ChunkError(f"{where}: chunk {i} of {n_chunks} (samples {start} to {stop - 1}) failed: "
+                          f"{type(cause).__name__}: {cause}; no result was returned and no input was changed")
+
+    def collect(i: int, program: ChunkProgram, results) -> None:
+        start, stop = spans[i]
+        types = expected.get(stop - start)
+        if types is None:
+            types = expected[stop - start] = _output_types(program)
+        if not isinstance(results, (list, tuple)) or len(results) != len(types) or any(
+                not isinstance(r, np.ndarray) or (r.shape, r.dtype) != t for r, t in zip(results, types)):
+            raise failed(i, TypeError(f"the executor returned {_describe(results)}, expected arrays of "
+                                      f"{[(s, str(dt)) for s, dt in types]}"))
+        if n_chunks == 1:
+            outs[:] = results
+            return
+        for k, (r, d) in enumerate(zip(results, out_dims)):
+            if d is None:
+                if i == 0:
+                    outs[k] = r
+                continue
+            if outs[k] is None:
+                shape = list(r.shape)
+                shape[d] = size
+                outs[k] = np.empty(shape, r.dtype)
+            _take(outs[k], d, start, stop)[...] = r
+
+    if executor is None:
+        for i in range(n_chunks):
+            program, chunk = task(i)
+            try:
+                results = run_chunk(program, chunk)
+            except Exception as e:
+                raise failed(i, e) from e
+            collect(i, program, results)
+        return outs
+
+    window = 2 * _concurrency(executor)  # chunks in flight: enough to keep every worker busy
+    pending: dict = {}
+    submitted = 0
+    try:
+        while submitted < n_chunks or pending:
+            while submitted < n_chunks and len(pending) < window:
+                program, chunk = task(submitted)
+                try:
+                    future = executor.submit(run_chunk, program, chunk)
+                except Exception as e:
+                    raise failed(submitted, e) from e
+                pending[future] = (submitted, program)
+                submitted += 1
+            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: pending[f][0]):
+                i, program = pending.pop(future)
+                try:
+                    results = future.result()
+                except Exception as e:  # the chunk raised, or its worker died
+                    raise failed(i, e) from e
+                collect(i, program, results)
+    finally:
+        for future in pending:
+            future.cancel()
+    return outs
+
+
+def _output_types(program: ChunkProgram) -> list[tuple[tuple[int, ...], np.dtype]]:
+    graph = program._graph if program._graph is not None else parse_graph(program.text)  # always local here
+    return [(v.type.shape, v.dtype.np) for v in graph.outputs]
+
+
+def _concurrency(executor: cf.Executor) -> int:
+    """How many chunks `executor` runs at once, as far as it tells (else the CPU count)."""
+    n = getattr(executor, "_max_workers", None)  # ThreadPoolExecutor, ProcessPoolExecutor
+    if isinstance(n, int) and n > 0:
+        return n
+    client = getattr(executor, "_client", None)  # dask.distributed's ClientExecutor
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # not a dask executor, or its scheduler does not answer: a guess is enough here
+        return os.cpu_count() or 1
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (list, tuple)):
+        return f"{type(x).__name__} of {len(x)}: " + ", ".join(
+            f"array{a.shape} {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__ for a in x[:4])
+    return type(x).__name__
+
