@@ -34,8 +34,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tensorplay.codegen import compile_graph
-from tensorplay.codegen.executable import serial_calls
 from tensorplay.ir import Graph
 from tensorplay.ir.text import parse_graph, print_graph
 
@@ -173,6 +171,8 @@ _WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> pars
 def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run one chunk: `program` on `arrays`, the executable's internal threads off (the executor
     provides the parallelism). A module-level function, so executors pickle it by reference."""
+    from tensorplay.codegen.executable import serial_calls  # codegen loads on first use, as in `_exec`
+
     run, _ = program.runner()
     with serial_calls():
         return [np.asarray(a) for a in run(*arrays)]
@@ -188,6 +188,8 @@ def footprint(graph: Graph) -> int:
     >>> footprint(b.build([b.neg(x)]))   # 16 bytes in, 16 out, no intermediates
     32
     """
+    from tensorplay.codegen import compile_graph
+
     exe = compile_graph(graph)
     values = list(graph.inputs) + list(graph.outputs)
     return exe.arena_bytes + sum(v.type.size * v.dtype.itemsize for v in values)
@@ -198,8 +200,8 @@ def auto_chunk_size(where: str, size: int, budget: int, footprint_of: Callable[[
     being the working set of a chunk of n samples.
 
     The per-sample and fixed parts come from chunks of 1 and 2 samples; the candidate is then
-    checked against its own footprint (and that of the last, smaller chunk) and shrunk until
-    both fit.
+    checked against its own footprint (and that of the last, smaller chunk) and, if either is
+    over the budget, shrunk until both fit (to within 1/16 of the largest that does).
 
     >>> auto_chunk_size("vmap", 100, 1000, lambda n: 200 + 30 * n)
     26
@@ -212,12 +214,18 @@ def auto_chunk_size(where: str, size: int, budget: int, footprint_of: Callable[[
         return 1
     per_sample = max(footprint_of(2) - one, 1)
     fixed = max(one - per_sample, 0)
+
+    def worst(n: int) -> int:  # a chunk of n samples, and the last one
+        return max(footprint_of(n), footprint_of(size % n or n))
+
     n = max(1, min(size, (budget - fixed) // per_sample))
-    while n > 1:
-        worst = max(footprint_of(n), footprint_of(size % n or n))
-        if worst <= budget:
-            break
-        n = max(1, min(n - 1, n * (budget - fixed) // max(worst - fixed, 1)))
+    too_big = None  # the smallest size seen not to fit
+    while n > 1 and worst(n) > budget:  # the working set grew faster than the estimate: shrink
+        too_big = n
+        n = max(1, min(n - 1, n * (budget - fixed) // max(worst(n) - fixed, 1)))
+    while too_big is not None and too_big - n > max(1, n // 16):  # then close in on the largest that fits
+        mid = (n + too_big) // 2
+        n, too_big = (mid, too_big) if worst(mid) <= budget else (n, mid)
     return n
 
 
