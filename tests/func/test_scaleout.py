@@ -264,6 +264,7 @@ def test_memory_sizes(text, size):
 def test_what_ships_is_ir_text_and_arrays_and_workers_parse_each_program_once():
     x, y = T(_data(7, 3)), T(_data(7, 2))
     ex = Remote()
+    _chunks._WORKER_PROGRAMS.clear()  # as on a fresh worker
     before = _chunks._WORKER_PROGRAMS.misses
     out = vmap(per_sample, chunk_size=3, executor=ex)(x, y)
     np.testing.assert_array_equal(out.numpy(), vmap(per_sample)(x, y).numpy())
