@@ -151,8 +151,13 @@ class Executable:
         self._recipe = recipe
         self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(plan.out_values)
 
-    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise)."""
+    def __call__(self, *arrays: np.ndarray, out: list[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise).
+
+        `out`: one array per graph output, of its exact shape and dtype, to write the results into
+        (and return), e.g. slices of a larger buffer; they must not overlap the inputs. Contiguous
+        ones are written by the compiled code itself, others receive a copy.
+        """
         if len(arrays) != self._n_in:
             check_arguments(self.graph, arrays)
         i = 0
@@ -162,7 +167,8 @@ class Executable:
                     or (a.dtype is not dtype and a.dtype != dtype):
                 arrays = arrays[:i] + (self._coerce(a, i),) + arrays[i + 1:]
             i += 1
-        outs = [np.empty(shape, dtype) for shape, dtype in self._alloc]
+        direct = out is not None and self._direct_out(out)
+        outs = list(out) if direct else [np.empty(shape, dtype) for shape, dtype in self._alloc]
         ptrs = [*map(id, arrays), *map(id, outs)]
         if self._arena_bytes:
             arena = np.empty(self._arena_bytes, np.uint8)
@@ -179,16 +185,32 @@ class Executable:
         if status:
             raise self._runtime_error(status)
         if self._simple:
-            return outs
-        result = []
-        for kind, i in self._recipe:
-            if kind == "slot":
-                result.append(outs[i])
-            elif kind == "input":
-                result.append(arrays[i].copy())
-            else:
-                result.append(result[i].copy())
-        return result
+            if out is None or direct:
+                return outs
+            result = outs
+        else:
+            result = []
+            for kind, i in self._recipe:
+                if kind == "slot":
+                    result.append(outs[i])
+                elif kind == "input":
+                    result.append(arrays[i].copy())
+                else:
+                    result.append(result[i].copy())
+        if out is None:
+            return result
+        for o, r in zip(out, result):  # `out` the compiled code could not write into directly
+            o[...] = r
+        return list(out)
+
+    def _direct_out(self, out) -> bool:
+        """Check `out` against the outputs (TypeError); whether the compiled code can write into it."""
+        types = [(v.type.shape, v.dtype.np) for v in self.graph.outputs]
+        if len(out) != len(types) or any(o.__class__ is not np.ndarray or o.shape != t[0] or o.dtype != t[1]
+                                         for o, t in zip(out, types)):
+            raise TypeError(f"@{self.name}: out must be one array per output, of "
+                            f"{[(t[0], str(t[1])) for t in types]}")
+        return self._simple and all(o.flags.c_contiguous and o.flags.writeable for o in out)
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""

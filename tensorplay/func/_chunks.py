@@ -168,14 +168,78 @@ class ChunkProgram:
 _WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> parsed graph (its runner is kept on it)
 
 
-def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
     """Run one chunk: `program` on `arrays`, the executable's internal threads off (the executor
-    provides the parallelism). A module-level function, so executors pickle it by reference."""
+    provides the parallelism). With a `placement` (a worker sharing the caller's memory) the
+    batched results are written into the map's outputs here and None is returned in their place.
+    A module-level function, so executors pickle it by reference."""
     from tensorplay.codegen.executable import serial_calls  # codegen loads on first use, as in `_exec`
 
+    from tensorplay.codegen import Executable
+
     run, _ = program.runner()
+    if placement is not None and isinstance(run, Executable):  # the compiled code writes into place
+        with serial_calls():
+            run(*arrays, out=placement.buffers(program))
+        return [None if d is not None else r for r, d in zip(placement.kept, placement.out_dims)]
     with serial_calls():
-        return [np.asarray(a) for a in run(*arrays)]
+        results = [np.asarray(a) for a in run(*arrays)]
+    return results if placement is None else placement.put(results)
+
+
+class Placement:
+    """Where one chunk's batched results go: samples `start` to `stop` of the map's outputs.
+
+    A worker that shares the caller's memory (a thread) writes them there itself, so the copies
+    run in parallel like the chunks; pickled for another process, a placement becomes None and
+    the worker sends its results back instead.
+    """
+
+    __slots__ = ("outs", "out_dims", "start", "stop", "kept")
+
+    def __init__(self, outs: list, out_dims: list, start: int, stop: int):
+        self.outs, self.out_dims, self.start, self.stop = outs, out_dims, start, stop
+        self.kept: list = []
+
+    def slot(self, k: int) -> np.ndarray:
+        return _take(self.outs[k], self.out_dims[k], self.start, self.stop)
+
+    def buffers(self, program: ChunkProgram) -> list[np.ndarray]:
+        """One array per result of `program`: its slot, or (unbatched results) a fresh array kept here."""
+        self.kept = [None if d is not None else np.empty(shape, dtype)
+                     for d, (shape, dtype) in zip(self.out_dims, _output_types(program))]
+        return [self.slot(k) if d is not None else self.kept[k] for k, d in enumerate(self.out_dims)]
+
+    def put(self, results: list) -> list:
+        """Write the batched `results` into place (after checking them all); the unbatched ones are
+        returned, None standing for each result placed."""
+        check_results(results, [None if d is None else (self.slot(k).shape, self.outs[k].dtype)
+                                for k, d in enumerate(self.out_dims)])
+        kept = []
+        for k, r in enumerate(results):
+            if self.out_dims[k] is None:
+                kept.append(r)
+                continue
+            self.slot(k)[...] = r
+            kept.append(None)
+        return kept
+
+    def __reduce__(self):
+        return (_no_placement, ())
+
+
+def _no_placement() -> None:
+    return None
+
+
+def check_results(results, types: list) -> None:
+    """TypeError unless `results` are arrays of `types` ((shape, dtype) each; None: any array)."""
+    ok = isinstance(results, (list, tuple)) and len(results) == len(types) and all(
+        isinstance(r, np.ndarray) and (t is None or (r.shape == t[0] and r.dtype == t[1]))
+        for r, t in zip(results, types))
+    if not ok:
+        raise TypeError(f"the chunk's results are {_describe(results)}, expected arrays of "
+                        f"{[t and (t[0], str(t[1])) for t in types]}")
 
 
 # --- memory budgets --------------------------------------------------------------------------------
@@ -251,49 +315,52 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
     size = spans[-1][1]
     n_chunks = len(spans)
     outs: list = [None] * len(out_dims)
-    expected: dict[int, list] = {}
+    if n_chunks > 1:  # preallocated: each chunk's results are written straight into place
+        for k, ((shape, dtype), d) in enumerate(zip(_output_types(program_of(spans[0][1])), out_dims)):
+            if d is not None:
+                outs[k] = np.empty(shape[:d] + (size,) + shape[d + 1:], dtype)
 
-    def task(i: int):
+    def task(i: int) -> tuple:
         start, stop = spans[i]
-        return program_of(stop - start), [a if d is None else _take(a, d, start, stop)
-                                          for a, d in zip(arrays, in_dims)]
+        chunk = [a if d is None else _take(a, d, start, stop) for a, d in zip(arrays, in_dims)]
+        return program_of(stop - start), chunk, (Placement(outs, out_dims, start, stop) if n_chunks > 1 else None)
 
     def failed(i: int, cause: BaseException) -> ChunkError:
         start, stop = spans[i]
         return ChunkError(f"{where}: chunk {i} of {n_chunks} (samples {start} to {stop - 1}) failed: "
                           f"{type(cause).__name__}: {cause}; no result was returned and no input was changed")
 
-    def collect(i: int, program: ChunkProgram, results) -> None:
-        start, stop = spans[i]
-        types = expected.get(stop - start)
-        if types is None:
-            types = expected[stop - start] = _output_types(program)
-        if not isinstance(results, (list, tuple)) or len(results) != len(types) or any(
-                not isinstance(r, np.ndarray) or (r.shape, r.dtype) != t for r, t in zip(results, types)):
-            raise failed(i, TypeError(f"the executor returned {_describe(results)}, expected arrays of "
-                                      f"{[(s, str(dt)) for s, dt in types]}"))
-        if n_chunks == 1:
+    def collect(i: int, program: ChunkProgram, placement: Placement | None, results) -> None:
+        """Take chunk i's results: placed by the worker (None entries), or sent back (arrays)."""
+        types = _output_types(program)
+        if placement is None:  # the only chunk: its results are the outputs
+            check_results(results, types)
             outs[:] = results
             return
-        for k, (r, d) in enumerate(zip(results, out_dims)):
-            if d is None:
+        if not isinstance(results, (list, tuple)) or len(results) != len(types):
+            check_results(results, types)  # raises, describing what came back
+        if any(r is None and d is None for r, d in zip(results, out_dims)):
+            raise TypeError("the chunk placed an unbatched result, which it must send back")
+        sent = [k for k, r in enumerate(results) if r is not None]
+        check_results([results[k] for k in sent], [types[k] for k in sent])
+        for k in sent:
+            if out_dims[k] is None:
                 if i == 0:
-                    outs[k] = r
-                continue
-            if outs[k] is None:
-                shape = list(r.shape)
-                shape[d] = size
-                outs[k] = np.empty(shape, r.dtype)
-            _take(outs[k], d, start, stop)[...] = r
+                    outs[k] = results[k]
+            else:  # from a worker in another process
+                placement.slot(k)[...] = results[k]
+
+    def take(i: int, program, placement, get_results) -> None:
+        try:
+            results = get_results()
+            collect(i, program, placement, results)
+        except Exception as e:  # the chunk raised, its worker died, or it sent back something else
+            raise failed(i, e) from e
 
     if executor is None:
         for i in range(n_chunks):
-            program, chunk = task(i)
-            try:
-                results = run_chunk(program, chunk)
-            except Exception as e:
-                raise failed(i, e) from e
-            collect(i, program, results)
+            program, chunk, placement = task(i)
+            take(i, program, placement, lambda: run_chunk(program, chunk, placement))
         return outs
 
     window = 2 * _concurrency(executor)  # chunks in flight: enough to keep every worker busy
@@ -302,21 +369,17 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
     try:
         while submitted < n_chunks or pending:
             while submitted < n_chunks and len(pending) < window:
-                program, chunk = task(submitted)
+                program, chunk, placement = task(submitted)
                 try:
-                    future = executor.submit(run_chunk, program, chunk)
+                    future = executor.submit(run_chunk, program, chunk, placement)
                 except Exception as e:
                     raise failed(submitted, e) from e
-                pending[future] = (submitted, program)
+                pending[future] = (submitted, program, placement)
                 submitted += 1
             done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: pending[f][0]):
-                i, program = pending.pop(future)
-                try:
-                    results = future.result()
-                except Exception as e:  # the chunk raised, or its worker died
-                    raise failed(i, e) from e
-                collect(i, program, results)
+                i, program, placement = pending.pop(future)
+                take(i, program, placement, future.result)
     finally:
         for future in pending:
             future.cancel()
@@ -324,8 +387,8 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
 
 
 def _output_types(program: ChunkProgram) -> list[tuple[tuple[int, ...], np.dtype]]:
-    graph = program._graph if program._graph is not None else parse_graph(program.text)  # always local here
-    return [(v.type.shape, v.dtype.np) for v in graph.outputs]
+    """(shape, dtype) of each result of a program made in this process."""
+    return [(v.type.shape, v.dtype.np) for v in program._graph.outputs]
 
 
 def _concurrency(executor: cf.Executor) -> int:

@@ -269,8 +269,9 @@ def test_what_ships_is_ir_text_and_arrays_and_workers_parse_each_program_once():
     out = vmap(per_sample, chunk_size=3, executor=ex)(x, y)
     np.testing.assert_array_equal(out.numpy(), vmap(per_sample)(x, y).numpy())
     assert len(ex.shipped) == 3 and ex.chunk_sizes() == [3, 3, 1]
-    fn, (program, arrays), _ = pickle.loads(ex.shipped[0])
+    fn, (program, arrays, placement), _ = pickle.loads(ex.shipped[0])
     assert fn is _chunks.run_chunk
+    assert placement is None  # results are written in place by threads only; a process sends them back
     assert program.__getstate__().keys() == {"text", "digest"}
     assert program.text.startswith("func @per_sample(")
     assert all(type(a) is np.ndarray for a in arrays)
