@@ -40,7 +40,7 @@ from tensorplay.ir.text import parse_graph, print_graph
 from .._exec import runner
 from . import _pipeline
 
-__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_map",
+__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_here", "run_map",
            "footprint", "auto_chunk_size", "chunk_spans"]
 
 AUTO = "auto"
@@ -169,22 +169,89 @@ _WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> pars
 
 
 def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
-    """Run one chunk: `program` on `arrays`, the executable's internal threads off (the executor
-    provides the parallelism). With a `placement` (a worker sharing the caller's memory) the
-    batched results are written into the map's outputs here and None is returned in their place.
-    A module-level function, so executors pickle it by reference."""
+    """Run one chunk on an executor's worker: `run_here` with one thread for the executable and
+    for numpy's OpenBLAS (the executor provides the parallelism). A module-level function, so
+    executors pickle it by reference."""
     from tensorplay.codegen.executable import serial_calls  # codegen loads on first use, as in `_exec`
+
+    with serial_calls(), one_blas_thread():
+        return run_here(program, arrays, placement)
+
+
+def run_here(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
+    """Run one chunk: `program` on `arrays`. With a `placement` (a worker sharing the caller's
+    memory) the batched results are written into the map's outputs and None stands for them."""
 
     from tensorplay.codegen import Executable
 
     run, _ = program.runner()
     if placement is not None and isinstance(run, Executable):  # the compiled code writes into place
-        with serial_calls():
-            run(*arrays, out=placement.buffers(program))
+        run(*arrays, out=placement.buffers(program))
         return [None if d is not None else r for r, d in zip(placement.kept, placement.out_dims)]
-    with serial_calls():
-        results = [np.asarray(a) for a in run(*arrays)]
+    results = [np.asarray(a) for a in run(*arrays)]
     return results if placement is None else placement.put(results)
+
+
+class _OneBlasThread:
+    """numpy's OpenBLAS on one thread while any chunk of an executor runs in this process.
+
+    OpenBLAS's thread count is process-wide: two chunk threads each calling a 2-thread gemm would
+    put four threads on two cores and queue on OpenBLAS's own lock. The first chunk to enter sets
+    one thread, the last to leave restores the count it found (other numpy code running meanwhile
+    is single-threaded too). Without numpy's bundled OpenBLAS it does nothing.
+    """
+
+    _SYMBOLS = [("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+                ("openblas_get_num_threads", "openblas_set_num_threads")]
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._before = 0
+        self._api = False  # (get, set) once looked up; None when there is no OpenBLAS
+
+    def _lookup(self):
+        import ctypes
+        import glob
+
+        root = os.path.dirname(np.__file__)
+        for path in sorted(glob.glob(os.path.join(root + ".libs", "*openblas*"))
+                           + glob.glob(os.path.join(root, ".libs", "*openblas*"))
+                           + glob.glob(os.path.join(root, ".dylibs", "*openblas*"))):
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for get, set_ in self._SYMBOLS:
+                if hasattr(lib, get) and hasattr(lib, set_):
+                    getter, setter = getattr(lib, get), getattr(lib, set_)
+                    getter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
+                    return getter, setter
+        return None
+
+    def __enter__(self):
+        with self._lock:
+            if self._api is False:
+                self._api = self._lookup()
+            if self._api is not None and self._depth == 0:
+                self._before = self._api[0]()
+                self._api[1](1)
+            self._depth += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._depth -= 1
+            if self._api is not None and self._depth == 0 and self._before > 1:
+                self._api[1](self._before)
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
+def one_blas_thread() -> _OneBlasThread:
+    """The context in which chunks run on an executor (see `_OneBlasThread`)."""
+    return _ONE_BLAS_THREAD
 
 
 class Placement:
@@ -360,12 +427,13 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
     if executor is None:
         for i in range(n_chunks):
             program, chunk, placement = task(i)
-            take(i, program, placement, lambda: run_chunk(program, chunk, placement))
+            take(i, program, placement, lambda: run_here(program, chunk, placement))
         return outs
 
     window = 2 * _concurrency(executor)  # chunks in flight: enough to keep every worker busy
     pending: dict = {}
     submitted = 0
+    _ONE_BLAS_THREAD.__enter__()  # for the whole map (not chunk by chunk) when the workers are threads
     try:
         while submitted < n_chunks or pending:
             while submitted < n_chunks and len(pending) < window:
@@ -383,6 +451,7 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
     finally:
         for future in pending:
             future.cancel()
+        _ONE_BLAS_THREAD.__exit__()
     return outs
 
 
