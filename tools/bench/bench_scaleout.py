@@ -10,7 +10,8 @@
    single-threaded (`codegen.executable.serial_calls`) and BLAS is pinned to one thread by the
    harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more.
 2. dask: the same chunks on a `LocalCluster(n_workers=2, processes=True, threads_per_worker=1)`
-   against a 2-thread pool, for two workloads: the per-sample *parameter* gradients of (1),
+   (its executor made with `pure=False`) against a 2-thread pool, at chunk_size 128 and B/2, for
+   two workloads: the per-sample *parameter* gradients of (1),
    whose result (B x 22,026 floats = 90 MB) must travel back from the workers, and per-sample
    *input* gradients of a deeper MLP 32-256-256-256-1 (B x 32 floats back, compute-bound).
 3. rss: a 65,536-sample map (an MLP 64-256-256-10 forward per sample) with
@@ -67,6 +68,53 @@ def threads_suite(args) -> H.Suite:
     return suite
 
 
+def gil_probe(args) -> str:
+    """Does a chunk's compiled call release the GIL? Two threads each run one chunk's executable
+    (`run_chunk`, as an executor does) in a loop; the note says for how much of the time both
+    calls were in flight at once, and how often a Python loop in the main thread ran meanwhile."""
+    import threading
+    import time
+
+    from tensorplay.func import _chunks
+    from tensorplay.func._vmap import _BATCHED
+
+    sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
+    chunk = 2 if args.quick else args.chunk
+    T = M.tensorplay_fns()
+    params = T.params(M.init_mlp(sizes))
+    x, y = (T.array(a) for a in M.batch(chunk * 2, sizes[0], sizes[-1]))
+    vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk)(params, x, y)
+    graph = next(g for key, g in _BATCHED._data.items() if key[2] == chunk)
+    program = _chunks.ChunkProgram.of(graph)
+    arrays = [np.random.default_rng(0).standard_normal(v.type.shape).astype(v.dtype.np) if v.dtype.np.kind == "f"
+              else np.zeros(v.type.shape, v.dtype.np) for v in graph.inputs]
+    calls = 5 if args.quick else 40
+    spans: list[list[tuple[float, float]]] = [[], []]
+    done = threading.Event()
+
+    def worker(k: int) -> None:
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            _chunks.run_chunk(program, arrays)
+            spans[k].append((t0, time.perf_counter()))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    ticks = 0
+    for t in threads:
+        t.start()
+    watcher = threading.Thread(target=lambda: ([t.join() for t in threads], done.set()))
+    watcher.start()
+    while not done.is_set():
+        ticks += 1
+    both = sum(max(0.0, min(a1, b1) - max(a0, b0)) for a0, a1 in spans[0] for b0, b1 in spans[1])
+    busy = sum(t1 - t0 for t1_list in spans for t0, t1 in t1_list)
+    first, last = min(s[0] for sp in spans for s in sp), max(s[1] for sp in spans for s in sp)
+    return (f"GIL probe: 2 threads x {calls} calls of one chunk's executable ({chunk} samples, "
+            f"median {1e3 * sorted(t1 - t0 for t0, t1 in spans[0])[calls // 2]:.1f} ms): both in flight "
+            f"{100 * both / (last - first):.0f}% of the {1e3 * (last - first):.0f} ms (calls busy {1e3 * busy:.0f} ms "
+            f"in total); meanwhile the main thread ran {ticks} Python loop iterations")
+
+
 # --- 2. dask ---------------------------------------------------------------------------------------
 def dask_suite(args) -> H.Suite | str:
     try:
@@ -88,23 +136,25 @@ def dask_suite(args) -> H.Suite | str:
         return tp.tanh(T.mlp(ps, v.unsqueeze(0))).sum()
 
     workloads = {
-        "param grads": (lambda ex: vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk, executor=ex),
+        "param grads": (lambda ex, n: vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=n, executor=ex),
                         (p_small, x, y)),
-        "input grads": (lambda ex: vmap(grad(saliency, argnums=1), in_dims=(None, 0), chunk_size=chunk, executor=ex),
+        "input grads": (lambda ex, n: vmap(grad(saliency, argnums=1), in_dims=(None, 0), chunk_size=n, executor=ex),
                         (p_deep, x)),
     }
     cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
                            silence_logs=logging.CRITICAL)
     client = Client(cluster, timeout="120s")
     pool = ThreadPoolExecutor(2)
-    suite = H.Suite(f"dask LocalCluster (2 worker processes) vs a 2-thread pool, B={batch}, chunk_size={chunk} "
+    suite = H.Suite(f"dask LocalCluster (2 worker processes) vs a 2-thread pool, B={batch} "
                     f"(ratio to the thread pool)", ref="2 threads", rtol=0, atol=0)
     try:
-        dask_ex = client.get_executor()
+        dask_ex = client.get_executor(pure=False)  # pure=False: dask does not hash the arrays for task keys
         for name, (make, call_args) in workloads.items():
-            on_threads, on_dask = make(pool), make(dask_ex)
-            suite.run_case(name, [H.Impl("2 threads", lambda f=on_threads, a=call_args: f(*a)),
-                                  H.Impl("dask, 2 workers", lambda f=on_dask, a=call_args: f(*a))], args)
+            for size in sorted({chunk, max(1, batch // 2)}):
+                on_threads, on_dask = make(pool, size), make(dask_ex, size)
+                suite.run_case(f"{name}, chunk_size={size}",
+                               [H.Impl("2 threads", lambda f=on_threads, a=call_args: f(*a)),
+                                H.Impl("dask, 2 workers", lambda f=on_dask, a=call_args: f(*a))], args)
     finally:
         pool.shutdown()
         client.close()
@@ -195,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     suites, notes = [], []
     if "threads" in args.parts:
         suites.append(threads_suite(args))
+        notes.append(gil_probe(args))
     if "dask" in args.parts:
         result = dask_suite(args)
         (suites if isinstance(result, H.Suite) else notes).append(result)
