@@ -1,7 +1,7 @@
 """vmap's chunks as units of parallel and distributed work, and memory-budgeted chunk sizes.
 
 `vmap(f, chunk_size=K, executor=ex)` with concrete inputs runs the batched graph of K samples
-on slices of the batch. Each chunk is one call ``run_chunk(program, arrays)``:
+on slices of the batch. Each chunk is one call ``run_chunk(program, arrays, placement)``:
 
 - `program` is a `ChunkProgram`: the IR text of the batched graph (`tensorplay.ir.text`) and
   its SHA-256. Pickled, it is that text only -- never the user's function or a closure -- so
@@ -12,12 +12,18 @@ on slices of the batch. Each chunk is one call ``run_chunk(program, arrays)``:
   digest (`_WORKER_PROGRAMS`; the on-disk cache of `tensorplay.codegen` makes that a load).
 - `arrays` are numpy arrays: the chunk's slices of the batched inputs, the unbatched inputs
   and the captured tensors whole. Only the chunk's results come back.
+- `placement` says where the chunk's results go in the map's preallocated outputs. A worker
+  thread of this process has the compiled code write them there (`Executable(out=)`); pickled
+  for another process it becomes None, and the results are sent back and copied into place.
 
-`run_map` submits the chunks (a bounded number in flight), copies each result into its place
-in preallocated outputs as it arrives, and raises `ChunkError` naming the first chunk that
-failed (its index and sample range, chained to the cause) -- never a partial result. Nothing
-is written into the caller's tensors here: `vmap` applies in-place write-backs only after
-every chunk has succeeded.
+A chunk on an executor runs single-threaded inside: the executable does not split its loops
+over its own pool (`codegen.executable.serial_calls`) and numpy's OpenBLAS is held at one
+thread (`one_blas_thread`); the executor's workers are the parallelism.
+
+`run_map` submits the chunks (a bounded number in flight), takes each chunk's results as it
+completes, and raises `ChunkError` naming the first chunk that failed (its index and sample
+range, chained to the cause) -- never a partial result. Nothing is written into the caller's
+tensors here: `vmap` applies in-place write-backs only after every chunk has succeeded.
 
 `chunk_size="auto"` with `max_memory=` picks the largest chunk whose working set -- the
 executable's arena plus the chunk's inputs and outputs (`footprint`) -- fits the budget
@@ -181,7 +187,6 @@ def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "P
 def run_here(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
     """Run one chunk: `program` on `arrays`. With a `placement` (a worker sharing the caller's
     memory) the batched results are written into the map's outputs and None stands for them."""
-
     from tensorplay.codegen import Executable
 
     run, _ = program.runner()
@@ -433,25 +438,24 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
     window = 2 * _concurrency(executor)  # chunks in flight: enough to keep every worker busy
     pending: dict = {}
     submitted = 0
-    _ONE_BLAS_THREAD.__enter__()  # for the whole map (not chunk by chunk) when the workers are threads
-    try:
-        while submitted < n_chunks or pending:
-            while submitted < n_chunks and len(pending) < window:
-                program, chunk, placement = task(submitted)
-                try:
-                    future = executor.submit(run_chunk, program, chunk, placement)
-                except Exception as e:
-                    raise failed(submitted, e) from e
-                pending[future] = (submitted, program, placement)
-                submitted += 1
-            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: pending[f][0]):
-                i, program, placement = pending.pop(future)
-                take(i, program, placement, future.result)
-    finally:
-        for future in pending:
-            future.cancel()
-        _ONE_BLAS_THREAD.__exit__()
+    with one_blas_thread():  # for the whole map (not chunk by chunk) when the workers are threads
+        try:
+            while submitted < n_chunks or pending:
+                while submitted < n_chunks and len(pending) < window:
+                    program, chunk, placement = task(submitted)
+                    try:
+                        future = executor.submit(run_chunk, program, chunk, placement)
+                    except Exception as e:
+                        raise failed(submitted, e) from e
+                    pending[future] = (submitted, program, placement)
+                    submitted += 1
+                done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: pending[f][0]):
+                    i, program, placement = pending.pop(future)
+                    take(i, program, placement, future.result)
+        finally:
+            for future in pending:
+                future.cancel()
     return outs
 
 
