@@ -20,8 +20,10 @@ IndexError (module `context`).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +41,26 @@ from .schedule import schedule
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this a thread hand-off costs more than it saves
 _THREADS = max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
 _pool_instance: ThreadPoolExecutor | None = None
+_serial = threading.local()  # `serial_calls`: this thread's calls run in one piece
+
+
+@contextlib.contextmanager
+def serial_calls():
+    """Within the block, executables called by this thread run in one piece on this thread.
+
+    For callers that already run several executables in parallel (vmap's chunks on a thread
+    pool): splitting each call over the process pool as well would oversubscribe the cores.
+    The values are the same either way (every element runs the same code in every range).
+
+    >>> with serial_calls():
+    ...     pass
+    """
+    before = getattr(_serial, "on", False)
+    _serial.on = True
+    try:
+        yield
+    finally:
+        _serial.on = before
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -129,8 +151,13 @@ class Executable:
         self._recipe = recipe
         self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(plan.out_values)
 
-    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise)."""
+    def __call__(self, *arrays: np.ndarray, out: list[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise).
+
+        `out`: one array per graph output, of its exact shape and dtype, to write the results into
+        (and return), e.g. slices of a larger buffer; they must not overlap the inputs. Contiguous
+        ones are written by the compiled code itself, others receive a copy.
+        """
         if len(arrays) != self._n_in:
             check_arguments(self.graph, arrays)
         i = 0
@@ -140,13 +167,16 @@ class Executable:
                     or (a.dtype is not dtype and a.dtype != dtype):
                 arrays = arrays[:i] + (self._coerce(a, i),) + arrays[i + 1:]
             i += 1
-        outs = [np.empty(shape, dtype) for shape, dtype in self._alloc]
+        direct = out is not None and self._direct_out(out)
+        outs = list(out) if direct else [np.empty(shape, dtype) for shape, dtype in self._alloc]
         ptrs = [*map(id, arrays), *map(id, outs)]
         if self._arena_bytes:
             arena = np.empty(self._arena_bytes, np.uint8)
             ptrs.append(id(arena))
         if not self._size:
             status = self._entry(*ptrs)
+        elif getattr(_serial, "on", False):
+            status = self._entry(*ptrs, 0, self._size)
         else:  # the GIL is released during each ctypes call, so the chunks run in parallel
             pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in self._chunks[1:]]
             status = self._entry(*ptrs, *self._chunks[0])
@@ -155,16 +185,32 @@ class Executable:
         if status:
             raise self._runtime_error(status)
         if self._simple:
-            return outs
-        result = []
-        for kind, i in self._recipe:
-            if kind == "slot":
-                result.append(outs[i])
-            elif kind == "input":
-                result.append(arrays[i].copy())
-            else:
-                result.append(result[i].copy())
-        return result
+            if out is None or direct:
+                return outs
+            result = outs
+        else:
+            result = []
+            for kind, i in self._recipe:
+                if kind == "slot":
+                    result.append(outs[i])
+                elif kind == "input":
+                    result.append(arrays[i].copy())
+                else:
+                    result.append(result[i].copy())
+        if out is None:
+            return result
+        for o, r in zip(out, result):  # `out` the compiled code could not write into directly
+            o[...] = r
+        return list(out)
+
+    def _direct_out(self, out) -> bool:
+        """Check `out` against the outputs (TypeError); whether the compiled code can write into it."""
+        types = [(v.type.shape, v.dtype.np) for v in self.graph.outputs]
+        if len(out) != len(types) or any(o.__class__ is not np.ndarray or o.shape != t[0] or o.dtype != t[1]
+                                         for o, t in zip(out, types)):
+            raise TypeError(f"@{self.name}: out must be one array per output, of "
+                            f"{[(t[0], str(t[1])) for t in types]}")
+        return self._simple and all(o.flags.c_contiguous and o.flags.writeable for o in out)
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
@@ -187,6 +233,11 @@ class Executable:
         return np.array(a, dtype=dtype, order="C", copy=True, subok=False)  # contiguous base-class copy
 
     # --- introspection ------------------------------------------------------------------------
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes of the scratch arena each call allocates for the intermediates (besides the outputs)."""
+        return self._arena_bytes
+
     @property
     def llvm_ir(self) -> str:
         """The optimised LLVM module (text)."""

@@ -32,8 +32,8 @@ from tensorplay.ir.primitive import get_primitive
 from .. import _pytree
 from .._tensor import Tensor
 from .._state import STATE
-from .._trace import ClosedGraph, current_trace, trace_function
-from . import _pipeline
+from .._trace import ClosedGraph, bind, current_trace, trace_function
+from . import _chunks, _pipeline
 from ._pipeline import run_graph
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
@@ -461,12 +461,12 @@ def linearize(func: Callable, *primals):
 
 
 # --- Jacobians -------------------------------------------------------------------------------------
-def _map_basis(fn: Callable, basis: list, chunk_size, randomness: str = "same") -> Any:
+def _map_basis(fn: Callable, basis: list, chunk_size, randomness: str = "same", executor=None) -> Any:
     """``fn`` applied to every row of the stacked `basis` (tensors with a common leading size), results
     stacked along a new leading axis (`vmap`)."""
     from ._vmap import vmap
 
-    return vmap(fn, in_dims=0, out_dims=0, randomness=randomness, chunk_size=chunk_size)(*basis)
+    return vmap(fn, in_dims=0, out_dims=0, randomness=randomness, chunk_size=chunk_size, executor=executor)(*basis)
 
 
 def _basis(n: int, start: int, like_shape, dtype) -> Tensor:
@@ -476,6 +476,8 @@ def _basis(n: int, start: int, like_shape, dtype) -> Tensor:
     trace = current_trace()
 
     def emit(name, *operands, **attrs):
+        if trace is None:  # jacrev with an executor runs at top level: a concrete basis
+            return bind(name, *operands, **attrs)
         return trace.emit(get_primitive(name), operands, attrs)
 
     rows = emit("iota", shape=(n, size), dtype=dtypes.int64, dimension=0)
@@ -502,13 +504,17 @@ def _check_randomness(randomness: str, transform: str) -> None:
         raise ValueError(f"{transform}: randomness must be 'error', 'different' or 'same', got {randomness!r}")
 
 
-def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
+def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None,
+           executor=None) -> Callable:
     """Returns a function computing the Jacobian of `func` by reverse mode.
 
     For an output leaf of shape ``out`` and an input leaf of shape ``in`` the Jacobian leaf has
     shape ``out + in``; results are nested as the output structure, then the argument structure
     (a tuple of those with a tuple `argnums`). The whole Jacobian is one graph: the VJP applied
     to the basis of output cotangents; `chunk_size` bounds how many rows are mapped at a time.
+    With an `executor` (any `concurrent.futures.Executor`, see `vmap`) and concrete arguments, the
+    forward pass runs here and the chunks of rows run on the executor; under an enclosing
+    transform the whole Jacobian is one graph as without it.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import jacrev
@@ -517,8 +523,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
             [0., 4.]])
     """
     transform = f"jacrev({_argnums_str(argnums)})"
-    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"{transform}: chunk_size must be None or a positive int, got {chunk_size!r}")
+    _chunks.check_options(transform, chunk_size, executor, None, allow_auto=False)
 
     def jac_fn(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), transform)
@@ -537,7 +542,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
                 ct_tree = _with_tensors(out_tree, out_leaves, cts)
                 return [_pytree.tree_flatten(g)[0] for g in vjp_fn(ct_tree)]
 
-            rows = _map_basis(pull, basis, chunk_size)
+            rows = _map_basis(pull, basis, chunk_size, executor=executor)
         jac_leaves = []
         for k, o in enumerate(tensors):
             per_arg = []
@@ -549,8 +554,10 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
         jac = _with_tensors(out_tree, out_leaves, jac_leaves)
         return (jac, aux) if has_aux else jac
 
-    return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacrev",
-                      ("jacrev", argnums, has_aux, chunk_size), transform,
+    one_graph = _traced_as_one_graph(jac_fn, func, transform)
+    if executor is not None:  # not a cacheable chain: at top level the rows run on the executor
+        return _wraps(lambda *args, **kwargs: (one_graph if STATE.stack else jac_fn)(*args, **kwargs), func, "jacrev")
+    return _transform(one_graph, func, "jacrev", ("jacrev", argnums, has_aux, chunk_size), transform,
                       lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size))
 
 

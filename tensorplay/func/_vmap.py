@@ -23,12 +23,23 @@ Semantics follow `torch.func.vmap`:
   not depend on `chunk_size`.
 - `chunk_size` runs the batched graph on slices of the batch (the last one
   may be smaller) and concatenates the results; `chunk_vmap` splits the batch
-  into `chunks` pieces. Both give the same values as the unchunked call.
+  into `chunks` pieces. Both give the same values as the unchunked call (bit
+  for bit, except that matrix products large enough for BLAS round as gemm
+  does for each chunk's size: `tensorplay.codegen.dot`).
+- With concrete inputs the chunks run through `_chunks.run_map`: on `executor`
+  (any `concurrent.futures.Executor`) when one is given, each chunk shipped as
+  the batched graph's IR text plus numpy arrays; results land in preallocated
+  outputs in sample order, and a failing chunk raises `_chunks.ChunkError`
+  before anything is written back. ``chunk_size="auto"`` derives the chunk size
+  from the compiled chunk's working set and `max_memory`. Under an enclosing
+  transform the chunks are inlined into its trace instead (the executor is not
+  used: there is nothing concrete to run yet).
 """
 from __future__ import annotations
 
 import functools
 import math
+from concurrent.futures import Executor
 from typing import Any, Callable
 
 from tensorplay.ir import TensorType, dtypes
@@ -37,13 +48,15 @@ from tensorplay.ir.passes.batching import RANDOMNESS, batch_graph, batched_outpu
 from .. import _pytree
 from .._tensor import Tensor
 from .._trace import RandomKey, bind, call_graph, trace_function, transform_stack
-from . import _pipeline
+from .._views import owning_trace, own_outputs
+from . import _chunks, _pipeline
 
 __all__ = ["vmap", "chunk_vmap"]
 
 
 def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
-         chunk_size: int | None = None) -> Callable:
+         chunk_size: int | str | None = None, executor: Executor | None = None,
+         max_memory: int | str | None = None) -> Callable:
     """Returns a function that maps `func` over an added batch dimension.
 
     Write `func` for one sample; the returned function takes batched arguments
@@ -61,19 +74,33 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     tensor([3., 3., 3., 3.])
     >>> vmap(lambda r: (r.sum(), r.max()), out_dims=(0, 0), chunk_size=3)(y)
     (tensor([ 3., 12., 21., 30.]), tensor([ 2.,  5.,  8., 11.]))
+
+    Scaling out (docs/scaling-out.md): `executor` runs the chunks on any
+    `concurrent.futures.Executor` (threads, processes, ``dask.distributed.Client.get_executor()``);
+    ``chunk_size="auto"`` picks the largest chunk whose working set fits `max_memory` (bytes, or a
+    string such as ``"512MB"``). Either way the values are those of the serial chunked map.
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     vmap(dot, chunk_size=2, executor=pool)(x, y)
+    tensor([ 3., 12., 21., 30.])
+    >>> vmap(dot, chunk_size="auto", max_memory="1MB")(x, y)
+    tensor([ 3., 12., 21., 30.])
     """
-    _check_options("vmap", func, randomness, chunk_size=chunk_size)
+    _check_options("vmap", func, randomness)
+    budget = _chunks.check_options("vmap", chunk_size, executor, max_memory)
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        return _VmapCall("vmap", func, args, kwargs, in_dims, out_dims, randomness).run(chunk_size)
+        return _VmapCall("vmap", func, args, kwargs, in_dims, out_dims, randomness).run(chunk_size, executor, budget)
 
     return wrapped
 
 
 def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
-               chunks: int = 2) -> Callable:
-    """`vmap` splitting the batch into `chunks` pieces (of ``ceil(batch / chunks)`` samples each).
+               chunks: int = 2, *, executor: Executor | None = None) -> Callable:
+    """`vmap` splitting the batch into `chunks` pieces (of ``ceil(batch / chunks)`` samples each),
+    run on `executor` when one is given (as ``vmap(..., executor=)``).
 
     Prefer ``vmap(..., chunk_size=...)``, which bounds the memory in samples and so
     does not change with the batch size.
@@ -86,27 +113,27 @@ def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: 
     _check_options("chunk_vmap", func, randomness)
     if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
         raise ValueError(f"chunk_vmap: chunks must be a positive int, got {chunks!r}")
+    _chunks.check_options("chunk_vmap", chunks, executor, None, allow_auto=False)
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
         call = _VmapCall("chunk_vmap", func, args, kwargs, in_dims, out_dims, randomness)
-        return call.run(max(1, math.ceil(call.size / chunks)))
+        return call.run(max(1, math.ceil(call.size / chunks)), executor)
 
     return wrapped
 
 
 _BATCHED = _pipeline.LRU("vmap")
 _OUT_DIMS = _pipeline.LRU("vmap_out_dims")
+_AUTO = _pipeline.LRU("vmap_auto_chunk_size")
 
 
 # --- the call --------------------------------------------------------------------------------------
-def _check_options(api: str, func, randomness, chunk_size=None) -> None:
+def _check_options(api: str, func, randomness) -> None:
     if not callable(func):
         raise TypeError(f"{api}: func must be callable, got {type(func).__name__}")
     if randomness not in RANDOMNESS:
         raise ValueError(f"{api}: randomness must be one of {', '.join(map(repr, RANDOMNESS))}, got {randomness!r}")
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"{api}: chunk_size must be a positive int or None, got {chunk_size!r}")
 
 
 def _fn_name(func, identifier: bool = True) -> str:
@@ -301,7 +328,7 @@ class _VmapCall:
         return f"a tensor of shape {shape} captured from outside the function"
 
     # --- running ----------------------------------------------------------------------------------
-    def run(self, chunk_size: int | None):
+    def run(self, chunk_size: int | str | None, executor: Executor | None = None, budget: int | None = None):
         closed = self._trace()
         inputs, in_dims = self._inputs(closed)
         n_own = len(closed.graph.outputs) - len(closed.mutated)  # then one output per in-place write-back
@@ -322,7 +349,16 @@ class _VmapCall:
             return _pipeline.memo(_BATCHED, key, lambda: batch_graph(closed.graph, in_dims, size, out_dims,
                                                                       randomness=self.randomness))
 
-        if chunk_size is None or chunk_size >= self.size:
+        if chunk_size == _chunks.AUTO:
+            auto_key = (graph_key, tuple(in_dims), tuple(out_dims), self.randomness, self.size, budget)
+            chunk_size = None if not self.size else _pipeline.memo(
+                _AUTO, auto_key, lambda: _chunks.auto_chunk_size(self.where, self.size, budget,
+                                                                 lambda n: _chunks.footprint(batched(n))))
+        if self.size and owning_trace(inputs) is None and (
+                executor is not None or (chunk_size is not None and chunk_size < self.size)):
+            outs = self._run_chunks(batched, inputs, in_dims, out_dims, chunk_size, executor)
+            return closed.unflatten_outputs(closed.write_back(inputs, outs))
+        if chunk_size is None or chunk_size >= self.size:  # one piece, or chunks inlined into the enclosing trace
             outs = call_graph(batched(self.size), inputs)
             return closed.unflatten_outputs(closed.write_back(inputs, outs))
         pieces = []
@@ -333,6 +369,15 @@ class _VmapCall:
         outs = [pieces[0][k] if d is None else bind("concatenate", *(p[k] for p in pieces), axis=d)
                 for k, d in enumerate(out_dims)]
         return closed.unflatten_outputs(closed.write_back(inputs, outs))
+
+    def _run_chunks(self, batched, inputs: list, in_dims: list, out_dims: list, chunk_size: int,
+                    executor: Executor | None) -> list:
+        """All graph outputs of the map on concrete inputs, its chunks run by `_chunks.run_map`
+        (on `executor`, or here in order) as numpy arrays."""
+        spans = _chunks.chunk_spans(self.size, min(chunk_size, self.size))
+        outs = _chunks.run_map(self.where, spans, lambda n: _chunks.ChunkProgram.of(batched(n)),
+                               [t._data for t in inputs], in_dims, out_dims, executor)
+        return own_outputs([Tensor._wrap(a) for a in outs], inputs)
 
 
 def _out_dims_key(out_dims):

@@ -1,0 +1,484 @@
+"""vmap's chunks as units of parallel and distributed work, and memory-budgeted chunk sizes.
+
+`vmap(f, chunk_size=K, executor=ex)` with concrete inputs runs the batched graph of K samples
+on slices of the batch. Each chunk is one call ``run_chunk(program, arrays, placement)``:
+
+- `program` is a `ChunkProgram`: the IR text of the batched graph (`tensorplay.ir.text`) and
+  its SHA-256. Pickled, it is that text only -- never the user's function or a closure -- so
+  any `concurrent.futures.Executor` can run it: a `ThreadPoolExecutor` (compiled code releases
+  the GIL while it runs, so the threads use every core), a `ProcessPoolExecutor`, or
+  ``dask.distributed.Client(...).get_executor()``. In the calling process the program runs the
+  executable it was built from; elsewhere the worker parses the text and compiles it once per
+  digest (`_WORKER_PROGRAMS`; the on-disk cache of `tensorplay.codegen` makes that a load).
+- `arrays` are numpy arrays: the chunk's slices of the batched inputs, the unbatched inputs
+  and the captured tensors whole. Only the chunk's results come back.
+- `placement` says where the chunk's results go in the map's preallocated outputs. A worker
+  thread of this process has the compiled code write them there (`Executable(out=)`); pickled
+  for another process it becomes None, and the results are sent back and copied into place.
+
+A chunk on an executor runs single-threaded inside: the executable does not split its loops
+over its own pool (`codegen.executable.serial_calls`) and numpy's OpenBLAS is held at one
+thread (`one_blas_thread`); the executor's workers are the parallelism.
+
+`run_map` submits the chunks (a bounded number in flight), takes each chunk's results as it
+completes, and raises `ChunkError` naming the first chunk that failed (its index and sample
+range, chained to the cause) -- never a partial result. Nothing is written into the caller's
+tensors here: `vmap` applies in-place write-backs only after every chunk has succeeded.
+
+`chunk_size="auto"` with `max_memory=` picks the largest chunk whose working set -- the
+executable's arena plus the chunk's inputs and outputs (`footprint`) -- fits the budget
+(`auto_chunk_size`).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import os
+import re
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tensorplay.ir import Graph
+from tensorplay.ir.text import parse_graph, print_graph
+
+from .._exec import runner
+from . import _pipeline
+
+__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_here", "run_map",
+           "footprint", "auto_chunk_size", "chunk_spans"]
+
+AUTO = "auto"
+
+
+class ChunkError(RuntimeError):
+    """A chunk of a chunked map failed (it raised, or its worker died); the cause is chained."""
+
+
+# --- arguments -------------------------------------------------------------------------------------
+_UNITS = {"b": 1, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
+          "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40}
+_MEMORY = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+def parse_memory(api: str, value) -> int:
+    """`max_memory` in bytes: a positive int, or a string such as ``"512MB"`` or ``"1.5GiB"``
+    (B, kB/MB/GB/TB in powers of 1000, KiB/MiB/GiB/TiB in powers of 1024; case-insensitive).
+
+    >>> parse_memory("vmap", "1.5GiB"), parse_memory("vmap", "512 MB"), parse_memory("vmap", 4096)
+    (1610612736, 512000000, 4096)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"{api}: max_memory must be a number of bytes (int) or a string such as '512MB', "
+                        f"got {type(value).__name__} {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        m = _MEMORY.fullmatch(value)
+        unit = m.group(2).lower() if m else None
+        if unit == "":
+            unit = "b"
+        if unit not in _UNITS:
+            raise ValueError(f"{api}: max_memory {value!r} is not a size: expected a number and a unit "
+                             f"({', '.join(['B', 'kB', 'MB', 'GB', 'TB', 'KiB', 'MiB', 'GiB', 'TiB'])}), "
+                             f"e.g. '512MB' or '1.5GiB'")
+        size = int(float(m.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"{api}: max_memory must be positive, got {value!r}")
+    return size
+
+
+def check_options(api: str, chunk_size, executor, max_memory, *, allow_auto: bool = True) -> int | None:
+    """Validate `chunk_size`, `executor` and `max_memory` together; the budget in bytes (or None).
+
+    >>> check_options("vmap", "auto", None, "1kB")
+    1000
+    """
+    auto = allow_auto and isinstance(chunk_size, str) and chunk_size == AUTO
+    if chunk_size is not None and not auto and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
+                                                or chunk_size < 1):
+        expected = "a positive int, 'auto' or None" if allow_auto else "a positive int or None"
+        raise ValueError(f"{api}: chunk_size must be {expected}, got {chunk_size!r}")
+    if executor is not None and not isinstance(executor, cf.Executor):
+        hint = " (for dask, pass client.get_executor())" if hasattr(executor, "get_executor") else ""
+        raise TypeError(f"{api}: executor must be a concurrent.futures.Executor{hint}, "
+                        f"got {type(executor).__name__}")
+    if executor is not None and chunk_size is None:
+        raise ValueError(f"{api}: executor needs chunk_size: the chunks are what the executor runs "
+                         f"(give chunk_size=K{', or chunk_size=' + repr(AUTO) + ' with max_memory' if allow_auto else ''})")
+    if max_memory is not None and not auto:
+        raise ValueError(f"{api}: max_memory is only used with chunk_size='auto', got chunk_size={chunk_size!r}")
+    if auto and max_memory is None:
+        raise ValueError(f"{api}: chunk_size='auto' needs max_memory, the memory budget of one chunk "
+                         f"(bytes, or a string such as '512MB')")
+    return parse_memory(api, max_memory) if auto else None
+
+
+# --- what a worker runs ----------------------------------------------------------------------------
+class ChunkProgram:
+    """A batched graph as a worker needs it: its IR text and the text's SHA-256 `digest`.
+
+    Pickling keeps the text only; in the process that built it, the program runs the graph it
+    was built from (compiled on first use), elsewhere the text is parsed and compiled once per
+    digest and worker.
+
+    >>> import pickle, numpy as np
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> p = pickle.loads(pickle.dumps(ChunkProgram.of(b.build([b.neg(x)]))))
+    >>> run_chunk(p, [np.ones(2, np.float32)])[0].tolist()
+    [-1.0, -1.0]
+    """
+
+    __slots__ = ("text", "digest", "_graph", "_lock")
+
+    def __init__(self, text: str, graph: Graph | None = None):
+        self.text = text
+        self.digest = hashlib.sha256(text.encode()).hexdigest()
+        self._graph = graph
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, graph: Graph) -> "ChunkProgram":
+        """The program of `graph` (made once and kept on the graph, as its runner is)."""
+        made = graph.__dict__.get("_tp_chunk_program")
+        if made is None:
+            made = cls(print_graph(graph), graph)
+            graph._tp_chunk_program = made
+        return made
+
+    def runner(self) -> tuple[Callable[..., list], bool]:
+        """``(run, fresh)`` for this program with the active backend (see `tensorplay._exec.runner`)."""
+        if self._graph is not None:
+            with self._lock:  # threads running the first chunks at once compile it once
+                return runner(self._graph)
+        cached = _WORKER_PROGRAMS.get(self.digest)
+        if cached is None:
+            cached = parse_graph(self.text)
+            _WORKER_PROGRAMS.put(self.digest, cached)
+        return runner(cached)
+
+    def __getstate__(self):
+        return {"text": self.text, "digest": self.digest}
+
+    def __setstate__(self, state):
+        self.text, self.digest = state["text"], state["digest"]
+        self._graph = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<ChunkProgram {self.digest[:12]}: {len(self.text)} chars of IR>"
+
+
+_WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> parsed graph (its runner is kept on it)
+
+
+def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
+    """Run one chunk on an executor's worker: `run_here` with one thread for the executable and
+    for numpy's OpenBLAS (the executor provides the parallelism). A module-level function, so
+    executors pickle it by reference."""
+    from tensorplay.codegen.executable import serial_calls  # codegen loads on first use, as in `_exec`
+
+    with serial_calls(), one_blas_thread():
+        return run_here(program, arrays, placement)
+
+
+def run_here(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
+    """Run one chunk: `program` on `arrays`. With a `placement` (a worker sharing the caller's
+    memory) the batched results are written into the map's outputs and None stands for them."""
+    from tensorplay.codegen import Executable
+
+    run, _ = program.runner()
+    if placement is not None and isinstance(run, Executable):  # the compiled code writes into place
+        run(*arrays, out=placement.buffers(program))
+        return [None if d is not None else r for r, d in zip(placement.kept, placement.out_dims)]
+    results = [np.asarray(a) for a in run(*arrays)]
+    return results if placement is None else placement.put(results)
+
+
+class _OneBlasThread:
+    """numpy's OpenBLAS on one thread while any chunk of an executor runs in this process.
+
+    OpenBLAS's thread count is process-wide: two chunk threads each calling a 2-thread gemm would
+    put four threads on two cores and queue on OpenBLAS's own lock. The first chunk to enter sets
+    one thread, the last to leave restores the count it found (other numpy code running meanwhile
+    is single-threaded too). Without numpy's bundled OpenBLAS it does nothing.
+    """
+
+    _SYMBOLS = [("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+                ("openblas_get_num_threads", "openblas_set_num_threads")]
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._before = 0
+        self._api = False  # (get, set) once looked up; None when there is no OpenBLAS
+
+    def _lookup(self):
+        import ctypes
+        import glob
+
+        root = os.path.dirname(np.__file__)
+        for path in sorted(glob.glob(os.path.join(root + ".libs", "*openblas*"))
+                           + glob.glob(os.path.join(root, ".libs", "*openblas*"))
+                           + glob.glob(os.path.join(root, ".dylibs", "*openblas*"))):
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for get, set_ in self._SYMBOLS:
+                if hasattr(lib, get) and hasattr(lib, set_):
+                    getter, setter = getattr(lib, get), getattr(lib, set_)
+                    getter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
+                    return getter, setter
+        return None
+
+    def __enter__(self):
+        with self._lock:
+            if self._api is False:
+                self._api = self._lookup()
+            if self._api is not None and self._depth == 0:
+                self._before = self._api[0]()
+                self._api[1](1)
+            self._depth += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._depth -= 1
+            if self._api is not None and self._depth == 0 and self._before > 1:
+                self._api[1](self._before)
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
+def one_blas_thread() -> _OneBlasThread:
+    """The context in which chunks run on an executor (see `_OneBlasThread`)."""
+    return _ONE_BLAS_THREAD
+
+
+class Placement:
+    """Where one chunk's batched results go: samples `start` to `stop` of the map's outputs.
+
+    A worker that shares the caller's memory (a thread) writes them there itself, so the copies
+    run in parallel like the chunks; pickled for another process, a placement becomes None and
+    the worker sends its results back instead.
+    """
+
+    __slots__ = ("outs", "out_dims", "start", "stop", "kept")
+
+    def __init__(self, outs: list, out_dims: list, start: int, stop: int):
+        self.outs, self.out_dims, self.start, self.stop = outs, out_dims, start, stop
+        self.kept: list = []
+
+    def slot(self, k: int) -> np.ndarray:
+        return _take(self.outs[k], self.out_dims[k], self.start, self.stop)
+
+    def buffers(self, program: ChunkProgram) -> list[np.ndarray]:
+        """One array per result of `program`: its slot, or (unbatched results) a fresh array kept here."""
+        self.kept = [None if d is not None else np.empty(shape, dtype)
+                     for d, (shape, dtype) in zip(self.out_dims, _output_types(program))]
+        return [self.slot(k) if d is not None else self.kept[k] for k, d in enumerate(self.out_dims)]
+
+    def put(self, results: list) -> list:
+        """Write the batched `results` into place (after checking them all); the unbatched ones are
+        returned, None standing for each result placed."""
+        check_results(results, [None if d is None else (self.slot(k).shape, self.outs[k].dtype)
+                                for k, d in enumerate(self.out_dims)])
+        kept = []
+        for k, r in enumerate(results):
+            if self.out_dims[k] is None:
+                kept.append(r)
+                continue
+            self.slot(k)[...] = r
+            kept.append(None)
+        return kept
+
+    def __reduce__(self):
+        return (_no_placement, ())
+
+
+def _no_placement() -> None:
+    return None
+
+
+def check_results(results, types: list) -> None:
+    """TypeError unless `results` are arrays of `types` ((shape, dtype) each; None: any array)."""
+    ok = isinstance(results, (list, tuple)) and len(results) == len(types) and all(
+        isinstance(r, np.ndarray) and (t is None or (r.shape == t[0] and r.dtype == t[1]))
+        for r, t in zip(results, types))
+    if not ok:
+        raise TypeError(f"the chunk's results are {_describe(results)}, expected arrays of "
+                        f"{[t and (t[0], str(t[1])) for t in types]}")
+
+
+# --- memory budgets --------------------------------------------------------------------------------
+def footprint(graph: Graph) -> int:
+    """Working set of one call of `graph`'s compiled executable, in bytes: its arena, its outputs and
+    its inputs (all of them: a worker receives each one).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((4,), float32))
+    >>> footprint(b.build([b.neg(x)]))   # 16 bytes in, 16 out, no intermediates
+    32
+    """
+    from tensorplay.codegen import compile_graph
+
+    exe = compile_graph(graph)
+    values = list(graph.inputs) + list(graph.outputs)
+    return exe.arena_bytes + sum(v.type.size * v.dtype.itemsize for v in values)
+
+
+def auto_chunk_size(where: str, size: int, budget: int, footprint_of: Callable[[int], int]) -> int:
+    """The largest chunk size (at most `size`) whose chunks fit `budget` bytes, `footprint_of(n)`
+    being the working set of a chunk of n samples.
+
+    The per-sample and fixed parts come from chunks of 1 and 2 samples; the candidate is then
+    checked against its own footprint (and that of the last, smaller chunk) and, if either is
+    over the budget, shrunk until both fit (to within 1/16 of the largest that does).
+
+    >>> auto_chunk_size("vmap", 100, 1000, lambda n: 200 + 30 * n)
+    26
+    """
+    one = footprint_of(1)
+    if one > budget:
+        raise ValueError(f"{where}: max_memory={budget} bytes is too small for one sample: a chunk of one "
+                         f"sample needs {one} bytes (arena + inputs + outputs of the compiled chunk)")
+    if size <= 1:
+        return 1
+    per_sample = max(footprint_of(2) - one, 1)
+    fixed = max(one - per_sample, 0)
+
+    def worst(n: int) -> int:  # a chunk of n samples, and the last one
+        return max(footprint_of(n), footprint_of(size % n or n))
+
+    n = max(1, min(size, (budget - fixed) // per_sample))
+    too_big = None  # the smallest size seen not to fit
+    while n > 1 and worst(n) > budget:  # the working set grew faster than the estimate: shrink
+        too_big = n
+        n = max(1, min(n - 1, n * (budget - fixed) // max(worst(n) - fixed, 1)))
+    while too_big is not None and too_big - n > max(1, n // 16):  # then close in on the largest that fits
+        mid = (n + too_big) // 2
+        n, too_big = (mid, too_big) if worst(mid) <= budget else (n, mid)
+    return n
+
+
+# --- running the chunks ----------------------------------------------------------------------------
+def chunk_spans(size: int, chunk_size: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` of the chunks of a batch of `size` samples (the last may be smaller).
+
+    >>> chunk_spans(5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    return [(start, min(start + chunk_size, size)) for start in range(0, size, chunk_size)]
+
+
+def _take(a: np.ndarray, d: int, start: int, stop: int) -> np.ndarray:
+    return a[(slice(None),) * d + (slice(start, stop),)]
+
+
+def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int], ChunkProgram],
+            arrays: list, in_dims: list, out_dims: list, executor: cf.Executor | None) -> list[np.ndarray]:
+    """The graph outputs of the whole map: every chunk run (on `executor`, or here in order) and
+    its results placed at their samples. `program_of(n)` is the program for chunks of n samples;
+    `in_dims` / `out_dims` give each input's / output's batch dim, or None when unbatched."""
+    size = spans[-1][1]
+    n_chunks = len(spans)
+    outs: list = [None] * len(out_dims)
+    if n_chunks > 1:  # preallocated: each chunk's results are written straight into place
+        for k, ((shape, dtype), d) in enumerate(zip(_output_types(program_of(spans[0][1])), out_dims)):
+            if d is not None:
+                outs[k] = np.empty(shape[:d] + (size,) + shape[d + 1:], dtype)
+
+    def task(i: int) -> tuple:
+        start, stop = spans[i]
+        chunk = [a if d is None else _take(a, d, start, stop) for a, d in zip(arrays, in_dims)]
+        return program_of(stop - start), chunk, (Placement(outs, out_dims, start, stop) if n_chunks > 1 else None)
+
+    def failed(i: int, cause: BaseException) -> ChunkError:
+        start, stop = spans[i]
+        return ChunkError(f"{where}: chunk {i} of {n_chunks} (samples {start} to {stop - 1}) failed: "
+                          f"{type(cause).__name__}: {cause}; no result was returned and no input was changed")
+
+    def collect(i: int, program: ChunkProgram, placement: Placement | None, results) -> None:
+        """Take chunk i's results: placed by the worker (None entries), or sent back (arrays)."""
+        types = _output_types(program)
+        if placement is None:  # the only chunk: its results are the outputs
+            check_results(results, types)
+            outs[:] = results
+            return
+        if not isinstance(results, (list, tuple)) or len(results) != len(types):
+            check_results(results, types)  # raises, describing what came back
+        if any(r is None and d is None for r, d in zip(results, out_dims)):
+            raise TypeError("the chunk placed an unbatched result, which it must send back")
+        sent = [k for k, r in enumerate(results) if r is not None]
+        check_results([results[k] for k in sent], [types[k] for k in sent])
+        for k in sent:
+            if out_dims[k] is None:
+                if i == 0:
+                    outs[k] = results[k]
+            else:  # from a worker in another process
+                placement.slot(k)[...] = results[k]
+
+    def take(i: int, program, placement, get_results) -> None:
+        try:
+            results = get_results()
+            collect(i, program, placement, results)
+        except Exception as e:  # the chunk raised, its worker died, or it sent back something else
+            raise failed(i, e) from e
+
+    if executor is None:
+        for i in range(n_chunks):
+            program, chunk, placement = task(i)
+            take(i, program, placement, lambda: run_here(program, chunk, placement))
+        return outs
+
+    window = 2 * _concurrency(executor)  # chunks in flight: enough to keep every worker busy
+    pending: dict = {}
+    submitted = 0
+    with one_blas_thread():  # for the whole map (not chunk by chunk) when the workers are threads
+        try:
+            while submitted < n_chunks or pending:
+                while submitted < n_chunks and len(pending) < window:
+                    program, chunk, placement = task(submitted)
+                    try:
+                        future = executor.submit(run_chunk, program, chunk, placement)
+                    except Exception as e:
+                        raise failed(submitted, e) from e
+                    pending[future] = (submitted, program, placement)
+                    submitted += 1
+                done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: pending[f][0]):
+                    i, program, placement = pending.pop(future)
+                    take(i, program, placement, future.result)
+        finally:
+            for future in pending:
+                future.cancel()
+    return outs
+
+
+def _output_types(program: ChunkProgram) -> list[tuple[tuple[int, ...], np.dtype]]:
+    """(shape, dtype) of each result of a program made in this process."""
+    return [(v.type.shape, v.dtype.np) for v in program._graph.outputs]
+
+
+def _concurrency(executor: cf.Executor) -> int:
+    """How many chunks `executor` runs at once, as far as it tells (else the CPU count)."""
+    n = getattr(executor, "_max_workers", None)  # ThreadPoolExecutor, ProcessPoolExecutor
+    if isinstance(n, int) and n > 0:
+        return n
+    client = getattr(executor, "_client", None)  # dask.distributed's ClientExecutor
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # not a dask executor, or its scheduler does not answer: a guess is enough here
+        return os.cpu_count() or 1
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (list, tuple)):
+        return f"{type(x).__name__} of {len(x)}: " + ", ".join(
+            f"array{a.shape} {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__ for a in x[:4])
+    return type(x).__name__
+

@@ -1,0 +1,337 @@
+"""vmap's chunks on executors (issue 17): values against loop-and-stack and the unchunked map,
+ordering, randomness, failures naming the chunk, bad arguments, what is shipped (pickled with the
+standard library, as a remote worker gets it), and chunk_size="auto" within max_memory."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tensorplay as tp
+from tensorplay.func import _chunks, chunk_vmap, grad, jacrev, vmap
+from tensorplay.func._chunks import ChunkError
+
+
+def T(a) -> tp.Tensor:
+    return tp.from_numpy(np.array(a, copy=True))
+
+
+def _data(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+W = T(_data(4, 3, seed=1))
+
+
+def per_sample(x, y):
+    """Small products (no BLAS), transcendentals, a capture and a reduction."""
+    return (W @ x).tanh() * y.sum() + x.exp().sum()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with ThreadPoolExecutor(2) as ex:
+        yield ex
+
+
+class Remote(cf.Executor):
+    """Runs each submitted call as a remote worker would: pickled and unpickled with the standard
+    library (no cloudpickle: a closure of the user's function could not be shipped), here, at once."""
+
+    def __init__(self):
+        self.shipped: list[bytes] = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        blob = pickle.dumps((fn, args, kwargs))
+        self.shipped.append(blob)
+        fn, args, kwargs = pickle.loads(blob)
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as e:
+            future.set_exception(e)
+        return future
+
+    def chunk_sizes(self) -> list[int]:
+        return [pickle.loads(b)[1][1][0].shape[0] for b in self.shipped]
+
+
+class Reversed(cf.Executor):
+    """Holds every submission until `expect` have arrived, then completes them last first."""
+
+    _max_workers = 64  # so that the map submits all of its chunks before it waits
+
+    def __init__(self, expect: int):
+        self.expect = expect
+        self.held: list = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = cf.Future()
+        self.held.append((future, fn, args))
+        if len(self.held) == self.expect:
+            for f, fn_, args_ in reversed(self.held):
+                f.set_result(fn_(*args_))
+        return future
+
+
+class Dying(cf.Executor):
+    """An executor whose worker dies while running chunk `dies_at`."""
+
+    def __init__(self, dies_at: int):
+        self.dies_at = dies_at
+        self.count = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = cf.Future()
+        if self.count == self.dies_at:
+            future.set_exception(cf.BrokenExecutor("worker 1 died unexpectedly"))
+        else:
+            future.set_result(fn(*args, **kwargs))
+        self.count += 1
+        return future
+
+
+# --- values ----------------------------------------------------------------------------------------
+@settings(max_examples=12)
+@given(size=st.integers(1, 7), chunk=st.integers(1, 4), executor=st.sampled_from(["threads", "remote", None]))
+def test_chunks_on_an_executor_match_loop_and_stack_and_the_unchunked_map_bit_for_bit(pool, size, chunk, executor):
+    x, y = T(_data(size, 3, seed=size)), T(_data(size, 2, seed=size + 9))
+    ex = pool if executor == "threads" else Remote() if executor == "remote" else None
+    out = vmap(per_sample, chunk_size=chunk, executor=ex)(x, y).numpy()
+    oracle = np.stack([per_sample(x[i], y[i]).numpy() for i in range(size)])
+    np.testing.assert_allclose(out, oracle, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out, vmap(per_sample)(x, y).numpy())
+
+
+def test_pytrees_in_dims_out_dims_and_unbatched_outputs_on_threads(pool):
+    x = T(_data(3, 5))
+    w = T(_data(3))
+
+    def f(a, params):
+        return {"s": (a * params["w"]).sum(), "t": a.sin()}, params["w"] * 2
+
+    in_dims, out_dims = (1, None), ({"s": 0, "t": 1}, None)
+    full = vmap(f, in_dims, out_dims)(x, {"w": w})
+    part = vmap(f, in_dims, out_dims, chunk_size=2, executor=pool)(x, {"w": w})
+    for a, b in [(full[0]["s"], part[0]["s"]), (full[0]["t"], part[0]["t"]), (full[1], part[1])]:
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert part[0]["t"].shape == (3, 5)
+
+
+def test_results_are_assembled_in_sample_order_whatever_order_the_chunks_complete_in():
+    x = T(np.arange(14, dtype=np.float32).reshape(7, 2))
+    ex = Reversed(expect=4)
+    out = vmap(lambda r: r * 10 + r.sum(), chunk_size=2, executor=ex)(x).numpy()
+    np.testing.assert_array_equal(out, x.numpy() * 10 + x.numpy().sum(1, keepdims=True))
+
+
+def test_chunk_vmap_and_per_sample_grads_on_threads(pool):
+    x, y = T(_data(6, 3)), T(_data(6, 2))
+    full = vmap(per_sample)(x, y).numpy()
+    np.testing.assert_array_equal(chunk_vmap(per_sample, chunks=4, executor=pool)(x, y).numpy(), full)
+    loss = lambda w, a: ((w @ a).tanh() ** 2).sum()  # noqa: E731
+    g_full = vmap(grad(loss), in_dims=(None, 0))(W, x).numpy()
+    g = vmap(grad(loss), in_dims=(None, 0), chunk_size=4, executor=pool)(W, x).numpy()
+    np.testing.assert_array_equal(g, g_full)
+
+
+def test_jacrev_rows_on_an_executor_equal_jacrev(pool):
+    x = T(_data(3))
+    f = lambda v: (W @ v).sin()  # noqa: E731
+    expected = jacrev(f)(x).numpy()
+    for ex in (pool, Remote()):
+        np.testing.assert_array_equal(jacrev(f, chunk_size=3, executor=ex)(x).numpy(), expected)
+    batched = vmap(jacrev(f, chunk_size=2, executor=pool))(T(_data(2, 3)))  # under vmap: one graph, inlined
+    np.testing.assert_array_equal(batched.numpy()[1], jacrev(f)(T(_data(2, 3))[1]).numpy())
+
+
+def test_under_an_enclosing_transform_the_chunks_are_inlined(pool):
+    x = T(_data(5, 3))
+
+    def loss(w, executor):
+        return vmap(lambda r: (w @ r).tanh().sum(), chunk_size=2, executor=executor)(x).sum()
+
+    np.testing.assert_array_equal(grad(loss)(W, pool).numpy(), grad(loss)(W, None).numpy())
+
+
+def test_randomness_different_is_independent_of_chunks_and_executor(pool):
+    x = T(np.zeros((6, 3), np.float32))
+
+    def f(a):
+        return a + tp.randn(3)
+
+    tp.manual_seed(3)
+    full = vmap(f, randomness="different")(x).numpy()
+    for ex in (pool, Remote()):
+        tp.manual_seed(3)
+        np.testing.assert_array_equal(vmap(f, randomness="different", chunk_size=4, executor=ex)(x).numpy(), full)
+    assert len({tuple(r) for r in full}) == 6
+
+
+def test_inplace_writes_reach_the_caller_only_after_every_chunk(pool):
+    x = T(_data(5, 2))
+    before = x.numpy().copy()
+    out = vmap(lambda r: r.mul_(2).sum(), chunk_size=2, executor=pool)(x)
+    np.testing.assert_array_equal(x.numpy(), before * 2)
+    np.testing.assert_array_equal(out.numpy(), (before * 2).sum(1))
+
+
+# --- failures --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("executor", ["threads", "remote", None])
+def test_a_chunk_that_raises_fails_the_whole_map_naming_the_chunk(pool, executor):
+    ex = pool if executor == "threads" else Remote() if executor == "remote" else None
+    x = T(_data(8, 3))
+    idx = T(np.array([0, 1, 2, 0, 1, 7, 0, 1], np.int64))  # sample 5 reads out of range
+    before = x.numpy().copy()
+
+    def f(row, i):
+        return row.add_(1)[i]
+
+    with pytest.raises(ChunkError, match=r"chunk 2 of 4 \(samples 4 to 5\) failed: IndexError") as info:
+        vmap(f, chunk_size=2, executor=ex)(x, idx)
+    assert isinstance(info.value.__cause__, IndexError)
+    assert "vmap(f, in_dims=0)" in str(info.value)
+    np.testing.assert_array_equal(x.numpy(), before)  # the in-place add never reached the caller
+
+
+def test_a_worker_that_dies_fails_the_whole_map_naming_the_chunk():
+    x = T(_data(7, 2))
+    before = x.numpy().copy()
+    with pytest.raises(ChunkError, match=r"chunk 1 of 3 \(samples 3 to 5\) failed: BrokenExecutor") as info:
+        vmap(lambda r: r.mul_(3).sum(), chunk_size=3, executor=Dying(dies_at=1))(x)
+    assert isinstance(info.value.__cause__, cf.BrokenExecutor)
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_an_executor_that_is_shut_down_fails_naming_the_first_chunk():
+    ex = ThreadPoolExecutor(1)
+    ex.shutdown()
+    with pytest.raises(ChunkError, match=r"chunk 0 of 2 \(samples 0 to 1\) failed: RuntimeError"):
+        vmap(tp.sin, chunk_size=2, executor=ex)(T(_data(3)))
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(chunk_size=0), ValueError, r"vmap: chunk_size must be a positive int, 'auto' or None, got 0"),
+    (dict(chunk_size=-2), ValueError, r"chunk_size must be .* got -2"),
+    (dict(chunk_size=True), ValueError, r"chunk_size must be .* got True"),
+    (dict(chunk_size="big"), ValueError, r"chunk_size must be .* got 'big'"),
+    (dict(chunk_size=2, executor="threads"), TypeError, r"vmap: executor must be a concurrent.futures.Executor"),
+    (dict(executor=ThreadPoolExecutor(1)), ValueError, r"vmap: executor needs chunk_size"),
+    (dict(chunk_size=2, max_memory="1MB"), ValueError, r"vmap: max_memory is only used with chunk_size='auto'"),
+    (dict(max_memory=10), ValueError, r"max_memory is only used with chunk_size='auto'"),
+    (dict(chunk_size="auto"), ValueError, r"vmap: chunk_size='auto' needs max_memory"),
+    (dict(chunk_size="auto", max_memory=-5), ValueError, r"vmap: max_memory must be positive, got -5"),
+    (dict(chunk_size="auto", max_memory=0), ValueError, r"max_memory must be positive"),
+    (dict(chunk_size="auto", max_memory="12 parsecs"), ValueError, r"vmap: max_memory '12 parsecs' is not a size"),
+    (dict(chunk_size="auto", max_memory="MB"), ValueError, r"max_memory 'MB' is not a size"),
+    (dict(chunk_size="auto", max_memory="-1MB"), ValueError, r"max_memory '-1MB' is not a size"),
+    (dict(chunk_size="auto", max_memory=1.5e9), TypeError, r"vmap: max_memory must be a number of bytes"),
+    (dict(chunk_size="auto", max_memory=[1]), TypeError, r"max_memory must be a number of bytes"),
+])
+def test_bad_arguments_name_the_argument(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        vmap(tp.sin, **kwargs)
+
+
+def test_bad_arguments_of_chunk_vmap_and_jacrev():
+    with pytest.raises(TypeError, match=r"chunk_vmap: executor must be a concurrent.futures.Executor"):
+        chunk_vmap(tp.sin, chunks=2, executor=object())
+    with pytest.raises(ValueError, match=r"jacrev\(argnums=0\): executor needs chunk_size"):
+        jacrev(tp.sin, executor=ThreadPoolExecutor(1))
+    with pytest.raises(ValueError, match=r"jacrev\(argnums=0\): chunk_size must be a positive int or None"):
+        jacrev(tp.sin, chunk_size=0)
+
+    class NotAnExecutor:  # looks like a dask Client: the hint says what to pass
+        def get_executor(self):
+            return None
+
+    with pytest.raises(TypeError, match=r"for dask, pass client.get_executor\(\)"):
+        vmap(tp.sin, chunk_size=2, executor=NotAnExecutor())
+
+
+@pytest.mark.parametrize("text, size", [("512MB", 512 * 10 ** 6), ("1.5GiB", 3 * 2 ** 29), ("2 kib", 2048),
+                                        ("100", 100), ("7B", 7), (".5 KB", 500), (4096, 4096)])
+def test_memory_sizes(text, size):
+    assert _chunks.parse_memory("vmap", text) == size
+
+
+# --- what is shipped -------------------------------------------------------------------------------
+def test_what_ships_is_ir_text_and_arrays_and_workers_parse_each_program_once():
+    x, y = T(_data(7, 3)), T(_data(7, 2))
+    ex = Remote()
+    _chunks._WORKER_PROGRAMS.clear()  # as on a fresh worker
+    before = _chunks._WORKER_PROGRAMS.misses
+    out = vmap(per_sample, chunk_size=3, executor=ex)(x, y)
+    np.testing.assert_array_equal(out.numpy(), vmap(per_sample)(x, y).numpy())
+    assert len(ex.shipped) == 3 and ex.chunk_sizes() == [3, 3, 1]
+    fn, (program, arrays, placement), _ = pickle.loads(ex.shipped[0])
+    assert fn is _chunks.run_chunk
+    assert placement is None  # results are written in place by threads only; a process sends them back
+    assert program.__getstate__().keys() == {"text", "digest"}
+    assert program.text.startswith("func @per_sample(")
+    assert all(type(a) is np.ndarray for a in arrays)
+    np.testing.assert_array_equal(arrays[-1], W.numpy())  # the captured tensor, shipped whole
+    assert b"per_sample" not in ex.shipped[0].replace(program.text.encode(), b"")  # no reference to the function
+    assert _chunks._WORKER_PROGRAMS.misses - before == 2  # sizes 3 and 1: parsed once each
+    vmap(per_sample, chunk_size=3, executor=ex)(x, y)
+    assert _chunks._WORKER_PROGRAMS.misses - before == 2
+
+
+# --- memory budgets --------------------------------------------------------------------------------
+def _mlp_sample(x):
+    h = (x * 1.5).tanh()
+    return (h.exp() * h.sin()).sum() + h.cumsum(0).max()
+
+
+def _chunk_footprints(size: int, chunk: int) -> list[int]:
+    """The footprint of each chunk of a chunk_size=`chunk` map, from the executable's reported sizes."""
+    ex = Remote()
+    vmap(_mlp_sample, chunk_size=chunk, executor=ex)(T(_data(size, 64)))
+    return [_chunks.footprint(_graph_of(b)) for b in ex.shipped]
+
+
+def _graph_of(blob: bytes):
+    from tensorplay.ir.text import parse_graph
+
+    return parse_graph(pickle.loads(blob)[1][0].text)
+
+
+@pytest.mark.parametrize("budget_chunks", [1, 3, 10])
+def test_auto_chunk_size_is_the_largest_whose_working_set_fits_the_budget(budget_chunks):
+    size = 23
+    budget = max(_chunk_footprints(size, budget_chunks)) + 5  # a budget that admits chunks of `budget_chunks`
+    ex = Remote()
+    x = T(_data(size, 64))
+    out = vmap(_mlp_sample, chunk_size="auto", max_memory=budget, executor=ex)(x)
+    np.testing.assert_array_equal(out.numpy(), vmap(_mlp_sample)(x).numpy())
+    chosen = ex.chunk_sizes()[0]
+    assert chosen >= budget_chunks
+    assert max(_chunks.footprint(_graph_of(b)) for b in ex.shipped) <= budget  # every chunk fits
+    if chosen < size:
+        assert max(_chunk_footprints(size, chosen + 1)) > budget  # and a larger chunk would not
+
+
+def test_auto_chunk_size_without_an_executor_and_too_small_a_budget():
+    x = T(_data(9, 64))
+    one = _chunk_footprints(9, 1)[0]
+    np.testing.assert_array_equal(vmap(_mlp_sample, chunk_size="auto", max_memory=f"{one}B")(x).numpy(),
+                                  vmap(_mlp_sample)(x).numpy())
+    with pytest.raises(ValueError, match=rf"max_memory={one - 1} bytes is too small for one sample: a chunk of "
+                                         rf"one sample needs {one} bytes"):
+        vmap(_mlp_sample, chunk_size="auto", max_memory=one - 1)(x)
+    assert vmap(_mlp_sample, chunk_size="auto", max_memory=1)(T(np.zeros((0, 64), np.float32))).shape == (0,)
+
+
+def test_auto_chunk_size_rule():
+    assert _chunks.auto_chunk_size("vmap", 100, 1000, lambda n: 200 + 30 * n) == 26
+    assert _chunks.auto_chunk_size("vmap", 10, 10 ** 6, lambda n: 200 + 30 * n) == 10
+    # a working set that grows faster than the linear estimate: checked, then shrunk until it fits
+    quadratic = lambda n: 100 + 10 * n + n * n // 4  # noqa: E731
+    n = _chunks.auto_chunk_size("vmap", 1000, 5000, quadratic)
+    largest = max(k for k in range(1, 1001) if quadratic(k) <= 5000 and quadratic(1000 % k or k) <= 5000)
+    assert quadratic(n) <= 5000 and quadratic(1000 % n) <= 5000 and n >= largest * 15 // 16

@@ -1,0 +1,95 @@
+"""vmap's chunks on a real dask.distributed cluster (issue 17): two worker processes on this
+machine rebuild the executables from IR text; the results are those of the unchunked map.
+
+Skipped when dask.distributed is absent (``pip install -e '.[test,distributed]'`` installs it).
+The cluster starts once for the module (a few seconds on 2 cores: worker processes import
+tensorplay); every call is guarded by a timeout so a sick cluster fails the test, never hangs it.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (extra 'distributed')")
+
+import tensorplay as tp  # noqa: E402
+from tensorplay.func import _chunks, grad, jacrev, vmap  # noqa: E402
+from tensorplay.func._chunks import ChunkError  # noqa: E402
+
+TIMEOUT_S = 120
+
+
+def T(a) -> tp.Tensor:
+    return tp.from_numpy(np.array(a, copy=True))
+
+
+def _data(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                                       silence_logs=logging.CRITICAL)
+    client = distributed.Client(cluster, timeout=f"{TIMEOUT_S}s")
+    try:
+        client.wait_for_workers(2, timeout=TIMEOUT_S)
+        yield client
+    finally:
+        client.close(timeout=30)
+        cluster.close(timeout=30)
+
+
+def within_timeout(fn, *args):
+    """`fn(*args)` on a helper thread, failing the test after TIMEOUT_S seconds instead of hanging."""
+    result: cf.Future = cf.Future()
+
+    def run():
+        try:
+            result.set_result(fn(*args))
+        except BaseException as e:
+            result.set_exception(e)
+
+    threading.Thread(target=run, daemon=True).start()
+    return result.result(timeout=TIMEOUT_S)
+
+
+def test_round_trip_on_two_worker_processes(client):
+    ex = client.get_executor()
+    w = T(_data(4, 3, seed=1))
+    x = T(_data(9, 3))
+    loss = lambda w, a: ((w @ a).tanh() ** 2).sum()  # noqa: E731  (its closure is never shipped)
+    expected = vmap(grad(loss), in_dims=(None, 0))(w, x).numpy()
+    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=2, executor=ex)(w, x).numpy())
+    np.testing.assert_array_equal(got, expected)
+
+    def noisy(a):
+        return a.sin() + tp.randn(3)
+
+    tp.manual_seed(5)
+    full = vmap(noisy, randomness="different")(x).numpy()
+    tp.manual_seed(5)
+    np.testing.assert_array_equal(
+        within_timeout(lambda: vmap(noisy, randomness="different", chunk_size=4, executor=ex)(x).numpy()), full)
+
+    f = lambda v: (w @ v).sin()  # noqa: E731
+    np.testing.assert_array_equal(within_timeout(lambda: jacrev(f, chunk_size=2, executor=ex)(x[0]).numpy()),
+                                  jacrev(f)(x[0]).numpy())
+    # every worker keeps what it parsed, keyed by the text's digest
+    cached = client.run(lambda: len(_chunks._WORKER_PROGRAMS))
+    assert len(cached) == 2 and sum(cached.values()) >= 2
+
+
+def test_a_failing_chunk_on_a_worker_fails_the_map_naming_the_chunk(client):
+    ex = client.get_executor()
+    x = T(_data(6, 3))
+    before = x.numpy().copy()
+    idx = T(np.array([0, 1, 2, 9, 1, 0], np.int64))  # sample 3 reads out of range
+    with pytest.raises(ChunkError, match=r"chunk 1 of 2 \(samples 3 to 5\) failed: IndexError") as info:
+        within_timeout(lambda: vmap(lambda r, i: r.mul_(2)[i], chunk_size=3, executor=ex)(x, idx))
+    assert isinstance(info.value.__cause__, IndexError)
+    np.testing.assert_array_equal(x.numpy(), before)

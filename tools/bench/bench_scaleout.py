@@ -1,0 +1,260 @@
+"""Scaling out vmap (issue 17): chunks on threads, on a dask cluster, and within a memory budget.
+
+    python -m tensorplay.tools.bench.bench_scaleout [--quick] [--markdown] [--parts threads dask rss]
+                                                    [--batch 1024] [--chunk 128] [--budget 16MB]
+
+1. threads: per-sample gradients of an MLP 32-128-128-10 (the torch.func tutorial's
+   `vmap(grad(loss))`, as in bench_per_sample_grads), B=1024, `chunk_size=128` on a
+   ThreadPoolExecutor of 1 and of 2 threads (ratios against 1 thread), next to the unchunked
+   and the serial chunked map. Compiled code releases the GIL; each chunk's executable runs
+   single-threaded (`codegen.executable.serial_calls`) and BLAS is pinned to one thread by the
+   harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more.
+2. dask: the same chunks on a `LocalCluster(n_workers=2, processes=True, threads_per_worker=1)`
+   (its executor made with `pure=False`) against a 2-thread pool, at chunk_size 128 and B/2, for
+   two workloads: the per-sample *parameter* gradients of (1),
+   whose result (B x 22,026 floats = 90 MB) must travel back from the workers, and per-sample
+   *input* gradients of a deeper MLP 32-256-256-256-1 (B x 32 floats back, compute-bound).
+3. rss: a 65,536-sample map (an MLP 64-256-256-10 forward per sample) with
+   `chunk_size="auto", max_memory=BUDGET`, in a fresh subprocess per configuration: the peak
+   RSS during a warm call above the RSS before it, minus the result the call returns, against
+   the budget; the unchunked map for comparison. glibc's dynamic mmap threshold is pinned
+   (MALLOC_MMAP_THRESHOLD_) so that freed arrays leave the process and the baseline is live
+   data only.
+
+Standalone: needs dask.distributed for part 2 (skipped with a note when absent).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+if __package__ in (None, ""):  # run as a file: make the repository importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tensorplay.tools.bench import _harness as H  # noqa: E402
+from tensorplay.tools.bench import _models as M  # noqa: E402
+
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from tensorplay.func import grad, vmap  # noqa: E402
+
+
+# --- 1. threads ------------------------------------------------------------------------------------
+def threads_suite(args) -> H.Suite:
+    sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
+    batch = 8 if args.quick else args.batch
+    chunk = 2 if args.quick else args.chunk
+    T = M.tensorplay_fns()
+    params = T.params(M.init_mlp(sizes))
+    x, y = (T.array(a) for a in M.batch(batch, sizes[0], sizes[-1]))
+    psg = vmap(grad(T.loss1), in_dims=(None, 0, 0))
+    one, two = ThreadPoolExecutor(1), ThreadPoolExecutor(2)
+    on = {n: vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk, executor=ex) for n, ex in ((1, one), (2, two))}
+    serial = vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk)
+    suite = H.Suite(f"per-sample gradients, MLP {'-'.join(map(str, sizes))}, B={batch}, chunk_size={chunk} "
+                    f"(ratio to 1 thread; < 1 = faster)", ref="1 thread", rtol=0, atol=0)
+    suite.run_case(f"B={batch}", [
+        H.Impl("1 thread", lambda: on[1](params, x, y)),
+        H.Impl("2 threads", lambda: on[2](params, x, y)),
+        H.Impl("serial chunks", lambda: serial(params, x, y)),
+        H.Impl("unchunked", lambda: psg(params, x, y), check=False,  # BLAS rounds per m (codegen.dot)
+               note="gemm-sized products round per chunk size, so not compared bit for bit"),
+    ], args)
+    one.shutdown()
+    two.shutdown()
+    return suite
+
+
+def gil_probe(args) -> str:
+    """Does a chunk's compiled call release the GIL? Two threads each run one chunk's executable
+    (`run_chunk`, as an executor does) in a loop; the note says for how much of the time both
+    calls were in flight at once, and how often a Python loop in the main thread ran meanwhile."""
+    import threading
+    import time
+
+    from tensorplay.func import _chunks
+    from tensorplay.func._vmap import _BATCHED
+
+    sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
+    chunk = 2 if args.quick else args.chunk
+    T = M.tensorplay_fns()
+    params = T.params(M.init_mlp(sizes))
+    x, y = (T.array(a) for a in M.batch(chunk * 2, sizes[0], sizes[-1]))
+    vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk)(params, x, y)
+    graph = next(g for key, g in _BATCHED._data.items() if key[2] == chunk)
+    program = _chunks.ChunkProgram.of(graph)
+    arrays = [np.random.default_rng(0).standard_normal(v.type.shape).astype(v.dtype.np) if v.dtype.np.kind == "f"
+              else np.zeros(v.type.shape, v.dtype.np) for v in graph.inputs]
+    calls = 5 if args.quick else 40
+    spans: list[list[tuple[float, float]]] = [[], []]
+    done = threading.Event()
+
+    def worker(k: int) -> None:
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            _chunks.run_chunk(program, arrays)
+            spans[k].append((t0, time.perf_counter()))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    ticks = 0
+    for t in threads:
+        t.start()
+    watcher = threading.Thread(target=lambda: ([t.join() for t in threads], done.set()))
+    watcher.start()
+    while not done.is_set():
+        ticks += 1
+    both = sum(max(0.0, min(a1, b1) - max(a0, b0)) for a0, a1 in spans[0] for b0, b1 in spans[1])
+    busy = sum(t1 - t0 for t1_list in spans for t0, t1 in t1_list)
+    first, last = min(s[0] for sp in spans for s in sp), max(s[1] for sp in spans for s in sp)
+    return (f"GIL probe: 2 threads x {calls} calls of one chunk's executable ({chunk} samples, "
+            f"median {1e3 * sorted(t1 - t0 for t0, t1 in spans[0])[calls // 2]:.1f} ms): both in flight "
+            f"{100 * both / (last - first):.0f}% of the {1e3 * (last - first):.0f} ms (calls busy {1e3 * busy:.0f} ms "
+            f"in total); meanwhile the main thread ran {ticks} Python loop iterations")
+
+
+# --- 2. dask ---------------------------------------------------------------------------------------
+def dask_suite(args) -> H.Suite | str:
+    try:
+        import logging
+
+        from distributed import Client, LocalCluster
+    except ImportError:
+        return "dask: dask.distributed is not installed (pip install tensorplay[distributed]); skipped"
+    batch = 8 if args.quick else args.batch
+    chunk = 2 if args.quick else args.chunk
+    T = M.tensorplay_fns()
+    tp = T.tp
+    small = [3, 4, 2] if args.quick else [32, 128, 128, 10]
+    deep = [3, 4, 1] if args.quick else [32, 256, 256, 256, 1]
+    p_small, p_deep = T.params(M.init_mlp(small)), T.params(M.init_mlp(deep, seed=2))
+    x, y = (T.array(a) for a in M.batch(batch, small[0], small[-1]))
+
+    def saliency(ps, v):  # per-sample input gradient of a scalar network output
+        return tp.tanh(T.mlp(ps, v.unsqueeze(0))).sum()
+
+    workloads = {
+        "param grads": (lambda ex, n: vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=n, executor=ex),
+                        (p_small, x, y)),
+        "input grads": (lambda ex, n: vmap(grad(saliency, argnums=1), in_dims=(None, 0), chunk_size=n, executor=ex),
+                        (p_deep, x)),
+    }
+    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                           silence_logs=logging.CRITICAL)
+    client = Client(cluster, timeout="120s")
+    pool = ThreadPoolExecutor(2)
+    suite = H.Suite(f"dask LocalCluster (2 worker processes) vs a 2-thread pool, B={batch} "
+                    f"(ratio to the thread pool)", ref="2 threads", rtol=0, atol=0)
+    try:
+        dask_ex = client.get_executor(pure=False)  # pure=False: dask does not hash the arrays for task keys
+        for name, (make, call_args) in workloads.items():
+            for size in sorted({chunk, max(1, batch // 2)}):
+                on_threads, on_dask = make(pool, size), make(dask_ex, size)
+                suite.run_case(f"{name}, chunk_size={size}",
+                               [H.Impl("2 threads", lambda f=on_threads, a=call_args: f(*a)),
+                                H.Impl("dask, 2 workers", lambda f=on_dask, a=call_args: f(*a))], args)
+    finally:
+        pool.shutdown()
+        client.close()
+        cluster.close()
+    return suite
+
+
+# --- 3. peak RSS in a subprocess -------------------------------------------------------------------
+RSS_SIZES = (64, 256, 256, 10)
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def rss_child(budget: str, samples: int) -> dict:
+    """One map in this (fresh) process: the peak RSS of a warm call above the RSS before it."""
+    import gc
+
+    T = M.tensorplay_fns()
+    tp = T.tp
+    params = T.params(M.init_mlp(list(RSS_SIZES)))
+    x = T.array(np.random.default_rng(0).standard_normal((samples, RSS_SIZES[0])).astype(np.float32))
+
+    def forward(v):
+        return T.mlp(params, v.unsqueeze(0)).squeeze(0)
+
+    kwargs = {} if budget == "none" else {"chunk_size": "auto", "max_memory": budget}
+    f = vmap(forward, **kwargs)
+    f(x)  # compiles (and, with "auto", sizes the chunks): not part of the measurement; the result is dropped
+    gc.collect()
+    base_kb = _status_kb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as fh:  # reset the peak (VmHWM) to the current RSS
+        fh.write("5")
+    out = f(x)
+    peak_kb = _status_kb("VmHWM")
+    from tensorplay.func import _chunks
+    from tensorplay.func._vmap import _AUTO
+    chunk = next(iter(_AUTO._data.values()), samples) if kwargs else samples
+    return {"budget": budget, "budget_bytes": _chunks.parse_memory("bench", budget) if kwargs else None,
+            "samples": samples, "chunk_size": chunk, "result_bytes": int(out.numpy().nbytes),
+            "input_bytes": int(x.numpy().nbytes), "base_rss": base_kb * 1024, "peak_rss": peak_kb * 1024,
+            "growth": (peak_kb - base_kb) * 1024, "tp": tp.__name__}
+
+
+def rss_table(args) -> str:
+    samples = 512 if args.quick else 65536
+    budgets = ["2MB"] if args.quick else [args.budget, "64MB"]
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="131072")
+    rows = []
+    for budget in budgets + ["none"]:
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", budget, str(samples)],
+                             env=env, capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            return f"rss: the child failed:\n{out.stderr[-2000:]}"
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    mb = 1e6
+    lines = [f"peak RSS of a {samples}-sample map, MLP {'-'.join(map(str, RSS_SIZES))} forward per sample "
+             f"(input {rows[0]['input_bytes'] / mb:.1f} MB, result {rows[0]['result_bytes'] / mb:.1f} MB)", "",
+             "| max_memory | chunk size | RSS before | peak during the call | working set (peak - before - result) "
+             "| vs budget |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        work = r["growth"] - r["result_bytes"]
+        ratio = f"{work / r['budget_bytes']:.2f}x" if r["budget_bytes"] else "-"
+        lines.append(f"| {r['budget']} | {r['chunk_size']} | {r['base_rss'] / mb:.1f} MB | {r['peak_rss'] / mb:.1f} MB "
+                     f"| {work / mb:.1f} MB | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--rss-child"]:
+        print(json.dumps(rss_child(argv[1], int(argv[2]))))
+        return 0
+    ap = H.parser(__doc__.splitlines()[0], repeat=11)
+    ap.add_argument("--parts", nargs="+", default=["threads", "dask", "rss"], choices=["threads", "dask", "rss"])
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--chunk", type=int, default=128)
+    ap.add_argument("--budget", default="16MB")
+    args = H.parse(ap, argv)
+    H.header("scaling out vmap: threads, dask, memory budgets", args)
+    with open("/proc/loadavg") as f:
+        print(f"# load average at start: {' '.join(f.read().split()[:3])} ({os.cpu_count()} cpus)")
+    suites, notes = [], []
+    if "threads" in args.parts:
+        suites.append(threads_suite(args))
+        notes.append(gil_probe(args))
+    if "dask" in args.parts:
+        result = dask_suite(args)
+        (suites if isinstance(result, H.Suite) else notes).append(result)
+    if "rss" in args.parts:
+        notes.append(rss_table(args))
+    with open("/proc/loadavg") as f:
+        notes.append(f"load average at the end: {' '.join(f.read().split()[:3])}")
+    return H.report(suites, args, notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
