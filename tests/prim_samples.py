@@ -829,8 +829,44 @@ def _random_samples(name: str) -> list[Sample]:
 
 
 # ---------------------------------------------------------------------------------------------
+# argsort
+# ---------------------------------------------------------------------------------------------
+def _argsort_expected(x, *, axis, descending):
+    """Insertion of each element after the ones that sort before it (ties keep their order)."""
+    def key(v):
+        nan = isinstance(v, float) and math.isnan(v)
+        return (1, 0.0) if nan else (0, float(v))
+
+    out = np.empty(x.shape, np.int64)
+    for o in np.ndindex(*(x.shape[:axis] + x.shape[axis + 1:])):
+        row = [x[o[:axis] + (i,) + o[axis:]].item() for i in range(x.shape[axis])]
+        order = sorted(range(len(row)), key=lambda i: key(row[i]), reverse=descending)  # stable both ways
+        for i, j in enumerate(order):
+            out[o[:axis] + (i,) + o[axis:]] = j
+    return out
+
+
+def _argsort_samples() -> list[Sample]:
+    rng = _rng("argsort")
+    out = []
+    cases = [((6,), 0, False), ((6,), 0, True), ((3, 5), 1, True), ((4, 3), 0, False), ((2, 3, 4), 1, False),
+             ((1,), 0, True), ((0, 3), 1, False), ((3, 0), 1, True), ((9,), 0, True)]
+    for i, d in enumerate(_supported("argsort", lambda d: (TensorType((2,), d),), axis=0, descending=False)):
+        for shape, axis, desc in (cases if i == 0 else cases[:3]):
+            x = _values(rng, shape, d, -2, 2)
+            if d.is_floating_point and x.size > 2:
+                x = np.round(x)  # ties
+                x.flat[1] = np.nan
+            out.append(Sample("argsort", [_ro(x)], {"axis": axis, "descending": desc}, _argsort_expected))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The registry-driven index
 # ---------------------------------------------------------------------------------------------
+SPECIAL: dict[str, Callable[[], list[Sample]]] = {"argsort": _argsort_samples}
+
+
 def _builder(name: str) -> Callable[[], list[Sample]] | None:
     prim = ir.REGISTRY[name]
     if _is_plain_elementwise(prim):
@@ -847,6 +883,8 @@ def _builder(name: str) -> Callable[[], list[Sample]] | None:
         return lambda: _arg_samples(name)
     if prim.family == "random":
         return lambda: _random_samples(name)
+    if name in SPECIAL:
+        return SPECIAL[name]
     if prim.family in ("layout", "indexing", "constant"):
         return lambda: _layout_samples(name)
     return {"select": _select_samples, "convert_element_type": _convert_samples,
