@@ -45,7 +45,7 @@ def _take_along(x: Tensor, idx: Tensor, d: int) -> Tensor:
     return copy(x) if not shape_of(x) else gather(x, d, idx)
 
 
-def sort(input, dim: int = -1, descending: bool = False, stable: bool = False):
+def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False):
     """Sorted values and their original positions (int64) along `dim`.
 
     The sort is always stable (equal elements keep their order), so `stable` only
