@@ -191,6 +191,46 @@ class GemmPlan:
     ldc: int
 
 
+@dataclass(frozen=True)
+class Lapack:
+    """LAPACKE (row-major C interface) in numpy's bundled OpenBLAS: where it is and its integer width."""
+
+    path: str
+    prefix: str
+    suffix: str
+    int_bits: int
+
+    def symbol(self, routine: str) -> str:
+        """The JIT-resolvable name of LAPACKE routine `routine` (e.g. ``dgesv``), loaded on first use."""
+        name = f"{self.prefix}{routine}{self.suffix}"
+        if name not in _LOADED:
+            jit.load_library(self.path, [name])
+            _LOADED.add(name)
+        return name
+
+
+_LOADED: set[str] = set()
+
+
+@functools.lru_cache(maxsize=1)
+def find_lapack() -> Lapack | None:
+    """LAPACKE from numpy's own OpenBLAS (wheel builds), found like gemm (`find_blas`); None if absent."""
+    root = os.path.dirname(np.__file__)
+    patterns = [os.path.join(root, ".libs", "*openblas*"), os.path.join(root + ".libs", "*openblas*"),
+                os.path.join(root, ".dylibs", "*openblas*")]
+    candidates = [("scipy_LAPACKE_", "64_", 64), ("LAPACKE_", "64_", 64), ("scipy_LAPACKE_", "", 32),
+                  ("LAPACKE_", "", 32)]
+    for path in sorted(p for pat in patterns for p in glob.glob(pat)):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix, bits in candidates:
+            if hasattr(lib, f"{prefix}dgesv{suffix}"):
+                return Lapack(path, prefix, suffix, bits)
+    return None
+
+
 def _strides(shape) -> list[int]:
     out, acc = [0] * len(shape), 1
     for i in range(len(shape) - 1, -1, -1):

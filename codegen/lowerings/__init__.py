@@ -8,4 +8,4 @@
 - `dot`: dot_general;
 - `random`: Philox draws.
 """
-from . import elementwise, layout, reduce, dot, random, sort  # noqa: F401
+from . import elementwise, layout, reduce, dot, random, sort, linalg  # noqa: F401
