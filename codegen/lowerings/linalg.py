@@ -2,7 +2,8 @@
 interface of LAPACK) in numpy's bundled OpenBLAS, found beside gemm (`codegen.dot.find_lapack`).
 
 Each kernel loops over the leading (batch) axes. LAPACK overwrites its inputs, so every
-matrix is first copied into a scratch buffer (from `malloc`) or straight into the output;
+matrix is first copied into a double-precision scratch buffer (from `malloc`; float32
+operands are widened, and results rounded back, as the impl does);
 the routine's results are then copied or post-processed into the output (R's lower part
 zeroed, the sign and log|det| read off the LU factors). A routine that reports failure
 (``info != 0``: a singular matrix for gesv, not positive-definite for potrf, no convergence)
@@ -10,10 +11,10 @@ flags the node, and the call raises LinAlgError. Without a LAPACK the lowering r
 compile time, naming the primitive (there is no interpreter fallback).
 
     primitive     routine            scratch
-    linalg_solve  gesv               A (n*n), pivots (n)
-    cholesky      potrf ('L')        none (factored in the output)
+    linalg_solve  gesv               A (n*n), pivots (n), B (n*k)
+    cholesky      potrf ('L')        A (n*n)
     slogdet       getrf              A (n*n), pivots (n)
-    qr            geqrf (+ orgqr)    A (m*n), tau (k)
+    qr            geqrf (+ orgqr)    A (m*n), tau (k), Q (m*k)
     eigh          syevd ('V', 'L')   A (n*n), eigenvalues (n)
     svd           gesdd ('S')        A (m*n), S (k), U (m*k), Vh (k*n)
 """
@@ -44,9 +45,9 @@ class _Call:
                                       f"with LAPACKE here; run it with TENSORPLAY_BACKEND=interpreter")
         self.ctx, self.b, self.node, self.lapack = ctx, ctx.b, node, lapack
         self.int = ir.IntType(lapack.int_bits)
-        x = node.inputs[0]
-        self.real = u.mem_type(x.dtype)
-        self.letter = "d" if x.dtype.itemsize == 8 else "s"
+        self.mem = u.mem_type(node.inputs[0].dtype)  # the operands' and results' element type
+        self.real = ir.DoubleType()  # LAPACK works in double precision (float32 operands are widened)
+        self.letter = "d"
         self._buffers: list[ir.Value] = []
 
     def n(self, v: int) -> ir.Constant:
@@ -86,9 +87,23 @@ class _Call:
         """Pointer to the first element of matrix `lead` of materialised value `v` (row-major)."""
         return self.ctx.pointer(v, Index(v.shape, dims=lead + [u.i64(0)] * (v.ndim - len(lead))))
 
-    def copy(self, dst: ir.Value, src: ir.Value, count: int) -> None:
+    def convert(self, v: ir.Value, to: ir.Type) -> ir.Value:
+        if v.type == to:
+            return v
+        return self.b.fpext(v, to) if to == ir.DoubleType() else self.b.fptrunc(v, to)
+
+    def copy(self, dst: ir.Value, src: ir.Value, count: int, dst_t: ir.Type, src_t: ir.Type) -> None:
         with u.for_range(self.b, count, "cp") as i:
-            self.b.store(self.b.load(self.at(src, i), typ=self.real), self.at(dst, i))
+            v = self.b.load(self.at(src, i, src_t), typ=src_t)
+            self.b.store(self.convert(v, dst_t), self.at(dst, i, dst_t))
+
+    def load_in(self, dst: ir.Value, src: ir.Value, count: int) -> None:
+        """Copy `count` operand elements at `src` into the double scratch `dst`."""
+        self.copy(dst, src, count, self.real, self.mem)
+
+    def store_out(self, dst: ir.Value, src: ir.Value, count: int) -> None:
+        """Copy `count` doubles from scratch `src` into the result at `dst`."""
+        self.copy(dst, src, count, self.mem, self.real)
 
 
 def kernel(prepare, one):
@@ -112,17 +127,17 @@ def _char(c: str) -> ir.Constant:
 
 # --- solve -----------------------------------------------------------------------------------------
 def _solve_scratch(c: _Call, node: Node):
-    n = node.inputs[0].shape[-1]
-    return c.scratch(n * n), c.scratch(n, c.int)
+    n, k = node.inputs[1].shape[-2:]
+    return c.scratch(n * n), c.scratch(n, c.int), c.scratch(n * k)
 
 
 def _solve(c: _Call, node: Node, bufs, lead) -> None:
-    (a, rhs), (sa, piv) = node.inputs, bufs
+    (a, rhs), (sa, piv, sb) = node.inputs, bufs
     n, k = rhs.shape[-2:]
-    c.copy(sa, c.matrix(a, lead), n * n)
-    out = c.matrix(node.out, lead)
-    c.copy(out, c.matrix(rhs, lead), n * k)
-    c.call("gesv", [c.n(n), c.n(k), sa, c.n(n), piv, out, c.n(k)])
+    c.load_in(sa, c.matrix(a, lead), n * n)
+    c.load_in(sb, c.matrix(rhs, lead), n * k)
+    c.call("gesv", [c.n(n), c.n(k), sa, c.n(n), piv, sb, c.n(k)])
+    c.store_out(c.matrix(node.out, lead), sb, n * k)
 
 
 register("linalg_solve", kernel(_solve_scratch, _solve))
@@ -130,19 +145,19 @@ register("linalg_solve", kernel(_solve_scratch, _solve))
 
 # --- cholesky --------------------------------------------------------------------------------------
 def _cholesky(c: _Call, node: Node, bufs, lead) -> None:
-    (a,) = node.inputs
+    (a,), (sa,) = node.inputs, bufs
     n = a.shape[-1]
-    out = c.matrix(node.out, lead)
-    c.copy(out, c.matrix(a, lead), n * n)
-    c.call("potrf", [_char("L"), c.n(n), out, c.n(n)])
+    c.load_in(sa, c.matrix(a, lead), n * n)
+    c.call("potrf", [_char("L"), c.n(n), sa, c.n(n)])
     b = c.b
     zero = ir.Constant(c.real, 0.0)
-    with u.for_range(b, n, "row") as i:
+    with u.for_range(b, n, "row") as i:  # potrf leaves the strict upper triangle as it was
         with u.for_range(b, n, "col", start=b.add(i, u.i64(1))) as j:
-            b.store(zero, c.at(out, b.add(b.mul(i, u.i64(n)), j)))
+            b.store(zero, c.at(sa, b.add(b.mul(i, u.i64(n)), j)))
+    c.store_out(c.matrix(node.out, lead), sa, n * n)
 
 
-register("cholesky", kernel(lambda c, node: (), _cholesky))
+register("cholesky", kernel(lambda c, node: (c.scratch(node.inputs[0].shape[-1] ** 2),), _cholesky))
 
 
 # --- slogdet ---------------------------------------------------------------------------------------
@@ -156,7 +171,7 @@ def _slogdet(c: _Call, node: Node, bufs, lead) -> None:
     b.store(ir.Constant(t, 1.0), sign)
     b.store(ir.Constant(t, 0.0), logabs)
     if n:
-        c.copy(sa, c.matrix(a, lead), n * n)
+        c.load_in(sa, c.matrix(a, lead), n * n)
         c.ctx.checked_index(c.node, u.i64(0), 1)  # getrf's info > 0 (a zero pivot) is not a failure here
         name = c.lapack.symbol(c.letter + "getrf")
         args = [ir.Constant(I32, ROW_MAJOR), c.n(n), c.n(n), sa, c.n(n), piv]
@@ -177,7 +192,7 @@ def _slogdet(c: _Call, node: Node, bufs, lead) -> None:
             b.store(b.fadd(b.load(logabs, typ=t), u.intrinsic(b, "llvm.log", [u.intrinsic(b, "llvm.fabs", [d])])),
                     logabs)
     result = sign if node.attrs["part"] == "sign" else logabs
-    c.ctx.store(node.out, Index(node.out.shape, dims=lead), b.load(result, typ=t))
+    c.ctx.store(node.out, Index(node.out.shape, dims=lead), c.convert(b.load(result, typ=t), c.mem))
 
 
 def _slogdet_scratch(c: _Call, node: Node):
@@ -191,15 +206,16 @@ register("slogdet", kernel(_slogdet_scratch, _slogdet))
 # --- qr --------------------------------------------------------------------------------------------
 def _qr_scratch(c: _Call, node: Node):
     m, n = node.inputs[0].shape[-2:]
-    return c.scratch(m * n), c.scratch(min(m, n))
+    k = min(m, n)
+    return c.scratch(m * n), c.scratch(k), c.scratch(m * k)
 
 
 def _qr(c: _Call, node: Node, bufs, lead) -> None:
-    (a,), (sa, tau) = node.inputs, bufs
+    (a,), (sa, tau, sq) = node.inputs, bufs
     m, n = a.shape[-2:]
     k = min(m, n)
     b = c.b
-    c.copy(sa, c.matrix(a, lead), m * n)
+    c.load_in(sa, c.matrix(a, lead), m * n)
     c.call("geqrf", [c.n(m), c.n(n), sa, c.n(n), tau])
     out = c.matrix(node.out, lead)
     zero = ir.Constant(c.real, 0.0)
@@ -207,13 +223,15 @@ def _qr(c: _Call, node: Node, bufs, lead) -> None:
         with u.for_range(b, k, "row") as i:
             with u.for_range(b, n, "col") as j:
                 v = b.load(c.at(sa, b.add(b.mul(i, u.i64(n)), j)), typ=c.real)
-                b.store(b.select(b.icmp_signed(">=", j, i), v, zero), c.at(out, b.add(b.mul(i, u.i64(n)), j)))
+                v = b.select(b.icmp_signed(">=", j, i), v, zero)
+                b.store(c.convert(v, c.mem), c.at(out, b.add(b.mul(i, u.i64(n)), j), c.mem))
         return
     with u.for_range(b, m, "row") as i:  # the reflectors of the first k columns, then Q from them
         with u.for_range(b, k, "col") as j:
             v = b.load(c.at(sa, b.add(b.mul(i, u.i64(n)), j)), typ=c.real)
-            b.store(v, c.at(out, b.add(b.mul(i, u.i64(k)), j)))
-    c.call("orgqr", [c.n(m), c.n(k), c.n(k), out, c.n(k), tau])
+            b.store(v, c.at(sq, b.add(b.mul(i, u.i64(k)), j)))
+    c.call("orgqr", [c.n(m), c.n(k), c.n(k), sq, c.n(k), tau])
+    c.store_out(out, sq, m * k)
 
 
 register("qr", kernel(_qr_scratch, _qr))
@@ -228,13 +246,13 @@ def _eigh_scratch(c: _Call, node: Node):
 def _eigh(c: _Call, node: Node, bufs, lead) -> None:
     (a,), (sa, w) = node.inputs, bufs
     n = a.shape[-1]
-    c.copy(sa, c.matrix(a, lead), n * n)
+    c.load_in(sa, c.matrix(a, lead), n * n)
     c.call("syevd", [_char("V"), _char("L"), c.n(n), sa, c.n(n), w])
     out = c.matrix(node.out, lead)
     if node.attrs["part"] == "eigenvalues":
-        c.copy(out, w, n)
+        c.store_out(out, w, n)
     else:
-        c.copy(out, sa, n * n)
+        c.store_out(out, sa, n * n)
 
 
 register("eigh", kernel(_eigh_scratch, _eigh))
@@ -251,10 +269,10 @@ def _svd(c: _Call, node: Node, bufs, lead) -> None:
     (a,), (sa, s, su, svt) = node.inputs, bufs
     m, n = a.shape[-2:]
     k = min(m, n)
-    c.copy(sa, c.matrix(a, lead), m * n)
+    c.load_in(sa, c.matrix(a, lead), m * n)
     c.call("gesdd", [_char("S"), c.n(m), c.n(n), sa, c.n(n), s, su, c.n(k), svt, c.n(n)])
     src, count = {"u": (su, m * k), "s": (s, k), "vh": (svt, k * n)}[node.attrs["part"]]
-    c.copy(c.matrix(node.out, lead), src, count)
+    c.store_out(c.matrix(node.out, lead), src, count)
 
 
 register("svd", kernel(_svd_scratch, _svd))

@@ -7,7 +7,8 @@ JVP of one part emits the other parts it needs, and identical nodes are shared.
 The rules are the standard matrix-calculus formulas (as in JAX's `lax.linalg`);
 `linalg_solve` is linear in its right-hand side, so it also has a transpose.
 Failures (a singular matrix, one that is not positive-definite) raise
-`LinAlgError`, a RuntimeError, in the impl and in compiled code.
+`LinAlgError`, a RuntimeError, in the impl and in compiled code. Both compute in
+double precision and round float32 results once.
 """
 from __future__ import annotations
 
@@ -52,10 +53,11 @@ def _declare(name, type_rule, impl, doc, n=1):
     return prim
 
 
-def _lapack(op: str, fn, *args):
+def _lapack(op: str, fn, x, *args):
+    """`fn(x, *args)` in double precision (float32 operands are widened, as in compiled code)."""
     try:
         with np.errstate(all="ignore"):
-            return fn(*args)
+            return fn(np.asarray(x, np.float64), *args)
     except np.linalg.LinAlgError as e:
         raise LinAlgError(f"{op}: {e}") from None
 
@@ -75,7 +77,7 @@ def _solve_type(a: TensorType, rhs: TensorType) -> TensorType:
 def _solve_impl(a, rhs):
     if a.size == 0 or rhs.size == 0:
         return np.zeros(rhs.shape, rhs.dtype)
-    out = _lapack("linalg_solve", np.linalg.solve, a, rhs)
+    out = _lapack("linalg_solve", np.linalg.solve, a, rhs.astype(np.float64))
     if not np.all(np.isfinite(out)) and np.all(np.isfinite(a)) and np.all(np.isfinite(rhs)):
         raise LinAlgError("linalg_solve: the solver failed because the input matrix is singular")
     return out.astype(rhs.dtype, copy=False)
@@ -144,7 +146,10 @@ def _slogdet_type(a: TensorType, *, part) -> TensorType:
 
 
 def _slogdet_impl(a, *, part):
-    sign, logabs = np.linalg.slogdet(a) if a.shape[-1] else (np.ones(a.shape[:-2]), np.zeros(a.shape[:-2]))
+    if a.shape[-1]:
+        sign, logabs = np.linalg.slogdet(a.astype(np.float64))
+    else:
+        sign, logabs = np.ones(a.shape[:-2]), np.zeros(a.shape[:-2])
     return np.asarray(sign if part == "sign" else logabs, dtype=a.dtype)
 
 
@@ -178,7 +183,7 @@ def _qr_impl(a, *, part):
     if a.size == 0:
         shape = a.shape[:-2] + ((m, k) if part == "q" else (k, n))
         return np.eye(m, k, dtype=a.dtype) * np.ones(shape, a.dtype) if part == "q" else np.zeros(shape, a.dtype)
-    q, r = np.linalg.qr(a, mode="reduced")
+    q, r = np.linalg.qr(a.astype(np.float64), mode="reduced")
     return (q if part == "q" else r).astype(a.dtype, copy=False)
 
 
