@@ -155,7 +155,7 @@ def qr(A, mode: str = "reduced"):
     >>> import tensorplay as tp
     >>> q, r = tp.linalg.qr(tp.tensor([[3.0, 1.0], [4.0, 2.0]]))
     >>> [round(v, 4) for v in r.flatten().tolist()]
-    [-5.0, -2.2, 0.0, -0.4]
+    [-5.0, -2.2, 0.0, 0.4]
     """
     a = _matrix_arg(A, "qr", square=False)
     m, n = shape_of(a)[-2:]
