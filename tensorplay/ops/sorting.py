@@ -87,6 +87,16 @@ def _narrow_first(t: Tensor, d: int, k: int) -> Tensor:
     return narrow(t, d, 0, k)
 
 
+def _check_k(x: Tensor, k, dim: int, lowest: int, op_name: str):
+    """`x`'s shape, once `k` is checked to be an int in [lowest, size of `dim`]."""
+    shape = shape_of(x)
+    n = shape[normalize_dim(dim, len(shape), op_name)] if shape else 1
+    if not isinstance(k, int) or isinstance(k, bool) or not lowest <= k <= n:
+        raise RuntimeError(f"{op_name}: k={k!r} must be an int in [{lowest}, {n}] for dim {dim} of shape "
+                           f"{tuple(shape)}")
+    return shape
+
+
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The `k` largest (or smallest) values along `dim` and their positions, largest first.
 
@@ -95,10 +105,7 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     values_indices(values=tensor([5., 4.]), indices=tensor([1, 3]))
     """
     x = _arg(input)
-    shape = shape_of(x)
-    n = shape[normalize_dim(dim, len(shape), "topk")] if shape else 1
-    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n:
-        raise RuntimeError(f"topk: k={k!r} must be an int in [0, {n}] for dim {dim} of shape {tuple(shape)}")
+    shape = _check_k(x, k, dim, 0, "topk")
     idx, d = _permutation(x, dim, largest, "topk")
     if shape:
         idx = _narrow_first(idx, d, k)
@@ -115,10 +122,7 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):
     values_indices(values=tensor(2.), indices=tensor(2))
     """
     x = _arg(input)
-    shape = shape_of(x)
-    n = shape[normalize_dim(dim, len(shape), "kthvalue")] if shape else 1
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n:
-        raise RuntimeError(f"kthvalue: k={k!r} must be an int in [1, {n}] for dim {dim} of shape {tuple(shape)}")
+    shape = _check_k(x, k, dim, 1, "kthvalue")
     idx, d = _permutation(x, dim, False, "kthvalue")
     if not shape:
         return values_indices(copy(x), idx)
