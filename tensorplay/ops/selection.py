@@ -15,8 +15,6 @@ under every transform.
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from tensorplay.ir import dtypes
@@ -25,9 +23,6 @@ from .._tensor import Tensor
 from .._trace import bind
 from ._common import as_tensor_operand, dtype_of, shape_of
 from ._table import op
-
-unique_result = namedtuple("unique_result", ["output", "inverse_indices", "counts"])
-
 
 def _arg(x) -> Tensor:
     return x if isinstance(x, Tensor) else as_tensor_operand(x)

@@ -34,7 +34,7 @@ def _permutation(x: Tensor, dim: int, descending: bool, op_name: str) -> tuple[T
     shape = shape_of(x)
     if not shape:
         normalize_dim(dim, 0, op_name)
-        return convert(bind("full", shape=(), dtype=dtypes.int64, value=0), dtypes.int64), 0
+        return bind("full", shape=(), dtype=dtypes.int64, value=0), 0
     d = normalize_dim(dim, len(shape), op_name)
     return bind("argsort", x, axis=d, descending=bool(descending)), d
 
