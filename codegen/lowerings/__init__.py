@@ -6,6 +6,8 @@
   iota and full;
 - `reduce`: reductions, arg-reductions and index_add (kernels with their own loop nests);
 - `dot`: dot_general;
-- `random`: Philox draws.
+- `random`: Philox draws;
+- `sort`: argsort (a merge sort of positions);
+- `linalg`: the dense linear-algebra primitives (LAPACKE calls).
 """
 from . import elementwise, layout, reduce, dot, random, sort, linalg  # noqa: F401
