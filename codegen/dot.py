@@ -151,21 +151,26 @@ class Blas:
     int_bits: int
 
 
+def _openblas_libraries():
+    """(path, loaded library) for each OpenBLAS numpy bundles with itself."""
+    root = os.path.dirname(np.__file__)
+    patterns = [os.path.join(root, ".libs", "*openblas*"), os.path.join(root + ".libs", "*openblas*"),
+                os.path.join(root, ".dylibs", "*openblas*")]
+    for path in sorted(p for pat in patterns for p in glob.glob(pat)):
+        try:
+            yield path, ctypes.CDLL(path)
+        except OSError:
+            continue
+
+
 @functools.lru_cache(maxsize=1)
 def find_blas() -> Blas | None:
     """numpy's own OpenBLAS (wheel builds), made resolvable by the JIT; None if there is none."""
     if os.environ.get("TENSORPLAY_NO_BLAS"):
         return None
-    root = os.path.dirname(np.__file__)
-    patterns = [os.path.join(root, ".libs", "*openblas*"), os.path.join(root + ".libs", "*openblas*"),
-                os.path.join(root, ".dylibs", "*openblas*")]
     candidates = [("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64), ("cblas_sgemm64_", "cblas_dgemm64_", 64),
                   ("scipy_cblas_sgemm", "scipy_cblas_dgemm", 32), ("cblas_sgemm", "cblas_dgemm", 32)]
-    for path in sorted(p for pat in patterns for p in glob.glob(pat)):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    for path, lib in _openblas_libraries():
         for s_name, d_name, bits in candidates:
             if hasattr(lib, s_name) and hasattr(lib, d_name):
                 jit.load_library(path, [s_name, d_name])
@@ -189,6 +194,39 @@ class GemmPlan:
     trans_b: bool
     ldb: int
     ldc: int
+
+
+@dataclass(frozen=True)
+class Lapack:
+    """LAPACKE (row-major C interface) in numpy's bundled OpenBLAS: where it is and its integer width."""
+
+    path: str
+    prefix: str
+    suffix: str
+    int_bits: int
+
+    def symbol(self, routine: str) -> str:
+        """The JIT-resolvable name of LAPACKE routine `routine` (e.g. ``dgesv``), loaded on first use."""
+        name = f"{self.prefix}{routine}{self.suffix}"
+        if name not in _LOADED:
+            jit.load_library(self.path, [name])
+            _LOADED.add(name)
+        return name
+
+
+_LOADED: set[str] = set()
+
+
+@functools.lru_cache(maxsize=1)
+def find_lapack() -> Lapack | None:
+    """LAPACKE from numpy's own OpenBLAS (wheel builds), found like gemm (`find_blas`); None if absent."""
+    candidates = [("scipy_LAPACKE_", "64_", 64), ("LAPACKE_", "64_", 64), ("scipy_LAPACKE_", "", 32),
+                  ("LAPACKE_", "", 32)]
+    for path, lib in _openblas_libraries():
+        for prefix, suffix, bits in candidates:
+            if hasattr(lib, f"{prefix}dgesv{suffix}"):
+                return Lapack(path, prefix, suffix, bits)
+    return None
 
 
 def _strides(shape) -> list[int]:

@@ -217,6 +217,11 @@ class Executable:
         node = self.graph.nodes[status - 1] if 0 < status <= len(self.graph.nodes) else None
         if node is None:
             return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
+        failure = getattr(node.prim, "failure", None)  # a LAPACK routine's info != 0 (ir/prims/decompositions.py)
+        if failure is not None:
+            from tensorplay.ir.prims.decompositions import LinAlgError
+
+            return LinAlgError(f"{node.prim.name}: {failure} (operand {node.inputs[0].type}) in compiled @{self.name}")
         x = node.inputs[0]
         axis = node.attrs.get("axis", 0)
         return IndexError(f"{node.prim.name}: index out of range for axis {axis} with size {x.shape[axis]} "

@@ -45,6 +45,7 @@ from .ops.creation import diagflat
 from .ops.statistics import cov
 
 from . import compiler  # noqa: F401  (tp.compiler.reset())
+from . import linalg  # noqa: E402  (tp.linalg)
 
 float = float32  # noqa: A001
 double = float64

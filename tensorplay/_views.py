@@ -388,11 +388,32 @@ def store(target: Tensor, value: Tensor, op: str) -> Tensor:
 def _eager_store(target: Tensor, src: np.ndarray, op: str) -> None:
     dst = target._data
     if not dst.flags.writeable:
-        # expanded views (and views of them) are read-only numpy arrays
-        if has_overlap(array_layout(dst)) or any(name == "broadcast_in_dim" for name, _ in target._steps):
+        # Expanded views (and views of them) are read-only numpy arrays. As in torch, a write is refused
+        # only when the written-to tensor itself has elements sharing memory (fill_ is exempt: it writes
+        # one value); a view of an expanded tensor without such elements (a row of x.expand(3, n))
+        # writes through to the expanded tensor's storage.
+        overlap = has_overlap(array_layout(dst))
+        expanded = overlap or any(name == "broadcast_in_dim" for name, _ in target._steps)
+        if overlap and op != "fill_":
             raise RuntimeError(f"{op}: {OVERLAP_MESSAGE}")
-        raise RuntimeError(f"{op}: cannot write into a read-only tensor (its numpy array is not writeable)")
+        alias = _writeable_alias(dst) if expanded else None
+        if alias is None:
+            raise RuntimeError(f"{op}: {OVERLAP_MESSAGE}" if expanded else
+                               f"{op}: cannot write into a read-only tensor (its numpy array is not writeable)")
+        dst = alias
     np.copyto(dst, src)
+
+
+def _writeable_alias(arr: np.ndarray) -> np.ndarray | None:
+    """A writeable array over `arr`'s memory, when the array owning that memory is writeable
+    (`arr` is a read-only broadcast view of it); None otherwise."""
+    owner = arr
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if not owner.flags.writeable or not (owner.flags.c_contiguous or owner.flags.f_contiguous):
+        return None
+    offset = arr.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    return np.ndarray(arr.shape, arr.dtype, buffer=owner.reshape(-1, order="A"), offset=offset, strides=arr.strides)
 
 
 # === finishing a trace: the write-backs =====================================================================

@@ -843,8 +843,117 @@ def _random_samples(name: str) -> list[Sample]:
 
 
 # ---------------------------------------------------------------------------------------------
+# argsort
+# ---------------------------------------------------------------------------------------------
+def _argsort_expected(x, *, axis, descending):
+    """Insertion of each element after the ones that sort before it (ties keep their order)."""
+    def key(v):
+        nan = isinstance(v, float) and math.isnan(v)
+        return (1, 0.0) if nan else (0, float(v))
+
+    out = np.empty(x.shape, np.int64)
+    for o in np.ndindex(*(x.shape[:axis] + x.shape[axis + 1:])):
+        row = [x[o[:axis] + (i,) + o[axis:]].item() for i in range(x.shape[axis])]
+        order = sorted(range(len(row)), key=lambda i: key(row[i]), reverse=descending)  # stable both ways
+        for i, j in enumerate(order):
+            out[o[:axis] + (i,) + o[axis:]] = j
+    return out
+
+
+def _argsort_samples() -> list[Sample]:
+    rng = _rng("argsort")
+    out = []
+    cases = [((6,), 0, False), ((6,), 0, True), ((3, 5), 1, True), ((4, 3), 0, False), ((2, 3, 4), 1, False),
+             ((1,), 0, True), ((0, 3), 1, False), ((3, 0), 1, True), ((9,), 0, True)]
+    for i, d in enumerate(_supported("argsort", lambda d: (TensorType((2,), d),), axis=0, descending=False)):
+        for shape, axis, desc in (cases if i == 0 else cases[:3]):
+            x = _values(rng, shape, d, -2, 2)
+            if d.is_floating_point and x.size > 2:
+                x = np.round(x)  # ties
+                x.flat[1] = np.nan
+            out.append(Sample("argsort", [_ro(x)], {"axis": axis, "descending": desc}, _argsort_expected))
+    return out
+
+# ---------------------------------------------------------------------------------------------
+# dense linear algebra (ir/prims/decompositions.py)
+# ---------------------------------------------------------------------------------------------
+def _well_conditioned(rng, shape, d: dt.DType) -> np.ndarray:
+    """Matrices (..., m, n) with a dominant, well-separated diagonal (distinct singular values)."""
+    x = rng.uniform(-1, 1, shape)
+    k = min(shape[-2:])
+    if k:
+        x[..., range(k), range(k)] += np.linspace(2.0, 4.0, k)
+    return x.astype(d.np)
+
+
+def _spd(rng, shape, d: dt.DType) -> np.ndarray:
+    """Symmetric positive-definite matrices with well-separated eigenvalues."""
+    x = rng.uniform(-1, 1, shape)
+    n = shape[-1]
+    if not n:
+        return x.astype(d.np)
+    return (x @ np.swapaxes(x, -1, -2) + np.diag(np.linspace(1.0, 1.0 + 1.5 * n, n))).astype(d.np)
+
+
+def _solve_expected(a, rhs):
+    """Gaussian elimination with partial pivoting, by hand, per matrix."""
+    out = np.empty(rhs.shape, np.float64)
+    n = a.shape[-1]
+    for i in np.ndindex(*a.shape[:-2]):
+        m = np.concatenate([a[i].astype(np.float64), rhs[i].astype(np.float64)], axis=1)
+        for c in range(n):
+            p = c + int(np.argmax(np.abs(m[c:, c])))
+            m[[c, p]] = m[[p, c]]
+            m[c + 1:] -= np.outer(m[c + 1:, c] / m[c, c], m[c])
+        x = np.zeros(rhs[i].shape)
+        for r in reversed(range(n)):
+            x[r] = (m[r, n:] - m[r, r + 1:n] @ x[r + 1:]) / m[r, r]
+        out[i] = x
+    return out.astype(rhs.dtype)
+
+
+def _linalg_samples(name: str) -> list[Sample]:
+    rng = _rng(name)
+    out = []
+    square = [(1, 1), (3, 3), (2, 3, 3), (0, 0), (0, 2, 2)]
+    tall = [(1, 1), (4, 3), (3, 3), (2, 4, 2), (0, 0), (3, 0)]
+    for d in (dt.float32, dt.float64):
+        if name == "linalg_solve":
+            for shape, k in zip(square, (1, 2, 1, 2, 1)):
+                rhs = rng.uniform(-1, 1, shape[:-1] + (k,)).astype(d.np)
+                out.append(Sample(name, [_ro(_well_conditioned(rng, shape, d)), _ro(rhs)], {}, _solve_expected))
+        elif name == "cholesky":  # these stay positive-definite under tests/vmap's np.roll variations
+            rolled = [np.array([[0.5, 0.7], [0.6, 2.5]]),
+                      np.array([[[1.0, 1.2], [1.3, 3.0]], [[1.2, 1.7], [1.5, 2.9]]])]
+            out += [Sample(name, [_ro(x.astype(d.np))], {}, None)
+                    for x in rolled + [_spd(rng, sh, d) for sh in ((1, 1), (0, 0), (0, 2, 2))]]
+        elif name == "slogdet":
+            for part in ("sign", "logabsdet"):
+                out += [Sample(name, [_ro(_well_conditioned(rng, sh, d) * (-1) ** i)], {"part": part}, None)
+                        for i, sh in enumerate(square)]
+        elif name == "qr":
+            for part in ("q", "r"):
+                out += [Sample(name, [_ro(_well_conditioned(rng, sh, d))], {"part": part}, None) for sh in tall]
+        elif name == "eigh":
+            for part in ("eigenvalues", "eigenvectors"):
+                out += [Sample(name, [_ro(_spd(rng, sh, d))], {"part": part}, None) for sh in square]
+        elif name == "svd":
+            for part in ("u", "s", "vh"):
+                out += [Sample(name, [_ro(_well_conditioned(rng, sh, d))], {"part": part}, None)
+                        for sh in tall + [(2, 4)]]
+    return out
+
+
+
+# ---------------------------------------------------------------------------------------------
 # The registry-driven index
 # ---------------------------------------------------------------------------------------------
+SPECIAL: dict[str, Callable[[], list[Sample]]] = {
+    "argsort": _argsort_samples,
+    **{n: functools.partial(_linalg_samples, n) for n in ("linalg_solve", "cholesky", "slogdet", "qr", "eigh", "svd")},
+}
+
+
 def _builder(name: str) -> Callable[[], list[Sample]] | None:
     prim = ir.REGISTRY[name]
     if _is_plain_elementwise(prim):
@@ -861,6 +970,8 @@ def _builder(name: str) -> Callable[[], list[Sample]] | None:
         return lambda: _arg_samples(name)
     if prim.family == "random":
         return lambda: _random_samples(name)
+    if name in SPECIAL:
+        return SPECIAL[name]
     if prim.family in ("layout", "indexing", "constant"):
         return lambda: _layout_samples(name)
     return {"select": _select_samples, "convert_element_type": _convert_samples,

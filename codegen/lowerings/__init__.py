@@ -7,6 +7,8 @@
 - `reduce`: reductions, arg-reductions and index_add (kernels with their own loop nests);
 - `dot`: dot_general;
 - `random`: Philox draws;
-- `constant`: elements stored in the graph (module globals).
+- `constant`: elements stored in the graph (module globals);
+- `sort`: argsort (a merge sort of positions);
+- `linalg`: the dense linear-algebra primitives (LAPACKE calls).
 """
-from . import elementwise, layout, reduce, dot, random, constant  # noqa: F401
+from . import elementwise, layout, reduce, dot, random, constant, sort, linalg  # noqa: F401

@@ -2,4 +2,4 @@
 
 Importing this package fills `ir.primitive.REGISTRY`.
 """
-from . import elementwise, shape, reduce, linalg, random, constant  # noqa: F401
+from . import elementwise, shape, reduce, linalg, random, constant, sort, decompositions  # noqa: F401

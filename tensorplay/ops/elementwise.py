@@ -489,6 +489,26 @@ def clamp(input, min=None, max=None):
 clip = clamp
 
 
+def clamp_min(input, min):
+    """Limit `input` from below: ``clamp(input, min=min)``.
+
+    >>> import tensorplay as tp
+    >>> tp.clamp_min(tp.tensor([-1.0, 2.0]), 0.5).tolist()
+    [0.5, 2.0]
+    """
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    """Limit `input` from above: ``clamp(input, max=max)``.
+
+    >>> import tensorplay as tp
+    >>> tp.clamp_max(tp.tensor([-1.0, 2.0]), 0.5).tolist()
+    [-1.0, 0.5]
+    """
+    return clamp(input, max=max)
+
+
 def square(input):
     """input * input (bool inputs give int64, as torch.square)."""
     x = _tensor_arg(input)
@@ -584,6 +604,7 @@ for _name, _method, _inplace in (
     ("bitwise_and", True, True), ("bitwise_or", True, True), ("bitwise_xor", True, True),
     ("bitwise_not", True, True), ("logical_not", True, True), ("logical_and", True, False),
     ("logical_or", True, False), ("where", False, False), ("clamp", True, True), ("clip", True, True),
+    ("clamp_min", True, True), ("clamp_max", True, True),
     ("square", True, True), ("reciprocal", True, True), ("isnan", True, False), ("isfinite", True, False),
     ("lerp", True, True), ("addcmul", True, True), ("addcdiv", True, True), ("isclose", True, False),
 ):

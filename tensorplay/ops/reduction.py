@@ -1,8 +1,8 @@
 """Reductions with `dim`/`keepdim`: sum, mean, prod, max, min, argmax, argmin,
-logsumexp, var, std, all, any, norm, and the scan `cumsum`.
+logsumexp, var, std, all, any and norm (scans are in `cumulative`).
 
 As in PyTorch, `dim=None` reduces every dim and so does an empty dim list
-(``x.sum(dim=())``); bool and integer inputs sum (and cumsum) in int64; mean,
+(``x.sum(dim=())``); bool and integer inputs sum in int64; mean,
 var and std need floating point inputs.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 _SUM, _PROD, _MAX, _MIN = (_gp(n) for n in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min"))
 _ARGMAX, _ARGMIN, _RESHAPE = _gp("argmax"), _gp("argmin"), _gp("reshape")
-_DIV, _ADD, _SLICE, _PAD = _gp("div"), _gp("add"), _gp("slice"), _gp("pad")
+_DIV, _ADD = _gp("div"), _gp("add")
 _EQ, _SELECT = _gp("eq"), _gp("select")
 
 
@@ -281,35 +281,6 @@ def norm(input, p=2, dim=None, keepdim: bool = False):
     return _flat_at_zero(lambda s: pow(s, 1.0 / p), sum(pow(abs(x), p), dim, keepdim))
 
 
-def cumsum(input, dim, *, dtype=None):
-    """Cumulative sum along `dim` (bool and integer inputs accumulate in int64).
-
-    A log-depth scan over primitives: x += x shifted by 1, 2, 4, ... along `dim` (slice + pad),
-    so infinities and NaNs propagate exactly as in a sequential sum.
-    """
-    x = _arg(input)
-    x = convert(x, _accumulate_dtype(x, dtype))
-    shape = shape_of(x)
-    d = normalize_dim(dim, len(shape), "cumsum")
-    if not shape:
-        return copy(x)
-    n = shape[d]
-    nd = len(shape)
-    zeros = (0,) * nd
-    if n <= 1:
-        return copy(x)
-    shift = 1
-    while shift < n:
-        limit = tuple(n - shift if i == d else s for i, s in enumerate(shape))
-        head = ebind(_SLICE, x, start_indices=zeros, limit_indices=limit, strides=(1,) * nd)
-        low = tuple(shift if i == d else 0 for i in range(nd))
-        shifted = ebind(_PAD, head, low=low, high=zeros, interior=zeros,
-                        value=False if dtype_of(x).is_bool else 0)
-        x = ebind(_ADD, x, shifted)
-        shift *= 2
-    return x
-
-
 def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """True when every element of input is close to other (see `isclose`)."""
     from .elementwise import isclose
@@ -333,6 +304,6 @@ def equal(input, other) -> bool:
 for _name, _method in (
     ("sum", True), ("prod", True), ("mean", True), ("max", False), ("min", False), ("amax", True),
     ("amin", True), ("argmax", True), ("argmin", True), ("logsumexp", True), ("var", True), ("std", True),
-    ("all", True), ("any", True), ("norm", True), ("cumsum", True), ("allclose", True), ("equal", True),
+    ("all", True), ("any", True), ("norm", True), ("allclose", True), ("equal", True),
 ):
     op(_name, globals()[_name], method=_method)

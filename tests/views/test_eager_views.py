@@ -74,9 +74,11 @@ def test_view_ops_share_storage_both_ways(name, op):
     # base -> view
     x.add_(1000)
     np.testing.assert_array_equal(v.numpy(), op(fresh()).numpy() + 1000)
-    if name == "expand":
+    if name == "expand":  # as in torch: writes with elements sharing memory raise, except fill_
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
-            v.fill_(-1)
+            v.add_(-1)
+        v.fill_(-1)
+        assert (op(x).numpy() == -1).all()
         return
     # view -> base
     v.fill_(-1)
@@ -191,12 +193,16 @@ def test_reshape_copies_only_when_strides_do_not_allow_a_view():
 def test_expand_writes_raise_like_torch():
     x = tp.zeros(1, 3)
     e = x.expand(4, 3)
-    for write in (lambda: e.add_(1), lambda: e.fill_(2), lambda: e.__setitem__(0, 1.0), lambda: e[1].zero_()):
+    for write in (lambda: e.add_(1), lambda: e[:, 0].add_(1), lambda: e.__setitem__(Ellipsis, 1.0)):
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             write()
     x.expand(1, 1, 3).add_(1)  # nothing repeated: a writable view, as in torch
     np.testing.assert_array_equal(x.numpy(), [[1.0, 1.0, 1.0]])
     np.testing.assert_array_equal(e.numpy(), np.ones((4, 3)))
+    e[1].zero_()  # a row of the expanded tensor repeats nothing: torch writes it through
+    np.testing.assert_array_equal(x.numpy(), [[0.0, 0.0, 0.0]])
+    e.fill_(2)  # fill_ writes one value, so torch allows it even with elements sharing memory
+    np.testing.assert_array_equal(x.numpy(), [[2.0, 2.0, 2.0]])
 
 
 def test_iadd_rebinds_to_the_same_object():

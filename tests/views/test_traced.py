@@ -160,12 +160,15 @@ def test_stride_dependent_reshape_semantics_are_part_of_the_compile_key():
 
 
 def test_writes_into_expanded_tensors_raise_under_tracing():
-    for f in (lambda x: x.expand(3, 4).add_(1), lambda x: x.expand(3, 4)[1].fill_(0)):
+    # add_ raises eagerly too; a write through the expand into a row (which eagerly works, as in
+    # torch) is not supported under tracing and raises the same error there
+    for f, eager_raises in ((lambda x: x.expand(3, 4).add_(1), True), (lambda x: x.expand(3, 4)[1].fill_(0), False)):
         x = tp.zeros(1, 4)
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             tp.compile(f)(x)
-        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
-            f(x)
+        if eager_raises:
+            with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+                f(x)
 
 
 def test_concrete_value_of_a_tensor_written_under_a_trace_is_an_error():
