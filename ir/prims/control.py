@@ -39,9 +39,12 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes as dt
+from ..core import Value, inline
 from ..interpreter import interpret
+from ..passes.batching import BatchBuilder, batch_inline, batch_region
 from ..primitive import Primitive, register
 from ..regions import Region
+from ..rules import materialize, move_bdim
 from ..types import TensorType, TupleType
 
 __all__ = ["TUPLE_GET", "MAKE_TUPLE", "COND", "WHILE_LOOP", "SCAN", "types_text", "BOOL_SCALAR"]
@@ -210,3 +213,135 @@ def _scan_impl(*operands, body, num_consts, num_carry, length, reverse):
 SCAN = register(Primitive(
     "scan", _scan_type, _scan_impl, variadic=True, family="control",
     doc="the body region over slices of the xs along axis 0, threading a carry; the ys stacked"))
+
+
+# === batching (vmap) ==============================================================================
+# Inside the batched regions every batched value has its batch axis at 0 (`batch_region`); xs and
+# ys of a scan carry it at 1, behind the scanned axis.
+def _to_front(ctx, values, dims):
+    """`values` with their batch axes moved to 0 (unbatched ones stay as they are)."""
+    return [v if d is None else move_bdim(ctx, v, d, 0) for v, d in zip(values, dims)], \
+           [None if d is None else 0 for d in dims]
+
+
+def _carry_fixpoint(ctx, body: Region, const_dims, carry_dims, slice_dims, num_carry: int) -> list[bool]:
+    """Which carries are batched: those batched at the start, and those the body makes batched from a
+    batched const, x or carry, iterated to a fixed point (JAX's rule: batch such a carry from the start)."""
+    batched = [d is not None for d in carry_dims]
+    while True:
+        dims = [*const_dims, *(0 if b else None for b in batched), *slice_dims]
+        _, out_dims = batch_region(ctx, body, dims, [False] * len(body.out_types))
+        new = [b or d is not None for b, d in zip(batched, out_dims[:num_carry])]
+        if new == batched:
+            return batched
+        batched = new
+
+
+def _materialize_all(ctx, values, dims, batched):
+    """Values at batch dim 0 where `batched` says so (broadcasting unbatched ones), else as they are."""
+    return [materialize(ctx, v, d, 0) if b else v for v, d, b in zip(values, dims, batched)]
+
+
+def _elements(ctx, t: Value, n: int) -> list[Value]:
+    return [ctx.tuple_get(t, index=i) for i in range(n)]
+
+
+def _cond_batch(ctx, values, dims, *, true, false):
+    (pred, *ops), (pdim, *odims) = values, dims
+    ops, odims = _to_front(ctx, ops, odims)
+    n = len(true.out_types)
+    if pdim is None:  # one branch for every sample: a cond of the batched branches
+        _, tdims = batch_region(ctx, true, odims, [False] * n)
+        _, fdims = batch_region(ctx, false, odims, [False] * n)
+        force = [a is not None or b is not None for a, b in zip(tdims, fdims)]
+        t, out_dims = batch_region(ctx, true, odims, force)
+        f, _ = batch_region(ctx, false, odims, force)
+        return ctx.cond(pred, *ops, true=t, false=f), tuple(out_dims)
+    # a predicate per sample: both branches run, each sample selects its own result
+    pred = move_bdim(ctx, pred, pdim, 0)
+    args = list(zip(ops, odims))
+    touts = batch_inline(ctx, true.graph, args)
+    fouts = batch_inline(ctx, false.graph, args)
+    outs = []
+    for (tv, td), (fv, fd) in zip(touts, fouts):
+        tv, fv = materialize(ctx, tv, td, 0), materialize(ctx, fv, fd, 0)
+        mask = ctx.broadcast_in_dim(pred, shape=tv.shape, broadcast_dimensions=(0,))
+        outs.append(ctx.select(mask, tv, fv))
+    return ctx.make_tuple(*outs), (0,) * n
+
+
+def _any(ctx, pred: Value) -> Value:
+    """Is any sample's (B,) bool predicate true? (A sum, so that an empty batch is False.)"""
+    count = ctx.reduce_sum(ctx.convert_element_type(pred, dtype=dt.int32), axes=(0,))
+    return ctx.gt(count, ctx.const(0, (), dt.int32))
+
+
+def _masked_loop_regions(ctx, cond: Region, body: Region, cc_dims, bc_dims):
+    """The regions of a while loop whose predicate is batched: every carry is batched at 0; the loop
+    runs while some sample's predicate holds, and a sample whose predicate is false keeps its carry.
+    New cond: (*cc, *carry) -> any(pred); new body: (*cc, *bc, *carry) -> select(pred, body, carry)."""
+    n = len(body.out_types)
+    cond_b, _ = batch_region(ctx, cond, [*cc_dims, *[0] * n], [True])
+    body_b, _ = batch_region(ctx, body, [*bc_dims, *[0] * n], [True] * n)
+    nc, nb = len(cc_dims), len(bc_dims)
+
+    b = BatchBuilder(ctx.axis_size, ctx.randomness, "cond")
+    ins = [b.add_input(t) for t in cond_b.in_types]
+    (pred,) = inline(b, cond_b.graph, ins)
+    new_cond = Region(b.build([_any(b, pred)]))
+
+    b = BatchBuilder(ctx.axis_size, ctx.randomness, "body")
+    cc = [b.add_input(t) for t in cond_b.in_types[:nc]]
+    bc = [b.add_input(t) for t in body_b.in_types[:nb]]
+    carry = [b.add_input(t) for t in body_b.in_types[nb:]]
+    (pred,) = inline(b, cond_b.graph, [*cc, *carry])
+    new = inline(b, body_b.graph, [*bc, *carry])
+    outs = [b.select(b.broadcast_in_dim(pred, shape=v.shape, broadcast_dimensions=(0,)), v, c)
+            for v, c in zip(new, carry)]
+    return new_cond, Region(b.build(outs))
+
+
+def _while_batch(ctx, values, dims, *, cond, body, num_cond_consts, num_body_consts):
+    values, dims = _to_front(ctx, values, dims)
+    cconsts, bconsts, init = _while_parts(values, num_cond_consts, num_body_consts)
+    cdims, bdims, idims = _while_parts(dims, num_cond_consts, num_body_consts)
+    n = len(init)
+    batched = _carry_fixpoint(ctx, body, bdims, idims, [], n)
+    carry_dims = [0 if b else None for b in batched]
+    _, (pdim,) = batch_region(ctx, cond, [*cdims, *carry_dims], [False])
+    if pdim is None:  # every sample stops at the same step
+        cond_r, _ = batch_region(ctx, cond, [*cdims, *carry_dims], [False])
+        body_r, _ = batch_region(ctx, body, [*bdims, *carry_dims], batched)
+        init = _materialize_all(ctx, init, idims, batched)
+        out = ctx.while_loop(*cconsts, *bconsts, *init, cond=cond_r, body=body_r, num_cond_consts=len(cconsts),
+                             num_body_consts=len(bconsts))
+        return out, tuple(carry_dims)
+    cond_r, body_r = _masked_loop_regions(ctx, cond, body, cdims, bdims)
+    init = _materialize_all(ctx, init, idims, [True] * n)
+    out = ctx.while_loop(*cconsts, *cconsts, *bconsts, *init, cond=cond_r, body=body_r,
+                         num_cond_consts=len(cconsts), num_body_consts=len(cconsts) + len(bconsts))
+    return out, (0,) * n
+
+
+def _scan_batch(ctx, values, dims, *, body, num_consts, num_carry, length, reverse):
+    consts, init, xs = _scan_parts(values, num_consts, num_carry)
+    kdims, idims, xdims = _scan_parts(dims, num_consts, num_carry)
+    consts, kdims = _to_front(ctx, consts, kdims)
+    xs = [x if d is None else move_bdim(ctx, x, d, 1) for x, d in zip(xs, xdims)]
+    slice_dims = [None if d is None else 0 for d in xdims]
+    batched = _carry_fixpoint(ctx, body, kdims, idims, slice_dims, num_carry)
+    carry_dims = [0 if b else None for b in batched]
+    n_y = len(body.out_types) - num_carry
+    body_r, out_dims = batch_region(ctx, body, [*kdims, *carry_dims, *slice_dims], [*batched, *[False] * n_y])
+    init = _materialize_all(ctx, init, idims, batched)
+    out = ctx.scan(*consts, *init, *xs, body=body_r, num_consts=num_consts, num_carry=num_carry, length=length,
+                   reverse=reverse)
+    y_dims = [None if d is None else 1 for d in out_dims[num_carry:]]
+    return out, (*carry_dims, *y_dims)
+
+
+TUPLE_GET.def_batch(lambda ctx, values, dims, *, index: (ctx.tuple_get(values[0], index=index), dims[0][index]))
+MAKE_TUPLE.def_batch(lambda ctx, values, dims: (ctx.make_tuple(*values), tuple(dims)))
+COND.def_batch(_cond_batch)
+WHILE_LOOP.def_batch(_while_batch)
+SCAN.def_batch(_scan_batch)
