@@ -23,6 +23,7 @@ import warnings
 from ..._control import scan
 from ..._tensor import Tensor
 from ...ops import elementwise as ew
+from ...ops import linalg as _la
 from ...ops import shape as _sh
 from ...ops.creation import empty, zeros
 from .. import functional as F
@@ -38,31 +39,41 @@ _NONLINEARITY = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
 
 # ----------------------------------------------------------------------------------------------
 # One time step of each cell. `gx` is the input projection of this step with the biases that can be
-# added outside the recurrence already in it; the recurrent product and its bias are computed here.
+# added outside the recurrence already in it; the recurrent product (with the transposed weight
+# `w_hh_t`, transposed once outside the loop) and its bias are computed here.
 # ----------------------------------------------------------------------------------------------
-def _rnn_step(gx, h, w_hh, b_hh, relu: bool):
-    pre = ew.add(gx, F.linear(h, w_hh, b_hh))
+def _recurrent(h, w_hh_t, b_hh):
+    out = _la.matmul(h, w_hh_t)
+    return out if b_hh is None else ew.add(out, b_hh)
+
+
+def _rnn_step(gx, h, w_hh_t, b_hh, relu: bool):
+    pre = ew.add(gx, _recurrent(h, w_hh_t, b_hh))
     return F.relu(pre) if relu else ew.tanh(pre)
 
 
-def _lstm_step(gx, h, c, w_hh, b_hh, w_hr):
-    i, f, g, o = _sh.chunk(ew.add(gx, F.linear(h, w_hh, b_hh)), 4, -1)
+def _lstm_step(gx, h, c, w_hh_t, b_hh, w_hr_t):
+    i, f, g, o = _sh.chunk(ew.add(gx, _recurrent(h, w_hh_t, b_hh)), 4, -1)
     c = ew.add(ew.mul(ew.sigmoid(f), c), ew.mul(ew.sigmoid(i), ew.tanh(g)))
     h = ew.mul(ew.sigmoid(o), ew.tanh(c))
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
+    if w_hr_t is not None:
+        h = _la.matmul(h, w_hr_t)
     return h, c
 
 
-def _gru_step(gx, h, w_hh, b_hh):
+def _gru_step(gx, h, w_hh_t, b_hh):
     # PyTorch's GRU: the hidden bias of the candidate gate sits inside the reset product, so b_hh
     # always stays in the recurrence: n = tanh(x_n + r * (W_hn h + b_hn)).
     x_r, x_z, x_n = _sh.chunk(gx, 3, -1)
-    h_r, h_z, h_n = _sh.chunk(F.linear(h, w_hh, b_hh), 3, -1)
+    h_r, h_z, h_n = _sh.chunk(_recurrent(h, w_hh_t, b_hh), 3, -1)
     r = ew.sigmoid(ew.add(x_r, h_r))
     z = ew.sigmoid(ew.add(x_z, h_z))
     n = ew.tanh(ew.add(x_n, ew.mul(r, h_n)))
     return ew.add(n, ew.mul(z, ew.sub(h, n)))  # (1 - z) * n + z * h
+
+
+def _t(w):
+    return None if w is None else _sh.transpose(w, 0, 1)
 
 
 def _add_bias(a, b):
@@ -241,15 +252,16 @@ class RNNBase(Module):
         else:
             gx, inner_bias = F.linear(x, w_ih, _add_bias(b_ih, b_hh)), None
         relu = self.mode == "RNN_RELU"
+        w_hh_t, w_hr_t = _t(w_hh), _t(w_hr)
 
         def step(carry, g):
             if self.mode == "LSTM":
-                h, c = _lstm_step(g, carry[0], carry[1], w_hh, inner_bias, w_hr)
+                h, c = _lstm_step(g, carry[0], carry[1], w_hh_t, inner_bias, w_hr_t)
                 return (h, c), h
             if self.mode == "GRU":
-                h = _gru_step(g, carry[0], w_hh, inner_bias)
+                h = _gru_step(g, carry[0], w_hh_t, inner_bias)
             else:
-                h = _rnn_step(g, carry[0], w_hh, inner_bias, relu)
+                h = _rnn_step(g, carry[0], w_hh_t, inner_bias, relu)
             return (h,), h
 
         final, ys = scan(step, tuple(state), gx, reverse=bool(direction))
@@ -456,7 +468,7 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
+        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, _t(self.weight_hh), self.bias_hh,
                       self.nonlinearity == "relu")
         return _unbatch(h, batched)
 
@@ -476,7 +488,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prepare(input, hx, 2)
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None)
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, _t(self.weight_hh), self.bias_hh, None)
         return _unbatch(h, batched), _unbatch(c, batched)
 
 
@@ -494,5 +506,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        return _unbatch(_gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh),
+        return _unbatch(_gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, _t(self.weight_hh), self.bias_hh),
                         batched)
