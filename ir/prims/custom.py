@@ -1,10 +1,10 @@
 """User-defined derivatives and rematerialisation: primitives that carry regions.
 
-- ``custom_jvp_call(*fun_consts, *jvp_consts, *args) {fun, jvp, num_fun_consts, num_jvp_consts}``:
+- ``custom_jvp_call(*jvp_consts, *fun_consts, *args) {fun, jvp, num_jvp_consts, num_fun_consts}``:
   evaluates ``fun(*fun_consts, *args)``; its JVP is the user's rule
   ``jvp(*jvp_consts, *args, *tangents) -> (*outs, *tangent outs)`` (zero tangents are passed as
   zeros), inlined in place of the node, so the rule is differentiated again like any code.
-- ``custom_vjp_call(*fun_consts, *fwd_consts, *bwd_consts, *args) {fun, fwd, bwd, ...}``:
+- ``custom_vjp_call(*fwd_consts, *bwd_consts, *fun_consts, *args) {fun, fwd, bwd, ...}``:
   evaluates ``fun``; reverse mode runs ``fwd(*fwd_consts, *args) -> (*outs, *residuals)`` forward
   and ``bwd(*bwd_consts, *residuals, *cotangents) -> argument cotangents`` backward. Its JVP
   inlines `fwd` and, for reverse mode, emits ``custom_vjp_lin`` (a linear node whose transpose is
@@ -14,7 +14,8 @@
   recomputes the body in the backward pass (inside a checkpoint region of its own, so that the
   recomputation is not merged back into the forward pass).
 
-Consts are the tensors the user's functions close over. Derivatives do not flow into the consts of
+Consts are the tensors the user's functions close over; the operands of `fun` come last, so
+that evaluating the node (the interpreter, codegen) runs `fun` on its trailing operands. Derivatives do not flow into the consts of
 custom rules (the user's rule does not say how): differentiating with respect to one is an error
 that asks for the tensor to be passed as an argument.
 """
@@ -99,7 +100,7 @@ def _union(*flags: Sequence[bool]) -> list[bool]:
 def _custom_jvp_type(*operands, fun, jvp, num_fun_consts, num_jvp_consts):
     op = "custom_jvp_call"
     fun, jvp = _region(op, "fun", fun), _region(op, "jvp", jvp)
-    fconsts, jconsts, args = _counts(op, operands, num_fun_consts, num_jvp_consts)
+    jconsts, fconsts, args = _counts(op, operands, num_jvp_consts, num_fun_consts)
     _expect(op, "the function takes", fun.in_types, [*fconsts, *args], TypeError)
     _expect(op, "the jvp rule takes", jvp.in_types, [*jconsts, *args, *args], TypeError)
     outs = list(fun.out_types)
@@ -108,13 +109,13 @@ def _custom_jvp_type(*operands, fun, jvp, num_fun_consts, num_jvp_consts):
 
 
 def _custom_jvp_impl(*operands, fun, jvp, num_fun_consts, num_jvp_consts):
-    fconsts, _, args = _counts("custom_jvp_call", operands, num_fun_consts, num_jvp_consts)
+    _, fconsts, args = _counts("custom_jvp_call", operands, num_jvp_consts, num_fun_consts)
     return tuple(interpret(fun.graph, [*fconsts, *args]))
 
 
 def _custom_jvp_jvp(ctx, primals, tangents, *, fun, jvp, num_fun_consts, num_jvp_consts):
     op = "custom_jvp_call"
-    _, jconsts, args = _counts(op, primals, num_fun_consts, num_jvp_consts)
+    jconsts, _, args = _counts(op, primals, num_jvp_consts, num_fun_consts)
     _no_const_tangents(op, tangents[:num_fun_consts + num_jvp_consts])
     t_args = [instantiate(ctx, t, a) for t, a in zip(tangents[num_fun_consts + num_jvp_consts:], args)]
     outs = inline(ctx, jvp.graph, [*jconsts, *args, *t_args])
@@ -125,7 +126,7 @@ def _custom_jvp_jvp(ctx, primals, tangents, *, fun, jvp, num_fun_consts, num_jvp
 def _custom_jvp_batch(ctx, values, dims, *, fun, jvp, num_fun_consts, num_jvp_consts):
     values, dims = _moved_to_front(ctx, values, dims)
     nf, nj = num_fun_consts, num_jvp_consts
-    fdims, jdims, adims = dims[:nf], dims[nf:nf + nj], dims[nf + nj:]
+    jdims, fdims, adims = dims[:nj], dims[nj:nj + nf], dims[nj + nf:]
     fb = [d is not None for d in fdims + adims]
     jb = [d is not None for d in jdims + adims + adims]
     n = len(fun.out_types)
@@ -146,7 +147,10 @@ CUSTOM_JVP_CALL = register(Primitive(
 
 # --- custom_vjp_call -----------------------------------------------------------------------------
 def _vjp_parts(operands, num_fun_consts, num_fwd_consts, num_bwd_consts):
-    return _counts("custom_vjp_call", operands, num_fun_consts, num_fwd_consts, num_bwd_consts)
+    """(fun consts, fwd consts, bwd consts, args) of the operands ``(*fwd, *bwd, *fun consts, *args)``."""
+    wconsts, bconsts, fconsts, args = _counts("custom_vjp_call", operands, num_fwd_consts, num_bwd_consts,
+                                              num_fun_consts)
+    return fconsts, wconsts, bconsts, args
 
 
 def _custom_vjp_type(*operands, fun, fwd, bwd, num_fun_consts, num_fwd_consts, num_bwd_consts):
@@ -202,29 +206,30 @@ def _custom_vjp_jvp(ctx, primals, tangents, *, fun, fwd, bwd, num_fun_consts, nu
 
 
 def _custom_vjp_batch(ctx, values, dims, *, fun, fwd, bwd, num_fun_consts, num_fwd_consts, num_bwd_consts):
+    """All three regions batched consistently: residuals and outputs at axis 0 where batched, and an
+    unbatched argument whose cotangent depends on the batch is broadcast (its transpose then sums
+    the per-sample cotangents)."""
     values, dims = _moved_to_front(ctx, values, dims)
     nf, nw, nb = num_fun_consts, num_fwd_consts, num_bwd_consts
-    fdims, wdims, bdims, adims = dims[:nf], dims[nf:nf + nw], dims[nf + nw:nf + nw + nb], dims[nf + nw + nb:]
-    n = len(fun.out_types)
-    fwd_out = batched_outputs(fwd.graph, [d is not None for d in wdims + adims])
-    out_b = _union(batched_outputs(fun.graph, [d is not None for d in fdims + adims]), fwd_out[:n])
-    res_b = fwd_out[n:]
-    bwd_in = [d is not None for d in bdims] + res_b + out_b
-    arg_b = _union([d is not None for d in adims], batched_outputs(bwd.graph, bwd_in))
-    if arg_b != [d is not None for d in adims]:
-        # an unbatched argument whose cotangent depends on the batch: batch the argument too
-        values = values[:nf + nw + nb] + [v if d is not None or not b else _broadcast(ctx, v)
-                                          for v, d, b in zip(values[nf + nw + nb:], adims, arg_b)]
-        adims = [0 if b else None for b in arg_b]
+    fdims, wdims, bdims, adims = (list(p) for p in _vjp_parts(dims, nf, nw, nb))
+    n_fixed, n = nf + nw + nb, len(fun.out_types)
+    while True:  # each round batches at least one more argument, or stops
         fwd_out = batched_outputs(fwd.graph, [d is not None for d in wdims + adims])
         out_b = _union(batched_outputs(fun.graph, [d is not None for d in fdims + adims]), fwd_out[:n])
         res_b = fwd_out[n:]
+        arg_b = _union([d is not None for d in adims],
+                       batched_outputs(bwd.graph, [d is not None for d in bdims] + res_b + out_b))
+        if arg_b == [d is not None for d in adims]:
+            break
+        values = values[:n_fixed] + [_broadcast(ctx, v) if b and d is None else v
+                                     for v, d, b in zip(values[n_fixed:], adims, arg_b)]
+        adims = [0 if b else None for b in arg_b]
     size, rnd = ctx.axis_size, getattr(ctx, "randomness", "error")
-    zero = [0 if b else None for b in res_b + out_b]
+    ct_dims = [0 if b else None for b in res_b + out_b]
     out = ctx.custom_vjp_call(
         *values, fun=_batch_region(fun, fdims + adims, size, out_b, rnd),
         fwd=_batch_region(fwd, wdims + adims, size, out_b + res_b, rnd),
-        bwd=_batch_region(bwd, bdims + zero, size, arg_b, rnd),
+        bwd=_batch_region(bwd, bdims + ct_dims, size, arg_b, rnd),
         num_fun_consts=nf, num_fwd_consts=nw, num_bwd_consts=nb)
     return out, tuple(0 if b else None for b in out_b)
 

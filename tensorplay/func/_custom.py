@@ -13,11 +13,12 @@ static: they are handed to the functions unchanged and get no tangent (``None``)
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tensorplay.ir import Region
+from tensorplay.ir import Region, get_primitive
 from tensorplay.ir.prims.control import types_text
 from tensorplay.ir.prims.custom import CustomRuleError
 
@@ -76,9 +77,9 @@ def _call(prim: str, operands: Sequence[Tensor], out_tree, **attrs):
 
 
 def _bind_tuple(prim: str, operands: Sequence[Tensor], attrs: dict) -> list:
-    from .._control import bind_tuple
+    from .._control import _apply
 
-    return bind_tuple(prim, list(operands), attrs)
+    return _apply(get_primitive(prim), list(operands), attrs)
 
 
 def _name(fn) -> str:
@@ -130,6 +131,24 @@ def _check_tree(op: str, what: str, got, expected) -> None:
         raise CustomRuleError(f"{op}: {what} has structure {got}, expected {expected}")
 
 
+class _RuleDepth(threading.local):
+    """Set while a function's own rule is traced: a call of the function inside its rule (as in
+    ``return f(x), ...``) is then the plain function, not a second custom call (which would trace
+    the rule again, forever). Derivatives of that inner call are the plain function's."""
+
+    depth = 0
+
+    @property
+    def active(self) -> bool:
+        return self.depth > 0
+
+    def __enter__(self):
+        self.depth += 1
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+
+
 # --- custom_jvp ----------------------------------------------------------------------------------
 class custom_jvp:
     """A function with a forward-mode derivative rule of your own, as `jax.custom_jvp`.
@@ -161,6 +180,7 @@ class custom_jvp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
+        self._tracing_rule = _RuleDepth()
 
     def defjvp(self, jvp: Callable) -> Callable:
         """Set the JVP rule (usable as a decorator); returns the rule."""
@@ -178,6 +198,8 @@ class custom_jvp:
             raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
         if self.jvp is None:
             raise AttributeError(f"{op}: no JVP rule defined; decorate one with @{_name(self.fun)}.defjvp")
+        if self._tracing_rule.active:  # called by its own rule (``return f(x), ...``): the plain function
+            return self.fun(*args)
         diff, nd_pos = _split_args(args, self.nondiff_argnums, op)
         nd_vals = [args[i] for i in nd_pos]
         tensors, rebuild, _, _ = _flat_args(diff)
@@ -196,11 +218,12 @@ class custom_jvp:
             t_leaves = _tangent_leaves(op, res[1], fun.out_tree, p_leaves)
             return tuple(p_leaves) + tuple(t_leaves)
 
-        jvp = _trace(rule, tuple(tensors) + tuple(_placeholder(t) for t in arg_types), op, "the JVP rule")
+        with self._tracing_rule:
+            jvp = _trace(rule, tuple(tensors) + tuple(_placeholder(t) for t in arg_types), op, "the JVP rule")
         n = len(fun.out_types)
         _check_types(op, "the JVP rule's primal output", jvp.out_types[:n], fun.out_types)
         _check_types(op, "the JVP rule's tangent output", jvp.out_types[n:], fun.out_types)
-        return _call("custom_jvp_call", fun.consts + jvp.consts + tensors, fun.out_tree,
+        return _call("custom_jvp_call", jvp.consts + fun.consts + tensors, fun.out_tree,
                      fun=fun.region(), jvp=jvp.region(), num_fun_consts=len(fun.consts),
                      num_jvp_consts=len(jvp.consts))
 
@@ -251,6 +274,7 @@ class custom_vjp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+        self._tracing_rule = _RuleDepth()
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         """Set the rule: `fwd` (args -> (output, residuals)) and `bwd` ((residuals, cotangent) -> cotangents)."""
@@ -267,6 +291,8 @@ class custom_vjp:
             raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
         if self.fwd is None:
             raise AttributeError(f"{op}: no VJP rule defined; call {_name(self.fun)}.defvjp(fwd, bwd)")
+        if self._tracing_rule.active:  # called by its own fwd or bwd: the plain function
+            return self.fun(*args)
         diff, nd_pos = _split_args(args, self.nondiff_argnums, op)
         nd_vals = [args[i] for i in nd_pos]
         tensors, rebuild, leaves, arg_tree = _flat_args(diff)
@@ -285,7 +311,8 @@ class custom_vjp:
             res_box[:] = [r_tree, [None if isinstance(r, Tensor) else r for r in r_leaves]]
             return tuple(out_leaves) + tuple(r for r in r_leaves if isinstance(r, Tensor))
 
-        fwd = _trace(fwd_flat, tuple(tensors), op, "fwd")
+        with self._tracing_rule:
+            fwd = _trace(fwd_flat, tuple(tensors), op, "fwd")
         n = len(fun.out_types)
         _check_types(op, "fwd's output", fwd.out_types[:n], fun.out_types)
         r_tree, r_static = res_box
@@ -299,9 +326,10 @@ class custom_vjp:
             cts = self.bwd(*nd_vals, res, ct)
             return tuple(_arg_cotangents(op, cts, diff, leaves, arg_tree))
 
-        bwd = _trace(bwd_flat, tuple(_placeholder(t) for t in list(res_types) + fun.out_types), op, "bwd")
+        with self._tracing_rule:
+            bwd = _trace(bwd_flat, tuple(_placeholder(t) for t in list(res_types) + fun.out_types), op, "bwd")
         _check_types(op, "bwd's cotangents", bwd.out_types, arg_types)
-        return _call("custom_vjp_call", fun.consts + fwd.consts + bwd.consts + tensors, fun.out_tree,
+        return _call("custom_vjp_call", fwd.consts + bwd.consts + fun.consts + tensors, fun.out_tree,
                      fun=fun.region(), fwd=fwd.region(), bwd=bwd.region(), num_fun_consts=len(fun.consts),
                      num_fwd_consts=len(fwd.consts), num_bwd_consts=len(bwd.consts))
 
