@@ -17,7 +17,8 @@ Besides its rules, a primitive carries what the rest of the system needs to
 know about it, so that nothing keeps a list of names:
 
 - ``family``: ``elementwise``, ``compare``, ``logical``, ``layout``,
-  ``indexing``, ``constant``, ``reduction``, ``contraction`` or ``random``
+  ``indexing``, ``constant``, ``reduction``, ``contraction``, ``random`` or
+  ``control`` (primitives carrying regions, and the tuples they return)
   (drawings, docs, and the family-wide folding and batching helpers);
 - ``roles``: what each operand is: ``data`` (carries the element type),
   ``pred`` (a boolean mask) or ``index`` (integer positions);
@@ -40,7 +41,7 @@ from .types import TensorType
 REGISTRY: dict[str, "Primitive"] = {}
 
 FAMILIES = ("elementwise", "compare", "logical", "layout", "indexing", "constant", "reduction", "contraction",
-            "random")
+            "random", "control")
 ROLES = ("data", "pred", "index")
 
 

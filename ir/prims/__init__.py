@@ -2,4 +2,4 @@
 
 Importing this package fills `ir.primitive.REGISTRY`.
 """
-from . import elementwise, shape, reduce, linalg, random  # noqa: F401
+from . import elementwise, shape, reduce, linalg, random, control  # noqa: F401
