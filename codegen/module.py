@@ -325,7 +325,9 @@ class EntryBuilder:
                 self.copy(outs[pos], outs[first[v]], v.type)
 
     def at(self, base: ir.Value, offset: int | ir.Value) -> ir.Value:
-        """`base` + `offset` bytes."""
+        """`base` + `offset` bytes (None in a scope without arena, where nothing reads it)."""
+        if base is None:
+            return None
         offset = u.i64(offset) if isinstance(offset, int) else offset
         return self.b.gep(base, [offset], inbounds=True, source_etype=u.I8)
 

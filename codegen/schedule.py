@@ -42,11 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tensorplay.ir.core import Graph, Node, Value
-try:  # TEMPORARY until `regions` is merged
-    from tensorplay.ir.regions import region_attrs
-    from tensorplay.ir.types import TupleType
-except ImportError:
-    TupleType = None
+from tensorplay.ir.regions import region_attrs
+from tensorplay.ir.types import TupleType
 from .lower import LOWERINGS, Lowering
 
 MAX_PATHS = 4  # a cheap node may be recomputed at most this many times per element
