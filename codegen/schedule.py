@@ -151,6 +151,8 @@ def schedule(graph: Graph) -> list[Kernel]:
             k.regions = {name: schedule_scope(r.graph) for name, r in region_attrs(node.attrs)}
             kernels.append(k)
             kernel_of[node] = k
+            paths[node] = {()}
+            depth[node] = 0
             continue
         if low.kind != "expr" and low.kind != "kernel":
             raise NotImplementedError(f"codegen: {node.prim.name} must be removed by `normalize` before scheduling")
