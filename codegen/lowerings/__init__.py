@@ -6,6 +6,8 @@
   iota and full;
 - `reduce`: reductions, arg-reductions and index_add (kernels with their own loop nests);
 - `dot`: dot_general;
-- `random`: Philox draws.
+- `random`: Philox draws;
+- `control`: cond, while_loop and scan as branches and loops in the entry, tuple_get as an alias,
+  the custom-rule calls inlined.
 """
-from . import elementwise, layout, reduce, dot, random  # noqa: F401
+from . import elementwise, layout, reduce, dot, random, control  # noqa: F401
