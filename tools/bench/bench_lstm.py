@@ -25,6 +25,33 @@ import numpy as np  # noqa: E402
 NAMES = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
 
 
+def pin_numpy_blas(threads: int) -> int | None:
+    """Set the thread count of numpy's bundled OpenBLAS (which tensorplay's compiled gemm calls) and
+    return the previous one; None if it cannot be found.
+
+    The harness pins OpenBLAS through OPENBLAS_NUM_THREADS, but `python -m tensorplay.tools.bench...`
+    imports tensorplay, hence numpy and its OpenBLAS, before the harness sets the variable; on a
+    loaded 2-core machine an unpinned 2-thread gemm spins and made this benchmark's medians ~20x
+    longer. So the pin is applied through OpenBLAS's own call."""
+    import ctypes
+    import glob
+
+    root = os.path.dirname(np.__file__)
+    for path in sorted(glob.glob(os.path.join(root + ".libs", "*openblas*")) +
+                       glob.glob(os.path.join(root, ".libs", "*openblas*"))):
+        lib = ctypes.CDLL(path)
+        for suffix in ("64_", ""):
+            setter = getattr(lib, f"scipy_openblas_set_num_threads{suffix}", None) or \
+                getattr(lib, f"openblas_set_num_threads{suffix}", None)
+            getter = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None) or \
+                getattr(lib, f"openblas_get_num_threads{suffix}", None)
+            if setter is not None and getter is not None:
+                before = getter()
+                setter(threads)
+                return before
+    return None
+
+
 def weights(input_size: int, hidden: int, seed: int = 0) -> dict[str, np.ndarray]:
     """PyTorch's init: U(-1/sqrt(hidden), 1/sqrt(hidden)) for every parameter."""
     rng = np.random.default_rng(seed)
@@ -107,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=None)
     ap.add_argument("--input", type=int, default=None, help="input features (default: = hidden)")
     args = H.parse(ap, argv)
+    if H.THREADS:
+        pin_numpy_blas(H.THREADS)
     seq, batch, hidden = args.seq or (4 if args.quick else 50), args.batch or (2 if args.quick else 32), \
         args.hidden or (3 if args.quick else 128)
     input_size = args.input or hidden
