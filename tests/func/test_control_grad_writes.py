@@ -10,7 +10,7 @@ import pytest
 import tensorplay as tp
 from tensorplay.func import functionalize, grad, vmap
 
-from test_control_grad import fd_grad, interpreter_unless_lowered, npy, t64  # noqa: F401  (the backend fixture)
+from test_control_grad import fd_grad, on_the_interpreter, npy, t64  # noqa: F401  (the backend fixture)
 
 
 def accumulate_scan(buf, xs):

@@ -17,7 +17,7 @@ from tensorplay.ir.passes.reverse import split
 from tensorplay.ir.prims.custom import CustomRuleError
 from tensorplay._trace import trace_function
 
-from test_control_grad import fd_grad, interpreter_unless_lowered, npy, t64  # noqa: F401  (the backend fixture)
+from test_control_grad import fd_grad, on_the_interpreter, npy, t64  # noqa: F401  (the backend fixture)
 
 RNG = np.random.default_rng(3)
 X, W = RNG.normal(size=3), RNG.normal(size=3)
@@ -347,3 +347,13 @@ def test_custom_rules_and_checkpoint_on_shapes(shape):
     np.testing.assert_allclose(g, 3 * np.cos(x), rtol=1e-12)
     f = lambda x: checkpoint(tp.sin)(x * x).sum()  # noqa: E731
     np.testing.assert_allclose(npy(grad(f)(t64(x))), fd_grad(f, x), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["tensorplay.func._custom", "tensorplay.ir.prims.custom", "tensorplay._region_writes",
+                                  "tensorplay.ir.prims.control_ad"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
