@@ -12,6 +12,14 @@ through a second registry.
 - ``batch(ctx, values, dims, **attrs) -> (Value, dim | None)``: `dims[i]` is the
   batch axis of `values[i]` or ``None``; `ctx` is a builder that also knows
   `axis_size` (and, for random primitives, `randomness`).
+- ``partial_eval(ctx, operands, unknowns, **attrs) -> [(unknown, Value), ...] | None``:
+  for primitives that carry regions, the split of one node with some unknown operands
+  into a known node (which may also emit residuals) and an unknown node; one entry per
+  result element (see `ir.passes.partial_eval`). Without it (or when it returns None)
+  the whole node goes to the unknown side.
+
+Results of `TupleType` (control flow) have structured tangents and cotangents: a tuple
+with one entry (a `Value` or ``None``) per element, or ``None`` when all are zero.
 
 Besides its rules, a primitive carries what the rest of the system needs to
 know about it, so that nothing keeps a list of names:
@@ -91,6 +99,7 @@ class Primitive:
 
     def __init__(self, name: str, abstract_eval: Callable[..., TensorType], impl: Callable[..., Any], *,
                  jvp: Callable | None = None, transpose: Callable | None = None, batch: Callable | None = None,
+                 partial_eval: Callable | None = None,
                  differentiable: bool = True, random: bool = False, variadic: bool = False,
                  num_operands: int | None = None, doc: str = "", family: str | None = None,
                  roles: tuple[str, ...] | None = None, fold: Callable | None = None,
@@ -105,6 +114,7 @@ class Primitive:
         self.jvp = jvp
         self.transpose = transpose
         self.batch = batch
+        self.partial_eval = partial_eval
         # A non-differentiable primitive has zero tangents everywhere (comparisons, argmax, iota, ...).
         self.differentiable = differentiable
         self.random = random
@@ -141,6 +151,10 @@ class Primitive:
 
     def def_batch(self, fn):
         self.batch = fn
+        return fn
+
+    def def_partial_eval(self, fn):
+        self.partial_eval = fn
         return fn
 
     def __repr__(self) -> str:

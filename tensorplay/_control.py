@@ -13,7 +13,9 @@ and applies one control-flow primitive (`ir/prims/control.py`) to the operands:
 The functions take and return pytrees of tensors (nested tuples, lists, dicts);
 Python numbers are turned into tensors. A region's arguments are its own: an
 in-place write to one is local to the region (the caller's tensors are never
-changed), and an in-place write to a captured tensor is an error.
+changed), and an in-place write to a captured tensor is threaded through the node (an extra output of
+`cond`, an extra carry of a loop) and stored back into the tensor afterwards
+(`tensorplay._region_writes`).
 
 >>> import tensorplay as tp
 >>> x = tp.tensor([1.0, 2.0, 3.0])
@@ -24,7 +26,7 @@ tensor([2., 4., 6.])
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -35,7 +37,7 @@ from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.prims.control import COND, SCAN, TUPLE_GET, WHILE_LOOP, types_text
 from tensorplay.ir.types import TupleType
 
-from . import _pytree, _views
+from . import _pytree, _region_writes, _views
 from ._state import STATE
 from ._tensor import Tensor
 from ._trace import RandomKey, Trace, _under_stack, bind
@@ -116,11 +118,13 @@ def _check_types(op: str, what: str, paths: Sequence[str], expected: Sequence[Te
 # --- tracing a function into a closed region ---------------------------------------------------
 @dataclass
 class _Body:
-    """A user function traced into a closed graph: inputs are the captured tensors, then the arguments."""
+    """A user function traced into a closed graph: inputs are the captured tensors, then the arguments.
+    `written`: (const index, final value) per captured tensor the function wrote in place."""
 
     graph: Graph
     consts: list
     num_args: int
+    written: list = field(default_factory=list)
 
     @property
     def out_types(self) -> list[TensorType]:
@@ -142,11 +146,7 @@ def _trace_body(op: str, label: str, call: Callable[[list[Tensor]], list[Tensor]
         outs = call(args)
         graph = trace.finish(outs)
     n_args, n_out = len(args), len(outs)
-    for idx in trace.mutated:
-        if idx >= n_args:
-            raise RuntimeError(f"{op}: the {label} function writes a captured tensor in place (a tensor from outside "
-                               f"it, of type {graph.inputs[idx].type}); control-flow functions may write only their "
-                               f"own arguments and locals in place: return the new value instead")
+    written = _region_writes.written_consts(graph, n_args, n_out, trace.mutated)
     sources = trace.capture_sources
     if loop and any(isinstance(s, RandomKey) for s in sources):
         raise NotImplementedError(f"{op}: random draws inside a loop body are not supported (every iteration would "
@@ -154,7 +154,8 @@ def _trace_body(op: str, label: str, call: Callable[[list[Tensor]], list[Tensor]
     consts = [s.materialize() if isinstance(s, RandomKey) else s for s in sources]
     outputs = graph.outputs[:n_out]  # writes into the arguments are local: their final values are dropped
     inputs = graph.inputs[n_args:] + graph.inputs[:n_args]
-    return _Body(Graph(inputs, live_nodes(graph.nodes, outputs), outputs, label), consts, n_args)
+    nodes = live_nodes(graph.nodes, outputs + [v for _, v in written])
+    return _Body(Graph(inputs, nodes, outputs, label), consts, n_args, written)
 
 
 # --- binding a control-flow primitive ------------------------------------------------------------
@@ -251,9 +252,13 @@ def cond(pred, true_fn: Callable, false_fn: Callable, operands: Sequence = ()) -
     _check_types(op, "the branches return different types", _paths(trees["true"], "output"), true.out_types,
                  false.out_types, "false_fn")
     consts = list({id(s): s for s in true.consts + false.consts}.values())
-    attrs = {"true": Region(_with_consts(true, consts)), "false": Region(_with_consts(false, consts))}
-    outs = _apply(COND, [pred, *consts, *args], attrs)
-    return _pytree.tree_unflatten(trees["true"], outs)
+    targets = list({id(b.consts[i]): b.consts[i] for b in (true, false) for i, _ in b.written}.values())
+    true_g, false_g = (_region_writes.branch_with_writes(_with_consts(b, consts), consts, b.consts, b.written, targets)
+                       for b in (true, false))
+    outs = _apply(COND, [pred, *consts, *args], {"true": Region(true_g), "false": Region(false_g)})
+    n = len(outs) - len(targets)
+    _region_writes.store_back(targets, outs[n:], op)
+    return _pytree.tree_unflatten(trees["true"], outs[:n])
 
 
 # --- while_loop ----------------------------------------------------------------------------------
@@ -276,11 +281,20 @@ def _while(op: str, cond_fn: Callable, body_fn: Callable, carry: list[Tensor], t
         return [_as_output(op, x, p, t) for x, p, t in zip(leaves, paths, types)]
 
     cond_body = _trace_body(op, "cond", cond_call, types, loop=True)
+    if cond_body.written:
+        raise RuntimeError(f"{op}: {who[0]} writes a captured tensor in place; only the body may")
     body = _trace_body(op, "body", body_call, types, loop=True)
     _check_types(op, f"{who[1]} changes the type of the carried values", paths, types, body.out_types, who[1])
-    attrs = {"cond": cond_body.region(), "body": body.region(), "num_cond_consts": len(cond_body.consts),
-             "num_body_consts": len(body.consts)}
-    return _apply(WHILE_LOOP, [*cond_body.consts, *body.consts, *carry], attrs)
+    # captured tensors the body writes are carried (the cond reads them from the carry)
+    body_g, keep, w_idx = _region_writes.loop_with_writes(body.graph, len(body.consts), len(carry), body.written)
+    targets = [body.consts[i] for i in w_idx]
+    cond_g, ckeep = _region_writes.cond_reading_carried(cond_body.graph, cond_body.consts, targets)
+    cconsts, bconsts = [cond_body.consts[i] for i in ckeep], [body.consts[i] for i in keep]
+    attrs = {"cond": Region(cond_g), "body": Region(body_g), "num_cond_consts": len(cconsts),
+             "num_body_consts": len(bconsts)}
+    outs = _apply(WHILE_LOOP, [*cconsts, *bconsts, *carry, *targets], attrs)
+    _region_writes.store_back(targets, outs[len(carry):], op)
+    return outs[:len(carry)]
 
 
 def while_loop(cond_fn: Callable, body_fn: Callable, carried_inputs: Sequence) -> tuple:
@@ -356,10 +370,15 @@ def _scan(op: str, f: Callable, init, xs, length, reverse: bool, who: str = "f")
 
     body = _trace_body(op, "body", call, carry_types + slice_types, loop=True)
     _check_types(op, f"{who} changes the carry type", carry_paths, carry_types, body.out_types[:nc], who)
-    attrs = {"body": body.region(), "num_consts": len(body.consts), "num_carry": nc, "length": n,
+    # captured tensors the body writes are carried, then stored back
+    body_g, keep, w_idx = _region_writes.loop_with_writes(body.graph, len(body.consts), nc, body.written)
+    targets = [body.consts[i] for i in w_idx]
+    attrs = {"body": Region(body_g), "num_consts": len(keep), "num_carry": nc + len(targets), "length": n,
              "reverse": bool(reverse)}
-    outs = _apply(SCAN, [*body.consts, *carry, *x_leaves], attrs)
-    return _pytree.tree_unflatten(carry_tree, outs[:nc]), _pytree.tree_unflatten(y_tree[0], outs[nc:])
+    outs = _apply(SCAN, [*[body.consts[i] for i in keep], *carry, *targets, *x_leaves], attrs)
+    _region_writes.store_back(targets, outs[nc:nc + len(targets)], op)
+    return (_pytree.tree_unflatten(carry_tree, outs[:nc]),
+            _pytree.tree_unflatten(y_tree[0], outs[nc + len(targets):]))
 
 
 def _describe(x) -> str:

@@ -3,3 +3,4 @@
 Importing this package fills `ir.primitive.REGISTRY`.
 """
 from . import elementwise, shape, reduce, linalg, random, control  # noqa: F401
+from . import control_ad, custom  # noqa: F401  (AD rules of control flow; custom derivatives and checkpoint)
