@@ -90,7 +90,7 @@ class Executable:
         weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
         self._kernels = kernels
         self._plan = plan
-        self._coded = coded_nodes(graph, kernels)  # status word c: node c - 1 failed
+        self._coded = coded_nodes(graph, kernels)  # status word c: entry c - 1 failed
         tm = self._jit.timings
         self.stats = {"source": "disk cache" if cached is not None else "compiled",
                       "schedule_s": t1 - t0, "plan_s": t2 - t1,
@@ -169,13 +169,14 @@ class Executable:
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
-        node = self._coded[status - 1] if 0 < status <= len(self._coded) else None
-        if node is None:
+        if not 0 < status <= len(self._coded):
             return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
+        node, where = self._coded[status - 1]
         x = node.inputs[0]
         axis = node.attrs.get("axis", 0)
         return IndexError(f"{node.prim.name}: index out of range for axis {axis} with size {x.shape[axis]} "
-                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}")
+                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}"
+                          + (f", inside the {where} region" if where else ""))
 
     def _coerce(self, a, i: int) -> np.ndarray:
         if not isinstance(a, np.ndarray):

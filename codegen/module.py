@@ -161,16 +161,17 @@ def splittable(kernels: list[Kernel]) -> int:
     return sizes.pop() if len(sizes) == 1 else 0
 
 
-def coded_nodes(graph: Graph, kernels: list[Kernel]) -> list[Node]:
-    """The nodes in error-code order: code c (the status word) names node c - 1 of this list.
+def coded_nodes(graph: Graph, kernels: list[Kernel], where: str = "") -> list[tuple[Node, str]]:
+    """The nodes in error-code order, each with the region it sits in ("" for the graph itself,
+    e.g. ``"scan body > cond true"``): code c (the status word) names entry c - 1 of this list.
 
     The graph's own nodes come first, at their positions, then each control step's regions
     (by attribute name), depth first."""
-    out = list(graph.nodes)
+    out = [(n, where) for n in graph.nodes]
     for k in kernels:
         if isinstance(k, Control):
-            for sc in k.regions.values():
-                out += coded_nodes(sc.graph, sc.steps)
+            for name, sc in k.regions.items():
+                out += coded_nodes(sc.graph, sc.steps, f"{where} > {k.kind} {name}" if where else f"{k.kind} {name}")
     return out
 
 
@@ -186,7 +187,7 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
     module.triple = triple
     module.data_layout = layout
     codes: dict[Node, int] = {}
-    for i, n in enumerate(coded_nodes(graph, kernels)):
+    for i, (n, _) in enumerate(coded_nodes(graph, kernels)):
         codes.setdefault(n, i + 1)
     fns = _emit_kernels(module, kernels, prefix, ranged, codes)
 

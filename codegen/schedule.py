@@ -249,12 +249,14 @@ def _copy_normalized(graph: Graph, args, env: dict, nodes: list, tuples: dict, g
         low = _lowering(n)
         ins = tuple([env[v] for v in n.inputs])
         if n.prim.name == "make_tuple":
+            env[n.out] = n.out  # stands for its elements: only tuple_get reads it
             tuples[n.out] = list(ins)
             continue
         if low.kind == "inline":
             body, operands = low.inline(n)
             results = _copy_normalized(body, [env[v] for v in operands], env, nodes, tuples, gets, inlined=True)
             if n.out.type.__class__ is TupleType:
+                env[n.out] = n.out
                 tuples[n.out] = results
             else:
                 (env[n.out],) = results
