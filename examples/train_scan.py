@@ -1,7 +1,8 @@
 """A whole training loop compiled into one executable with `tp.scan`.
 
-A small MLP regresses ``y = sin(3x) + noise``. One Adam step is a pure function of the
-training state (parameters, Adam's moments, the step count) and one minibatch; `tp.scan`
+A small MLP regresses ``y = sin(3x) + noise``. One Adam step (`optim.functional.adam`) is a
+pure function of the training state (parameters, Adam's moments and step count) and one
+minibatch; `tp.scan`
 runs that step over a stack of minibatches (every epoch's shuffled batches, stacked), and
 `tp.compile` turns the scan -- the forward pass, the gradient and the update of every
 step -- into a single compiled loop. One call trains the network; the losses of every step
@@ -18,9 +19,10 @@ import numpy as np
 import tensorplay as tp
 from tensorplay.func import functional_call, grad_and_value
 from tensorplay import nn
+from tensorplay.optim import functional as optim_f
 
 EPOCHS, BATCHES, BATCH = 40, 8, 32
-LR, BETA1, BETA2, EPS = 0.01, 0.9, 0.999, 1e-8
+LR = 0.01
 
 
 def data(seed: int = 0):
@@ -43,19 +45,11 @@ def loss_fn(params, x, y):
 
 
 def adam_step(state, batch):
-    """One Adam step: (params, m, v, t), (x, y) -> (new state, loss). A pure function of tensors."""
-    params, m, v, t = state
+    """One Adam step: (params, Adam's state), (x, y) -> (new state, loss). A pure function of tensors."""
+    params, opt_state = state
     x, y = batch
     grads, loss = grad_and_value(loss_fn)(params, x, y)
-    t = t + 1
-    new_p, new_m, new_v = {}, {}, {}
-    for k, g in grads.items():
-        new_m[k] = BETA1 * m[k] + (1 - BETA1) * g
-        new_v[k] = BETA2 * v[k] + (1 - BETA2) * g * g
-        m_hat = new_m[k] / (1 - BETA1 ** t)
-        v_hat = new_v[k] / (1 - BETA2 ** t)
-        new_p[k] = params[k] - LR * m_hat / (v_hat.sqrt() + EPS)
-    return (new_p, new_m, new_v, t), loss
+    return optim_f.adam(params, grads, opt_state, lr=LR), loss
 
 
 def train(state, xs, ys):
@@ -64,9 +58,10 @@ def train(state, xs, ys):
 
 
 def initial_state():
+    """The module's parameters and Adam's state before the first step (what `optim.functional.adam` returns)."""
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
     zeros = {k: tp.zeros_like(p) for k, p in params.items()}
-    return params, zeros, dict(zeros), tp.tensor(0.0)
+    return params, {"step": tp.tensor(0.0, dtype=tp.float64), "exp_avg": zeros, "exp_avg_sq": dict(zeros)}
 
 
 def main():
@@ -74,10 +69,10 @@ def main():
     state0 = initial_state()
 
     compiled_train = tp.compile(train)
-    (params, _, _, t), losses = compiled_train(state0, xs, ys)
+    (params, opt_state), losses = compiled_train(state0, xs, ys)
     losses = losses.numpy()
     first, last = losses[:BATCHES].mean(), losses[-BATCHES:].mean()
-    print(f"{int(t)} Adam steps in one compiled scan: loss {first:.4f} (first epoch) -> {last:.4f} (last epoch)")
+    print(f"{int(opt_state['step'])} Adam steps in one compiled scan: loss {first:.4f} (first epoch) -> {last:.4f} (last epoch)")
     full = float(loss_fn(params, x_all, y_all))
     print(f"loss on all the training points: {full:.4f}")
     assert last < 0.1 * first and full < 0.02, (first, last, full)
