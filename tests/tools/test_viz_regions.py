@@ -236,3 +236,34 @@ def test_cli_verify_opt_and_viz_accept_regions(region_ir, tmp_path):
     assert p.returncode == 0, p.stderr
     root = ET.parse(out).getroot()
     assert len(region_nodes(root)) == 2
+
+
+TRACED = '''
+import tensorplay as tp
+
+
+def cumulative(xs):
+    def step(c, x):
+        c = tp.tanh(c + x)
+        return c, c * 2.0
+    c, ys = tp.scan(step, tp.zeros(3), xs)
+    return ys.sum() + c.sum()
+'''
+
+
+def test_cli_dump_of_a_traced_scan_and_its_gradient(tmp_path):
+    module = tmp_path / "scanmod.py"
+    module.write_text(TRACED)
+    p = cli("dump", f"{module}:cumulative", "--arg", "f32[5,3]", "--transform", "grad")
+    assert p.returncode == 0, p.stderr
+    traced, after_grad = p.stdout.split("// -----// stage 1: after grad //----- //")
+    assert traced.count("tp.scan") == 1 and "reverse = false" in traced
+    assert after_grad.count("tp.scan") == 2 and "reverse = true" in after_grad  # the backward pass is a loop
+    assert "    ^body(%body.arg0: tensor<3xf32>" in after_grad and "      %body.0 = " in after_grad
+    p = cli("run", f"{module}:cumulative", "--arg", "f32[5,3]")  # compiled (real loops) vs interpreter
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ok" in p.stdout
+    out = tmp_path / "grad.svg"
+    p = cli("viz", f"{module}:cumulative", "--arg", "f32[5,3]", "--transform", "grad", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert [b.get("data-op") for b in region_nodes(ET.parse(out).getroot())] == ["scan", "scan"]
