@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -16,8 +14,8 @@ from tensorplay.ir.printer import print_node, value_names
 from tensorplay.ir.text import parse_graph
 from tensorplay.tools import viz
 
-from test_cli_end_to_end import ROOT, cli  # noqa: E402  (tests/tools is on sys.path)
-from test_viz_drawing import run_script_in_node  # noqa: E402
+from tensorplay.tools.cli import main as cli_main
+from test_viz_drawing import run_script_in_node  # noqa: E402  (tests/tools is on sys.path)
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 T4 = TensorType((4,), float32)
@@ -206,7 +204,22 @@ def test_kernel_view_sizes_a_tuple_buffer_by_its_elements():
     assert edge["bytes"] == 4 * (4 + 40) and edge["type"] == "tuple<4xf32, 10x4xf32>"
 
 
-# --- the CLI ----------------------------------------------------------------------------------------
+# --- the CLI (in this process: test_cli_end_to_end covers the console script) -----------------------
+class Run:
+    def __init__(self, status: int, out: str, err: str):
+        self.returncode, self.stdout, self.stderr = status, out, err
+
+
+@pytest.fixture
+def cli(capsys):
+    def run(*args: str) -> Run:
+        status = cli_main(list(args))
+        captured = capsys.readouterr()
+        return Run(status, captured.out, captured.err)
+
+    return run
+
+
 @pytest.fixture
 def region_ir(tmp_path):
     path = tmp_path / "scan.tpir"
@@ -214,7 +227,7 @@ def region_ir(tmp_path):
     return path
 
 
-def test_cli_dump_prints_regions_nested_and_the_text_parses_back(region_ir):
+def test_cli_dump_prints_regions_nested_and_the_text_parses_back(region_ir, cli):
     p = cli("dump", str(region_ir))
     assert p.returncode == 0, p.stderr
     text = p.stdout.split("//----- //\n", 1)[1]
@@ -225,7 +238,7 @@ def test_cli_dump_prints_regions_nested_and_the_text_parses_back(region_ir):
     assert str(parse_graph(text)) == str(scan_with_cond())
 
 
-def test_cli_verify_opt_and_viz_accept_regions(region_ir, tmp_path):
+def test_cli_verify_opt_and_viz_accept_regions(region_ir, tmp_path, cli):
     p = cli("verify", str(region_ir))
     assert p.returncode == 0 and "ok: @f" in p.stdout, p.stderr
     p = cli("opt", str(region_ir), "--pass", "simplify")
@@ -251,7 +264,7 @@ def cumulative(xs):
 '''
 
 
-def test_cli_dump_of_a_traced_scan_and_its_gradient(tmp_path):
+def test_cli_dump_of_a_traced_scan_and_its_gradient(tmp_path, cli):
     module = tmp_path / "scanmod.py"
     module.write_text(TRACED)
     p = cli("dump", f"{module}:cumulative", "--arg", "f32[5,3]", "--transform", "grad")
