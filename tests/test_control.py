@@ -423,3 +423,15 @@ def test_bad_input_is_a_clear_error(k):
 def test_bad_input_under_vmap_names_the_op():
     with pytest.raises(TypeError, match="tp.cond: the branches return different types"):
         vmap(lambda a: tp.cond(a.sum() > 0, lambda a: a, lambda a: a.double(), (a,)))(tp.ones(2, 3))
+
+
+def test_vmap_out_dims_none_for_a_carry_the_batch_never_reaches():
+    def f(x):
+        (c, k), _ = tp.scan(lambda c, xi: ((c[0] + xi, c[1] + 1), xi * 2), (tp.zeros(()), tp.tensor(0)), x)
+        return c, k
+
+    c, k = vmap(f, out_dims=(0, None))(tp.ones(3, 4))
+    close(c, [4.0, 4.0, 4.0])
+    assert k.shape == () and k.item() == 4
+    with pytest.raises(ValueError, match="depends on the batched inputs"):
+        vmap(f, out_dims=(None, None))(tp.ones(3, 4))
