@@ -177,6 +177,12 @@ def forward_tangent_graph(bwd: Region, num_consts: int, num_res: int) -> Graph:
 
     Forward mode of a custom VJP rule: `bwd` is linear in its cotangents, so its transpose maps
     argument tangents to output tangents.
+
+    >>> from tensorplay.ir import GraphBuilder, Region, TensorType, float32
+    >>> b = GraphBuilder("bwd"); r, ct = b.add_input(TensorType((3,), float32)), b.add_input(TensorType((3,), float32))
+    >>> g = forward_tangent_graph(Region(b.build([b.mul(ct, r)])), 0, 1)  # (r, t) -> t * r
+    >>> [n.prim.name for n in g.nodes], g.in_types
+    (['mul'], [tensor<3xf32>, tensor<3xf32>])
     """
     g = bwd.graph
     n_ct = len(g.inputs) - num_consts - num_res
@@ -267,13 +273,18 @@ def _lin_impl(*operands, bwd, num_consts):
 
 def _lin_jvp(ctx, primals, tangents, *, bwd, num_consts):
     n_t = len(bwd.out_types)
-    if any(t is not None for t in tangents[:len(primals) - n_t]):
-        raise NotImplementedError("custom_vjp_lin: differentiating the linearization of a custom_vjp function with "
-                                  "respect to its residuals is not supported")
-    out = ctx.custom_vjp_lin(*primals, bwd=bwd, num_consts=num_consts)
-    t = [instantiate(ctx, t, p) for t, p in zip(tangents[len(primals) - n_t:], primals[len(primals) - n_t:])]
-    return out, tuple(elements(ctx, ctx.custom_vjp_lin(*primals[:len(primals) - n_t], *t, bwd=bwd,
-                                                        num_consts=num_consts)))
+    n_fixed = len(primals) - n_t
+    if all(t is None for t in tangents[:n_fixed]):  # linear in the tangents: the tangent is the node again
+        out = ctx.custom_vjp_lin(*primals, bwd=bwd, num_consts=num_consts)
+        t = [instantiate(ctx, t, p) for t, p in zip(tangents[n_fixed:], primals[n_fixed:])]
+        return out, tuple(elements(ctx, ctx.custom_vjp_lin(*primals[:n_fixed], *t, bwd=bwd, num_consts=num_consts)))
+    # the residuals move too: differentiate the tangent map (bwd transposed) as ordinary operations
+    fwd = forward_tangent_graph(bwd, num_consts, n_fixed - num_consts)
+    nz = [t is not None for t in tangents]
+    j = jvp(fwd, nz, for_transpose=getattr(ctx, "for_transpose", False))
+    outs = inline(ctx, j.graph, [*primals, *[t for t in tangents if t is not None]])
+    n = len(fwd.outputs)
+    return pack(ctx, outs[:n]), tuple(None if z else t for z, t in zip(j.zero_outputs, outs[n:]))
 
 
 def _lin_transpose(ctx, ct, operands, *, bwd, num_consts):
