@@ -184,6 +184,12 @@ class GraphBuilder:
     def zeros_like(self, x: Value) -> Value:
         return self.const_like(x, False if x.dtype.is_bool else 0)
 
+    def results(self, v: Value) -> list[Value]:
+        """The tensors of `v`: ``[v]`` for a tensor, one ``tuple_get`` per element for a tuple."""
+        if v.type.__class__ is not TupleType:
+            return [v]
+        return [self.emit("tuple_get", v, index=i) for i in range(len(v.type.elements))]
+
     def build(self, outputs: Iterable[Value]) -> Graph:
         return Graph(self.inputs, self.nodes, list(outputs), self.name)
 

@@ -29,13 +29,18 @@ know about it, so that nothing keeps a list of names:
   ``control`` (primitives carrying regions, and the tuples they return)
   (drawings, docs, and the family-wide folding and batching helpers);
 - ``roles``: what each operand is: ``data`` (carries the element type),
-  ``pred`` (a boolean mask) or ``index`` (integer positions);
+  ``pred`` (a boolean mask), ``index`` (integer positions) or ``tuple`` (a
+  tuple value; test samples give its elements, packed with ``make_tuple``);
 - ``fold(consts, operands, attrs, out) -> scalar | None``: the value of the
   node when every operand is a constant fill (``consts``: their Python
   scalars); used by `simplify`;
 - ``domain``: one `Domain` per operand, where samples for the tests are
   drawn (inside it the op is smooth, so finite differences work too);
-- ``doc``: one line in our words (``docs/ir.md`` and ``tensorplay-ir list prims``).
+- ``doc``: one line in our words (``docs/ir.md`` and ``tensorplay-ir list prims``);
+- ``examples() -> [(args, attrs, expected), ...]``: concrete applications for the
+  registry-driven tests, for primitives whose attributes the generic sample
+  builders cannot draw (regions): numpy `args`, frozen `attrs`, and an
+  independent numpy reference `expected(*args, **attrs)` (or None).
 
 Codegen lowerings live in `codegen/` keyed by primitive name.
 """
@@ -50,7 +55,7 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 FAMILIES = ("elementwise", "compare", "logical", "layout", "indexing", "constant", "reduction", "contraction",
             "random", "control")
-ROLES = ("data", "pred", "index")
+ROLES = ("data", "pred", "index", "tuple")
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class Primitive:
                  differentiable: bool = True, random: bool = False, variadic: bool = False,
                  num_operands: int | None = None, doc: str = "", family: str | None = None,
                  roles: tuple[str, ...] | None = None, fold: Callable | None = None,
-                 domain: "Domain | tuple[Domain, ...] | None" = None):
+                 domain: "Domain | tuple[Domain, ...] | None" = None, examples: Callable | None = None):
         if family is not None and family not in FAMILIES:
             raise ValueError(f"primitive {name!r}: family must be one of {FAMILIES}, got {family!r}")
         if roles is not None and not set(roles) <= set(ROLES):
@@ -122,6 +127,7 @@ class Primitive:
         if isinstance(domain, Domain) and num_operands:
             domain = (domain,) * num_operands
         self.domain = domain
+        self.examples = examples
 
     def data_dtype(self, operands):
         """The element type of the op: that of its first ``data`` operand (`operands` have ``dtype``)."""

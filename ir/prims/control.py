@@ -39,12 +39,12 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes as dt
-from ..core import Value, inline
+from ..core import GraphBuilder, Value, inline
 from ..interpreter import interpret
 from ..passes.batching import BatchBuilder, batch_inline, batch_region
 from ..primitive import Primitive, register
 from ..regions import Region
-from ..rules import materialize, move_bdim
+from ..rules import is_undefined, materialize, move_bdim
 from ..types import TensorType, TupleType
 
 __all__ = ["TUPLE_GET", "MAKE_TUPLE", "COND", "WHILE_LOOP", "SCAN", "types_text", "BOOL_SCALAR"]
@@ -103,7 +103,7 @@ def _make_tuple_type(*types):
 
 
 TUPLE_GET = register(Primitive(
-    "tuple_get", _tuple_get_type, lambda t, *, index: t[index], num_operands=1, family="control",
+    "tuple_get", _tuple_get_type, lambda t, *, index: t[index], num_operands=1, family="control", roles=("tuple",),
     doc="element `index` of a tuple (the result of a control-flow node)"))
 
 MAKE_TUPLE = register(Primitive(
@@ -345,3 +345,195 @@ MAKE_TUPLE.def_batch(lambda ctx, values, dims: (ctx.make_tuple(*values), tuple(d
 COND.def_batch(_cond_batch)
 WHILE_LOOP.def_batch(_while_batch)
 SCAN.def_batch(_scan_batch)
+
+
+# === examples for the registry-driven tests =======================================================
+# Each primitive's `examples()`: (args, attrs, expected) with small regions written with the builder
+# and an expectation written in numpy by hand (never through the interpreter).
+def _make_region(name: str, in_types: Sequence[TensorType], body) -> Region:
+    b = GraphBuilder(name)
+    return Region(b.build(body(b, *[b.add_input(t) for t in in_types])))
+
+
+def _t(shape, dtype=dt.float64) -> TensorType:
+    return TensorType(tuple(shape), dtype)
+
+
+def _arr(shape, dtype=np.float64, start=0.3):
+    n = int(np.prod(shape))
+    return (start + 0.37 * np.arange(n) % 1.7).astype(dtype).reshape(shape)
+
+
+_TUPLES = [  # first element of every dtype; 0-d, size-1 and empty elements
+    [_arr((2, 3), np.float32), np.array(3, np.int32)],
+    [_arr((0,)), np.array([True])],
+    [np.arange(4, dtype=np.int64).reshape(1, 4), _arr((0, 2), np.float32)],
+    [np.array(7, np.int32)],
+    [np.array([True, False])],
+]
+
+
+def _tuple_examples():
+    return [(list(xs), {}, lambda *a: tuple(a)) for xs in _TUPLES]
+
+
+def _tuple_get_examples():
+    return [(list(xs), {"index": i}, lambda *a, index: a[index]) for xs in _TUPLES for i in range(len(xs))]
+
+
+def _cond_examples():
+    x3, y3 = _t((3,)), _t((3,))
+    two = _make_region("true", (x3, y3), lambda b, x, y: [b.mul(b.sin(x), y), b.add(x, y)])
+    two_f = _make_region("false", (x3, y3), lambda b, x, y: [b.sub(x, y), b.mul(x, y)])
+    scalar_t = _make_region("true", (_t(()),), lambda b, x: [b.exp(x)])
+    scalar_f = _make_region("false", (_t(()),), lambda b, x: [b.neg(x)])
+    empty = _t((0, 2), dt.float32)
+    empty_t = _make_region("true", (empty,), lambda b, x: [b.add(x, x)])
+    empty_f = _make_region("false", (empty,), lambda b, x: [x])
+    one = _t((1,))
+    one_t = _make_region("true", (one, one), lambda b, x, unused: [b.mul(x, x)])
+    one_f = _make_region("false", (one, one), lambda b, unused, y: [b.cos(y)])
+    out = []
+    for p in (True, False):
+        out.append(([np.array(p), _arr((3,)), _arr((3,), start=1.1)], {"true": two, "false": two_f},
+                    lambda p, x, y, **_: (np.sin(x) * y, x + y) if p else (x - y, x * y)))
+        out.append(([np.array(p), _arr(())], {"true": scalar_t, "false": scalar_f},
+                    lambda p, x, **_: (np.exp(x),) if p else (-x,)))
+    out.append(([np.array(True), _arr((0, 2), np.float32)], {"true": empty_t, "false": empty_f},
+                lambda p, x, **_: (x + x,)))
+    out.append(([np.array(False), _arr((1,)), _arr((1,), start=0.9)], {"true": one_t, "false": one_f},
+                lambda p, x, y, **_: (x * x,) if p else (np.cos(y),)))
+    return out
+
+
+def _while_examples():
+    i32, v3 = _t((), dt.int32), _t((3,))
+    # cond: i < n (n a cond const); body: (i + 1, x * w + 0.5) (w a body const)
+    cond = _make_region("cond", (i32, i32, v3), lambda b, n, i, x: [b.lt(i, n)])
+    body = _make_region("body", (v3, i32, v3), lambda b, w, i, x: [
+        b.add(i, b.const(1, (), dt.int32)), b.add(b.mul(x, w), b.const(0.5, (3,), dt.float64))])
+
+    def counted(n, w, i, x, **_):
+        while i < n:
+            i, x = i + 1, x * w + 0.5
+        return np.int32(i), x
+
+    # no consts: halve a scalar until it is below 0.1
+    s = _t(())
+    halve_cond = _make_region("cond", (s,), lambda b, x: [b.gt(x, b.const(0.1, (), dt.float64))])
+    halve = _make_region("body", (s,), lambda b, x: [b.mul(x, b.const(0.5, (), dt.float64))])
+
+    def halving(x, **_):
+        while x > 0.1:
+            x = x * 0.5
+        return (x,)
+
+    # an empty carry next to a counter
+    e = _t((0, 2), dt.float32)
+    ecount = _make_region("cond", (i32, e), lambda b, i, x: [b.lt(i, b.const(2, (), dt.int32))])
+    ebody = _make_region("body", (i32, e), lambda b, i, x: [b.add(i, b.const(1, (), dt.int32)), b.neg(x)])
+    attrs = {"num_cond_consts": 1, "num_body_consts": 1}
+    return [
+        ([np.array(3, np.int32), _arr((3,), start=0.8), np.array(0, np.int32), _arr((3,))],
+         {"cond": cond, "body": body, **attrs}, counted),
+        ([np.array(1, np.int32), _arr((3,), start=0.8), np.array(4, np.int32), _arr((3,))],  # runs zero times
+         {"cond": cond, "body": body, **attrs}, counted),
+        ([np.array(1.7)], {"cond": halve_cond, "body": halve, "num_cond_consts": 0, "num_body_consts": 0}, halving),
+        ([np.array(0, np.int32), _arr((0, 2), np.float32)],
+         {"cond": ecount, "body": ebody, "num_cond_consts": 0, "num_body_consts": 0},
+         lambda i, x, **_: (np.int32(2), x)),
+    ]
+
+
+def _scan_examples():
+    v3 = _t((3,))
+    # consts w; carry c; xs x: c' = c * w + x, y = sin(c)
+    body = _make_region("body", (v3, v3, v3), lambda b, w, c, x: [b.add(b.mul(c, w), x), b.sin(c)])
+
+    def affine(w, c, xs, *, reverse, **_):
+        ys = np.zeros_like(xs)
+        for i in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
+            ys[i] = np.sin(c)
+            c = c * w + xs[i]
+        return c, ys
+
+    # 0-d carry and two xs: c' = c + x * z, ys = (c * x, x > 0.5 as bool)
+    s = _t(())
+    two = _make_region("body", (s, s, s), lambda b, c, x, z: [
+        b.add(c, b.mul(x, z)), b.mul(c, x), b.gt(x, b.const(0.5, (), dt.float64))])
+
+    def running(c, xs, zs, **_):
+        ys, flags = np.zeros_like(xs), np.zeros(xs.shape, bool)
+        for i in range(len(xs)):
+            ys[i], flags[i] = c * xs[i], xs[i] > 0.5
+            c = c + xs[i] * zs[i]
+        return c, ys, flags
+
+    # no xs, an int counter and a size-1 float carry
+    count = _make_region("body", (_t((), dt.int32), _t((1,), dt.float32)), lambda b, i, v: [
+        b.add(i, b.const(1, (), dt.int32)), b.mul(v, b.const(2.0, (1,), dt.float32)),
+        b.convert_element_type(i, dtype=dt.float32)])
+
+    def counting(i, v, *, length, **_):
+        ys = np.zeros(length, np.float32)
+        for k in range(length):
+            ys[k] = i
+            i, v = i + 1, v * np.float32(2)
+        return np.int32(i), v.astype(np.float32), ys
+
+    common = {"num_consts": 1, "num_carry": 1}
+    return [
+        ([_arr((3,), start=0.7), _arr((3,)), _arr((4, 3), start=0.2)],
+         {"body": body, "length": 4, "reverse": False, **common}, affine),
+        ([_arr((3,), start=0.7), _arr((3,)), _arr((4, 3), start=0.2)],
+         {"body": body, "length": 4, "reverse": True, **common}, affine),
+        ([_arr((3,), start=0.7), _arr((3,)), _arr((0, 3))], {"body": body, "length": 0, "reverse": False, **common},
+         affine),
+        ([_arr(()), _arr((5,)), _arr((5,), start=1.2)],
+         {"body": two, "length": 5, "reverse": False, "num_consts": 0, "num_carry": 1}, running),
+        ([np.array(2, np.int32), _arr((1,), np.float32)],
+         {"body": count, "length": 3, "reverse": False, "num_consts": 0, "num_carry": 2}, counting),
+    ]
+
+
+MAKE_TUPLE.examples = _tuple_examples
+TUPLE_GET.examples = _tuple_get_examples
+COND.examples = _cond_examples
+WHILE_LOOP.examples = _while_examples
+SCAN.examples = _scan_examples
+
+
+# === differentiation of the tuple primitives =======================================================
+# (The rules of cond / while_loop / scan are written with the AD passes.) A tangent or cotangent of
+# a tuple is a tuple value, or None for a symbolic zero.
+def _tuple_get_jvp(ctx, primals, tangents, *, index):
+    (t,), (dt_,) = primals, tangents
+    return ctx.tuple_get(t, index=index), None if dt_ is None else ctx.tuple_get(dt_, index=index)
+
+
+def _make_tuple_jvp(ctx, primals, tangents):
+    out = ctx.make_tuple(*primals)
+    if all(t is None for t in tangents):
+        return out, None
+    return out, ctx.make_tuple(*[ctx.zeros_like(x) if t is None else t for x, t in zip(primals, tangents)])
+
+
+def _tuple_get_transpose(ctx, ct, operands, *, index):
+    (t,) = operands
+    if ct is None:
+        return [None]
+    elements = [ct if i == index else ctx.const(False if e.dtype.is_bool else 0, e.shape, e.dtype)
+                for i, e in enumerate(t.type.elements)]
+    return [ctx.make_tuple(*elements)]
+
+
+def _make_tuple_transpose(ctx, ct, operands):
+    if ct is None:
+        return [None] * len(operands)
+    return [ctx.tuple_get(ct, index=i) if is_undefined(x) else None for i, x in enumerate(operands)]
+
+
+TUPLE_GET.def_jvp(_tuple_get_jvp)
+TUPLE_GET.def_transpose(_tuple_get_transpose)
+MAKE_TUPLE.def_jvp(_make_tuple_jvp)
+MAKE_TUPLE.def_transpose(_make_tuple_transpose)
