@@ -13,6 +13,14 @@ through its node like any other value:
 and after the node its final value is stored back into the tensor: an eager copy, or an in-place
 write of the enclosing trace (so the transforms and `tp.compile` see it as any other write).
 Writes into a function's own arguments stay local to the region (arguments are values).
+
+>>> import tensorplay as tp
+>>> total = tp.zeros(())
+>>> def body(c, x):
+...     total.add_(x)          # a captured tensor, written at every step
+...     return c * 2, None
+>>> tp.scan(body, tp.tensor(1.0), tp.tensor([1.0, 2.0, 3.0]))[0], total
+(tensor(8.), tensor(6.))
 """
 from __future__ import annotations
 
@@ -30,6 +38,12 @@ def written_consts(graph: Graph, n_args: int, n_out: int, mutated: Sequence[int]
 
     `graph` is the function's traced graph (inputs: arguments, then captures; outputs: the
     function's own, then one final value per entry of `mutated`, graph-input indices).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x, c = b.add_input(TensorType((), float32)), b.add_input(TensorType((), float32))
+    >>> new = b.add(c, x)
+    >>> written_consts(b.build([x, new]), 1, 1, [1]) == [(0, new)]
+    True
     """
     return [(idx - n_args, graph.outputs[n_out + k]) for k, idx in enumerate(mutated) if idx >= n_args]
 
@@ -40,6 +54,14 @@ def branch_with_writes(graph: Graph, consts: Sequence, own_consts: Sequence, own
     every tensor in `targets`: the branch's own write, or the const it received, unchanged.
 
     `own_consts` are the branch's captures and `own_written` its writes (indices into them).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.ir import GraphBuilder
+    >>> a, b_ = tp.zeros(2), tp.ones(2)
+    >>> b = GraphBuilder(); ca, cb, x = (b.add_input(a._type()) for _ in range(3))
+    >>> g = branch_with_writes(b.build([x]), [a, b_], [a], [(0, x)], [a, b_])
+    >>> g.outputs == [x, x, cb]
+    True
     """
     mine = {id(own_consts[i]): v for i, v in own_written}
     position = {id(s): k for k, s in enumerate(consts)}
@@ -53,6 +75,12 @@ def loop_with_writes(graph: Graph, num_consts: int, num_carry: int,
 
     Returns the body ``(*kept consts, *carry, *written, *xs) -> (*carry, *written, *ys)``, the
     indices of the kept consts and those of the written ones (into the body's consts).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); k, w, c = (b.add_input(TensorType((), float32)) for _ in range(3))
+    >>> g, keep, written = loop_with_writes(b.build([b.add(c, k), b.add(w, c)]), 2, 1, [(1, b.nodes[1].out)])
+    >>> g.inputs == [k, c, w], keep, written
+    (True, [0], [1])
     """
     w_idx = [i for i, _ in written]
     keep = [i for i in range(num_consts) if i not in set(w_idx)]
@@ -68,6 +96,14 @@ def cond_reading_carried(graph: Graph, consts: Sequence, targets: Sequence) -> t
     (the tensors the body writes): a const that is one of them is read from the carry instead.
 
     Returns the graph ``(*kept consts, *carry, *targets) -> pred`` and the kept consts' indices.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.ir import GraphBuilder
+    >>> n = tp.zeros(())
+    >>> b = GraphBuilder(); cn, i = b.add_input(n._type()), b.add_input(n._type())
+    >>> g, keep = cond_reading_carried(b.build([b.lt(i, cn)]), [n], [n])
+    >>> g.inputs == [i, cn], keep
+    (True, [])
     """
     carried = {id(t): k for k, t in enumerate(targets)}
     keep = [i for i, s in enumerate(consts) if id(s) not in carried]
@@ -81,7 +117,12 @@ def cond_reading_carried(graph: Graph, consts: Sequence, targets: Sequence) -> t
 
 
 def store_back(targets: Sequence, values: Sequence, op: str) -> None:
-    """Store the final values of the written tensors into them (eagerly, or into the owning trace)."""
+    """Store the final values of the written tensors into them (eagerly, or into the owning trace).
+
+    >>> import tensorplay as tp
+    >>> t = tp.zeros(2); store_back([t], [tp.ones(2)], "example"); t
+    tensor([1., 1.])
+    """
     for t, v in zip(targets, values):
         if tuple(v.shape) != tuple(t.shape) or v.dtype is not t.dtype:
             raise ValueError(f"{op}: the value written into a captured tensor of type {t._type()} has type "

@@ -431,8 +431,8 @@ BAD = [
      r"tp.fori_loop: body_fun changes the carry type: init_val is tensor<3xf32>, but body_fun returns tensor<f32>"),
     (lambda: tp.fori_loop(0.5, 3, lambda i, v: v, X), TypeError, r"lower must be an int"),
     (lambda: tp.fori_loop(tp.tensor(0), tp.tensor(3, dtype=tp.int32), lambda i, v: v, X), TypeError, r"one dtype"),
-    (lambda: tp.cond(tp.tensor(True), lambda a: X.add_(1), lambda a: a, (X,)), RuntimeError,
-     r"writes a captured tensor in place"),
+    (lambda: tp.while_loop(lambda a: (X.add_(1), a.sum() < 9)[1], lambda a: (a,), (X,)), RuntimeError,
+     r"cond_fn writes a captured tensor in place"),
     (lambda: tp.scan(lambda c, a: (c + tp.rand(3), a), X, tp.ones(4, 3)), NotImplementedError, r"random draws"),
 ]
 

@@ -46,18 +46,36 @@ WHILE_REVERSE_ERROR = (
 
 # --- helpers -------------------------------------------------------------------------------------
 def permute_graph(graph: Graph, in_order: Sequence[int], out_order: Sequence[int]) -> Graph:
-    """`graph` with its inputs and outputs reordered (the same nodes: no copy)."""
+    """`graph` with its inputs and outputs reordered (the same nodes: no copy).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32, int32
+    >>> b = GraphBuilder(); x, i = b.add_input(TensorType((), float32)), b.add_input(TensorType((), int32))
+    >>> permute_graph(b.build([x, i]), [1, 0], [1, 0]).in_types
+    [tensor<i32>, tensor<f32>]
+    """
     return Graph([graph.inputs[i] for i in in_order], graph.nodes, [graph.outputs[i] for i in out_order],
                  graph.name)
 
 
 def elements(ctx: GraphBuilder, t: Value) -> list[Value]:
-    """The elements of tuple value `t`, as `tuple_get` nodes."""
+    """The elements of tuple value `t`, as `tuple_get` nodes.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> [v.type for v in elements(b, pack(b, [x, x]))]
+    [tensor<2xf32>, tensor<2xf32>]
+    """
     return [ctx.tuple_get(t, index=i) for i in range(len(t.type.elements))]
 
 
 def pack(ctx: GraphBuilder, values: Sequence[Value]) -> Value:
-    """A tuple of `values` (a `make_tuple` node)."""
+    """A tuple of `values` (a `make_tuple` node).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> pack(b, [x]).type
+    tuple<2xf32>
+    """
     return ctx.make_tuple(*values)
 
 

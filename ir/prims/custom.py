@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..core import Graph, GraphBuilder, Value, inline
 from ..interpreter import interpret
 from ..passes.batching import batch_graph, batched_outputs
@@ -177,6 +178,12 @@ def forward_tangent_graph(bwd: Region, num_consts: int, num_res: int) -> Graph:
 
     Forward mode of a custom VJP rule: `bwd` is linear in its cotangents, so its transpose maps
     argument tangents to output tangents.
+
+    >>> from tensorplay.ir import GraphBuilder, Region, TensorType, float32
+    >>> b = GraphBuilder("bwd"); r, ct = b.add_input(TensorType((3,), float32)), b.add_input(TensorType((3,), float32))
+    >>> g = forward_tangent_graph(Region(b.build([b.mul(ct, r)])), 0, 1)  # (r, t) -> t * r
+    >>> [n.prim.name for n in g.nodes], g.in_types
+    (['mul'], [tensor<3xf32>, tensor<3xf32>])
     """
     g = bwd.graph
     n_ct = len(g.inputs) - num_consts - num_res
@@ -267,13 +274,18 @@ def _lin_impl(*operands, bwd, num_consts):
 
 def _lin_jvp(ctx, primals, tangents, *, bwd, num_consts):
     n_t = len(bwd.out_types)
-    if any(t is not None for t in tangents[:len(primals) - n_t]):
-        raise NotImplementedError("custom_vjp_lin: differentiating the linearization of a custom_vjp function with "
-                                  "respect to its residuals is not supported")
-    out = ctx.custom_vjp_lin(*primals, bwd=bwd, num_consts=num_consts)
-    t = [instantiate(ctx, t, p) for t, p in zip(tangents[len(primals) - n_t:], primals[len(primals) - n_t:])]
-    return out, tuple(elements(ctx, ctx.custom_vjp_lin(*primals[:len(primals) - n_t], *t, bwd=bwd,
-                                                        num_consts=num_consts)))
+    n_fixed = len(primals) - n_t
+    if all(t is None for t in tangents[:n_fixed]):  # linear in the tangents: the tangent is the node again
+        out = ctx.custom_vjp_lin(*primals, bwd=bwd, num_consts=num_consts)
+        t = [instantiate(ctx, t, p) for t, p in zip(tangents[n_fixed:], primals[n_fixed:])]
+        return out, tuple(elements(ctx, ctx.custom_vjp_lin(*primals[:n_fixed], *t, bwd=bwd, num_consts=num_consts)))
+    # the residuals move too: differentiate the tangent map (bwd transposed) as ordinary operations
+    fwd = forward_tangent_graph(bwd, num_consts, n_fixed - num_consts)
+    nz = [t is not None for t in tangents]
+    j = jvp(fwd, nz, for_transpose=getattr(ctx, "for_transpose", False))
+    outs = inline(ctx, j.graph, [*primals, *[t for t in tangents if t is not None]])
+    n = len(fwd.outputs)
+    return pack(ctx, outs[:n]), tuple(None if z else t for z, t in zip(j.zero_outputs, outs[n:]))
 
 
 def _lin_transpose(ctx, ct, operands, *, bwd, num_consts):
@@ -378,3 +390,73 @@ CHECKPOINT = register(Primitive(
     "checkpoint", _checkpoint_type, _checkpoint_impl, jvp=_checkpoint_jvp, transpose=_checkpoint_transpose,
     partial_eval=_checkpoint_partial_eval, batch=_checkpoint_batch, variadic=True, family="control",
     doc="the body region; reverse mode saves only its operands and recomputes the body backward"))
+
+
+# === examples for the registry-driven tests =======================================================
+# Small regions written with the builder; the rules are the true derivatives (so finite differences
+# check them) and the expectations are numpy by hand.
+def _region_of(name: str, in_types, body) -> Region:
+    b = GraphBuilder(name)
+    return Region(b.build(body(b, *[b.add_input(t) for t in in_types])))
+
+
+def _f64(*shape) -> TensorType:
+    return TensorType(tuple(shape), dt.float64)
+
+
+def _sample(*shape, start=0.3) -> np.ndarray:
+    n = int(np.prod(shape))
+    return (start + 0.37 * np.arange(n) % 1.7).reshape(shape)
+
+
+def _custom_jvp_examples():
+    out = []
+    for shape in ((3,), (), (1,), (0, 2)):
+        t = _f64(*shape)
+        fun = _region_of("fun", (t, t), lambda b, x, y: [b.mul(b.sin(x), y), b.exp(x)])
+        rule = _region_of("jvp", (t, t, t, t), lambda b, x, y, tx, ty: [
+            b.mul(b.sin(x), y), b.exp(x), b.add(b.mul(b.mul(b.cos(x), tx), y), b.mul(b.sin(x), ty)),
+            b.mul(b.exp(x), tx)])
+        out.append(([_sample(*shape), _sample(*shape, start=0.9)],
+                    {"fun": fun, "jvp": rule, "num_fun_consts": 0, "num_jvp_consts": 0},
+                    lambda x, y, **_: (np.sin(x) * y, np.exp(x))))
+    return out
+
+
+def _custom_vjp_examples():
+    out = []
+    for shape in ((3,), (1,), (), (0,)):
+        t = _f64(*shape)
+        fun = _region_of("fun", (t, t), lambda b, x, w: [b.mul(b.sin(x), w)])
+        fwd = _region_of("fwd", (t, t), lambda b, x, w: [b.mul(b.sin(x), w), b.cos(x), b.sin(x), w])
+        bwd = _region_of("bwd", (t, t, t, t), lambda b, c, s, w, g: [b.mul(b.mul(g, c), w), b.mul(g, s)])
+        out.append(([_sample(*shape), _sample(*shape, start=1.1)],
+                    {"fun": fun, "fwd": fwd, "bwd": bwd, "num_fun_consts": 0, "num_fwd_consts": 0,
+                     "num_bwd_consts": 0}, lambda x, w, **_: (np.sin(x) * w,)))
+    return out
+
+
+def _lin_examples():
+    out = []
+    for shape in ((3,), (), (1,), (0,)):
+        t = _f64(*shape)
+        bwd = _region_of("bwd", (t, t), lambda b, r, g: [b.mul(g, r), b.neg(g)])  # two arguments, one output
+        out.append(([_sample(*shape), _sample(*shape, start=0.5), _sample(*shape, start=1.3)],
+                    {"bwd": bwd, "num_consts": 0}, lambda r, a, c, **_: (a * r - c,)))
+    return out
+
+
+def _checkpoint_examples():
+    out = []
+    for shape in ((3,), (), (1,), (0,)):
+        t = _f64(*shape)
+        body = _region_of("body", (t, t), lambda b, x, w: [b.sin(b.mul(x, w)), b.add(x, w)])
+        out.append(([_sample(*shape), _sample(*shape, start=0.8)], {"body": body},
+                    lambda x, w, **_: (np.sin(x * w), x + w)))
+    return out
+
+
+CUSTOM_JVP_CALL.examples = _custom_jvp_examples
+CUSTOM_VJP_CALL.examples = _custom_vjp_examples
+CUSTOM_VJP_LIN.examples = _lin_examples
+CHECKPOINT.examples = _checkpoint_examples
