@@ -26,7 +26,10 @@ into further steps (a while loop whose condition depends on it would not end).
 `tuple_get` is an alias (its value is the element's buffer); `make_tuple` and the
 custom-rule calls are removed before scheduling (`schedule.normalize`): a
 custom_jvp_call or custom_vjp_call runs its primal function `fun`, a checkpoint its
-`body`, inlined so that it fuses with its neighbours.
+`body`, a custom_vjp_lin (forward mode through a custom VJP) the transpose of the
+user's `bwd`, inlined so that they fuse with their neighbours. (A checkpoint's
+rematerialisation is a property of the differentiated graph, which already recomputes
+its body in the backward pass; compiled, the body is plain code.)
 """
 from __future__ import annotations
 
@@ -36,7 +39,6 @@ from typing import Iterator
 from llvmlite import ir
 
 from tensorplay.ir.core import Graph, Node
-from tensorplay.ir.primitive import REGISTRY
 from .. import irutil as u
 from ..registry import Lowering, register
 
@@ -247,7 +249,16 @@ def inline_region(attr: str):
     return inline
 
 
-# Declared by the AD helper's branch; lowered here once the primitive exists.
-for _name, _attr in (("custom_jvp_call", "fun"), ("custom_vjp_call", "fun"), ("checkpoint", "body")):
-    if _name in REGISTRY:
-        register(_name, Lowering("inline", None, inline=inline_region(_attr)))
+def _inline_custom_vjp_lin(node: Node) -> tuple[Graph, tuple]:
+    """custom_vjp_lin (forward mode through a custom VJP): the user's bwd transposed, as its impl."""
+    from tensorplay.ir.prims.custom import forward_tangent_graph
+
+    bwd, n_consts = node.attrs["bwd"], node.attrs["num_consts"]
+    n_res = len(node.inputs) - len(bwd.out_types) - n_consts
+    return forward_tangent_graph(bwd, n_consts, n_res), node.inputs
+
+
+register("custom_jvp_call", Lowering("inline", None, inline=inline_region("fun")))
+register("custom_vjp_call", Lowering("inline", None, inline=inline_region("fun")))
+register("checkpoint", Lowering("inline", None, inline=inline_region("body")))
+register("custom_vjp_lin", Lowering("inline", None, inline=_inline_custom_vjp_lin))

@@ -109,3 +109,59 @@ def test_compiled_while_and_cond_match_jax_lax():
         return jax.lax.cond(x.sum() > 0, lambda x: x * 3.0, lambda x: x - 1.0, x)
     for s in (1.0, -1.0):
         _close([tp.compile(tp_f)(tp.tensor(x0 * s))], [np.asarray(jax_f(x0 * s))], rtol=2e-5)
+
+
+# --- custom rules and checkpoint: compiled by inlining their primal function -------------------
+def _custom_fns():
+    from tensorplay.func import checkpoint, custom_jvp, custom_vjp
+
+    @custom_jvp
+    def softplus(x):
+        return tp.log(1 + tp.exp(x))
+
+    @softplus.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t * tp.sigmoid(x)
+
+    @custom_vjp
+    def scale_gradient(x):
+        return x * 1.0
+
+    def fwd(x):
+        return scale_gradient(x), tp.cos(x)
+
+    def bwd(res, g):  # linear in g, so forward mode can transpose it
+        return (g * res * 0.5,)
+    scale_gradient.defvjp(fwd, bwd)
+    heavy = checkpoint(lambda x: tp.sin(tp.sin(x)) * x)
+    return softplus, scale_gradient, heavy
+
+
+def test_compiled_custom_rules_and_checkpoint_match_eager():
+    from tensorplay.codegen.schedule import normalize
+    from tensorplay.func import grad, jvp
+
+    softplus, scale_gradient, heavy = _custom_fns()
+
+    def f(x):
+        return (3.0 * scale_gradient(softplus(heavy(x)))).sum()
+    x = tp.tensor(RNG.standard_normal(5).astype(np.float32))
+    _close([tp.compile(f)(x)], [f(x)])
+    _close([tp.compile(grad(f))(x)], [grad(f)(x)])
+    forward = tp.compile(lambda x, t: jvp(f, (x,), (t,)))  # forward mode: custom_vjp_lin, inlined
+    _close(forward(x, tp.ones(5)), jvp(f, (x,), (tp.ones(5),)))
+    graph = tp.compile(f).get_graph(x).graph
+    custom = {"custom_jvp_call", "custom_vjp_call", "checkpoint"}
+    assert custom <= {n.prim.name for n in graph.nodes}
+    assert not {n.prim.name for n in normalize(graph).nodes} & custom  # inlined: fused with the rest
+
+
+def test_compiled_gradient_of_a_scan_matches_eager():
+    from tensorplay.func import grad
+
+    def loss(w, h, xs):
+        h, ys = rnn(w, h, xs)
+        return (ys.sum() + (h * h).sum())
+    args = (tp.tensor(W), tp.tensor(H0), tp.tensor(XS))
+    _close([tp.compile(grad(loss))(*args)], [grad(loss)(*args)], rtol=1e-4)
