@@ -88,6 +88,13 @@ def _check_size(name: str, value, *, minimum: int) -> int:
     return int(value)
 
 
+def _uniform_init(module: Module) -> None:
+    """PyTorch's init of the recurrent layers and cells: every parameter from U(-k, k), k = 1/sqrt(hidden)."""
+    stdv = 1.0 / math.sqrt(module.hidden_size)
+    for weight in module.parameters():
+        init.uniform_(weight, -stdv, stdv)
+
+
 def _check_bool(name: str, value) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} should be of type bool, got: {type(value).__name__}")
@@ -174,9 +181,7 @@ class RNNBase(Module):
 
     def reset_parameters(self) -> None:
         """Every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch does."""
-        stdv = 1.0 / math.sqrt(self.hidden_size)
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _uniform_init(self)
 
     @property
     def all_weights(self) -> list[list[Parameter]]:
@@ -397,9 +402,7 @@ class RNNCellBase(Module):
 
     def reset_parameters(self) -> None:
         """Every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch does."""
-        stdv = 1.0 / math.sqrt(self.hidden_size)
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _uniform_init(self)
 
     def _prepare(self, input, hx, count: int):
         """Check the arguments; return (input as (N, features), states as (N, hidden) each, batched)."""
