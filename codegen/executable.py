@@ -33,8 +33,8 @@ import numpy as np
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
 from . import disk_cache, jit
-from .module import BufferPlan, build_module, plan_buffers, splittable
-from .schedule import schedule
+from .module import BufferPlan, build_module, coded_nodes, plan_buffers, splittable
+from .schedule import normalize, schedule
 
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
@@ -86,6 +86,7 @@ class Executable:
         t0 = time.perf_counter()
         self.graph = graph
         self.name = graph.name
+        graph = normalize(graph)  # the graph compiled (the same one unless it has tuples to fold)
         kernels = schedule(graph)
         t1 = time.perf_counter()
         plan = plan_buffers(graph, kernels)
@@ -95,7 +96,7 @@ class Executable:
             self._size = 0  # one call: constant trip counts compile to simpler code
         prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
         entry = f"{prefix}_entry"
-        key = _disk_key(graph, bool(self._size)) if disk_cache.enabled() else None
+        key = _disk_key(self.graph, bool(self._size)) if disk_cache.enabled() else None
         cached = disk_cache.load(key) if key else None
         t2 = time.perf_counter()
         if cached is not None:
@@ -111,6 +112,7 @@ class Executable:
         weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
         self._kernels = kernels
         self._plan = plan
+        self._coded = coded_nodes(graph, kernels)  # status word c: entry c - 1 failed
         tm = self._jit.timings
         self.stats = {"source": "disk cache" if cached is not None else "compiled",
                       "schedule_s": t1 - t0, "plan_s": t2 - t1,
@@ -120,7 +122,7 @@ class Executable:
                       "total_s": time.perf_counter() - t0, "nodes": len(graph.nodes),
                       "kernels": len(kernels), "object_bytes": len(self._jit.object_code),
                       "arena_bytes": plan.arena_bytes}
-        self._prepare(plan)
+        self._prepare(graph, plan)
         n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
@@ -130,8 +132,7 @@ class Executable:
         self.stats["threads"] = max(len(self._chunks), 1)
 
     # --- call path ----------------------------------------------------------------------------
-    def _prepare(self, plan: BufferPlan) -> None:
-        g = self.graph
+    def _prepare(self, g: Graph, plan: BufferPlan) -> None:
         self._in_sig = [(v.type.shape, v.dtype.np, _strides(v.type.shape, v.dtype.itemsize)) for v in g.inputs]
         self._n_in = len(g.inputs)
         self._alloc = [(v.type.shape, v.dtype.np) for v in plan.out_values]
@@ -214,9 +215,9 @@ class Executable:
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
-        node = self.graph.nodes[status - 1] if 0 < status <= len(self.graph.nodes) else None
-        if node is None:
+        if not 0 < status <= len(self._coded):
             return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
+        node, where = self._coded[status - 1]
         failure = getattr(node.prim, "failure", None)  # a LAPACK routine's info != 0 (ir/prims/decompositions.py)
         if failure is not None:
             from tensorplay.ir.prims.decompositions import LinAlgError
@@ -225,7 +226,8 @@ class Executable:
         x = node.inputs[0]
         axis = node.attrs.get("axis", 0)
         return IndexError(f"{node.prim.name}: index out of range for axis {axis} with size {x.shape[axis]} "
-                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}")
+                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}"
+                          + (f", inside the {where} region" if where else ""))
 
     def _coerce(self, a, i: int) -> np.ndarray:
         if not isinstance(a, np.ndarray):

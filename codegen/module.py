@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
-from tensorplay.ir.core import Graph, Value
+from tensorplay.ir.core import Graph, Node, Value
 from . import irutil as u
 from . import vecmath as vm
 from .context import KernelContext
 from .lower import LOWERINGS
-from .schedule import Kernel
+from .schedule import Control, Kernel
 
 ALIGN = 64
 TRIG = ("sin", "cos", "tan")  # primitives whose huge arguments take the slow path (`vecmath.fast_trig`)
@@ -47,12 +47,27 @@ VECTOR_WIDTH = 512
 
 
 @dataclass
+class Block:
+    """The scratch of one control step, live only while it runs: named temporaries (`temps`:
+    name -> offset in the block), then one arena shared by its regions (they never run at the same
+    time and keep nothing in it between runs), each planned in `regions`."""
+
+    offset: int = 0
+    temps: dict[str, int] = field(default_factory=dict)
+    regions: dict[str, "BufferPlan"] = field(default_factory=dict)
+    region_base: int = 0
+    size: int = 0
+
+
+@dataclass
 class BufferPlan:
-    """Where each materialised value lives: ('in', i), ('out', j) or ('arena', byte offset)."""
+    """Where each materialised value lives: ('in', i), ('out', j) or ('arena', byte offset), and the
+    block of every control step (by its position in the step list)."""
 
     slots: dict[Value, tuple[str, int]] = field(default_factory=dict)
     out_values: list[Value] = field(default_factory=list)  # values stored to output slot j
     arena_bytes: int = 0
+    blocks: dict[int, Block] = field(default_factory=dict)
 
 
 def _nbytes(v: Value) -> int:
@@ -60,7 +75,9 @@ def _nbytes(v: Value) -> int:
 
 
 def plan_buffers(graph: Graph, kernels: list[Kernel]) -> BufferPlan:
-    """Assign a slot to every graph input and kernel output."""
+    """Assign a slot to every graph input and step output, and a block to every control step.
+
+    Offsets are relative to the scope's arena; a region's arena lies inside its step's block."""
     plan = BufferPlan()
     for i, v in enumerate(graph.inputs):
         plan.slots[v] = ("in", i)
@@ -70,16 +87,21 @@ def plan_buffers(graph: Graph, kernels: list[Kernel]) -> BufferPlan:
         for v in k.inputs:
             last_use[v] = k_i
     free: list[tuple[int, int]] = []  # (offset, size) blocks available for reuse
-    live: list[tuple[int, Value]] = []  # (last use, value) of arena buffers
+    live: list[tuple[int, int, int]] = []  # (last use, offset, size) of arena buffers
     top = 0
+
+    def allocate(size: int) -> int:
+        nonlocal top
+        for j, (off, sz) in enumerate(free):
+            if sz >= size:
+                free[j] = (off + size, sz - size)
+                return off
+        top += size
+        return top - size
+
     for k_i, k in enumerate(kernels):
-        still = []
-        for end, v in live:
-            if end < k_i:
-                free.append((plan.slots[v][1], _aligned(_nbytes(v))))
-            else:
-                still.append((end, v))
-        live = still
+        free.extend((off, sz) for end, off, sz in live if end < k_i)
+        live = [b for b in live if b[0] >= k_i]
         free = _coalesce(free)
         for v in k.outputs:
             if v in graph_outs:
@@ -87,17 +109,28 @@ def plan_buffers(graph: Graph, kernels: list[Kernel]) -> BufferPlan:
                 plan.out_values.append(v)
                 continue
             size = _aligned(_nbytes(v))
-            for j, (off, sz) in enumerate(free):
-                if sz >= size:
-                    plan.slots[v] = ("arena", off)
-                    free[j] = (off + size, sz - size)
-                    break
-            else:
-                plan.slots[v] = ("arena", top)
-                top += size
-            live.append((last_use.get(v, k_i), v))
+            plan.slots[v] = ("arena", allocate(size))
+            live.append((last_use.get(v, k_i), plan.slots[v][1], size))
+        if isinstance(k, Control):
+            block = _plan_block(k)
+            block.offset = allocate(block.size)
+            plan.blocks[k_i] = block
+            live.append((k_i, block.offset, block.size))  # free again after this step
     plan.arena_bytes = top
     return plan
+
+
+def _plan_block(k: Control) -> Block:
+    block = Block()
+    used = [v is not None for v in k.elements]
+    at = 0
+    for name, nbytes in LOWERINGS[k.kind].temps(k.root, used).items():
+        block.temps[name] = at
+        at += _aligned(max(nbytes, 1))
+    block.region_base = at
+    block.regions = {name: plan_buffers(sc.graph, sc.steps) for name, sc in k.regions.items()}
+    block.size = at + max((p.arena_bytes for p in block.regions.values()), default=0)
+    return block
 
 
 def _aligned(n: int) -> int:
@@ -119,11 +152,27 @@ def splittable(kernels: list[Kernel]) -> int:
 
     Then element i of every kernel depends only on element i of the kernels
     before it, so the entry can run on any sub-range [start, stop) of the
-    elements, and disjoint ranges can run on different threads."""
-    sizes = {k.root.out.type.size for k in kernels}
-    if not kernels or len(sizes) != 1 or not all(k.kind == "loop" and k.flat for k in kernels):
+    elements, and disjoint ranges can run on different threads. A graph with a
+    control step is never split: a loop carries values from one step to the
+    next and a branch reads a whole predicate, so no element range stands alone."""
+    if not kernels or not all(k.kind == "loop" and k.flat for k in kernels):
         return 0
-    return sizes.pop()
+    sizes = {k.root.out.type.size for k in kernels}
+    return sizes.pop() if len(sizes) == 1 else 0
+
+
+def coded_nodes(graph: Graph, kernels: list[Kernel], where: str = "") -> list[tuple[Node, str]]:
+    """The nodes in error-code order, each with the region it sits in ("" for the graph itself,
+    e.g. ``"scan body > cond true"``): code c (the status word) names entry c - 1 of this list.
+
+    The graph's own nodes come first, at their positions, then each control step's regions
+    (by attribute name), depth first."""
+    out = [(n, where) for n in graph.nodes]
+    for k in kernels:
+        if isinstance(k, Control):
+            for name, sc in k.regions.items():
+                out += coded_nodes(sc.graph, sc.steps, f"{where} > {k.kind} {name}" if where else f"{k.kind} {name}")
+    return out
 
 
 def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: str,
@@ -131,14 +180,16 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
     """Emit the module's IR text; returns (ir text, entry symbol name).
 
     The entry returns the i64 status word (0, or the code of a node that read an index out of
-    range: its position in `graph.nodes` + 1; see `context`). With `ranged` (only valid when
-    `splittable(kernels)`), the entry and every kernel take two more i64 arguments, the element
-    range [start, stop) to compute."""
+    range: its position in `coded_nodes(graph, kernels)` + 1; see `context`). With `ranged` (only
+    valid when `splittable(kernels)`), the entry and every kernel take two more i64 arguments, the
+    element range [start, stop) to compute."""
     module = ir.Module(name=prefix)
     module.triple = triple
     module.data_layout = layout
-    codes = {n: i + 1 for i, n in enumerate(graph.nodes)}
-    fns = [_emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes) for k in kernels]
+    codes: dict[Node, int] = {}
+    for i, (n, _) in enumerate(coded_nodes(graph, kernels)):
+        codes.setdefault(n, i + 1)
+    fns = _emit_kernels(module, kernels, prefix, ranged, codes)
 
     entry_name = f"{prefix}_entry"
     n_args = len(graph.inputs) + len(plan.out_values) + (1 if plan.arena_bytes else 0)
@@ -156,22 +207,14 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
         return b.load(p, typ=u.PTR)
 
     arena = data(n_args - 1) if plan.arena_bytes else None
-    ptrs: dict[Value, ir.Value] = {}
-
-    def buffer(v: Value) -> ir.Value:
-        if v not in ptrs:
-            kind, i = plan.slots[v]
-            if kind == "in":
-                ptrs[v] = data(i)
-            elif kind == "out":
-                ptrs[v] = data(n_in + i)
-            else:
-                ptrs[v] = b.gep(arena, [u.i64(i)], inbounds=True, source_etype=u.I8)
-        return ptrs[v]
-
-    for k, fn in zip(kernels, fns):
-        b.call(fn, [buffer(v) for v in k.inputs + k.outputs] + [status]
-               + (list(entry.args[n_args:]) if ranged else []))
+    # each graph output is stored to its slot once; repeats and inputs are the executable's copies
+    out_arg = {}
+    for j, v in enumerate(plan.out_values):
+        out_arg.setdefault(graph.outputs.index(v), n_in + j)
+    ins = _Lazy(data, range(n_in))
+    outs = _Lazy(data, [out_arg.get(pos) for pos in range(len(graph.outputs))])
+    builder = EntryBuilder(b, status, fns, list(entry.args[n_args:]) if ranged else [])
+    builder.run(graph, kernels, plan, ins, outs, arena, copies=False)
     b.ret(b.load(status, typ=u.I64))
     text = str(module)
     if VECTOR_WIDTH:
@@ -179,6 +222,160 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
         text = text.replace(") nounwind\n", f') nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
         text = text.replace(") noinline nounwind\n", f') noinline nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
     return text, entry_name
+
+
+class _Lazy:
+    """Pointers made on first use (`make(arg)` for each of `args`; a None arg gives None), so that
+    the entry loads only the data pointers its kernels use, in the order they use them."""
+
+    def __init__(self, make, args):
+        self._make = make
+        self._args = list(args)
+        self._made: dict[int, ir.Value] = {}
+
+    def __len__(self) -> int:
+        return len(self._args)
+
+    def wanted(self, i: int) -> bool:
+        return self._args[i] is not None
+
+    def __getitem__(self, i: int) -> ir.Value | None:
+        if self._args[i] is None:
+            return None
+        if i not in self._made:
+            self._made[i] = self._make(self._args[i])
+        return self._made[i]
+
+
+def _wanted(outs, pos: int) -> bool:
+    return outs.wanted(pos) if isinstance(outs, _Lazy) else outs[pos] is not None
+
+
+def _emit_kernels(module: ir.Module, kernels: list[Kernel], prefix: str, ranged: bool,
+                  codes: dict) -> dict[int, ir.Function]:
+    """One function per kernel of this scope and, under each control step, of its regions
+    (named by their path: ``k3_scan_body_k0_add``); keyed by the kernel's id."""
+    fns: dict[int, ir.Function] = {}
+    for k in kernels:
+        if isinstance(k, Control):
+            for name, sc in k.regions.items():
+                fns.update(_emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes))
+        else:
+            fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes)
+    return fns
+
+
+class EntryBuilder:
+    """Emits the body of the entry function: the kernel calls of a scope in order, the control
+    flow of its control steps (their lowerings, `lowerings/control.py`), and copies.
+
+    Every buffer is a pointer in the entry: an input, an output or an arena offset of its scope
+    (`run`). A region's inputs and outputs are whatever pointers its control step binds (a carry's
+    current or next buffer, an xs slice at the step's offset, ...), so a loop body reads and
+    writes in place: nothing is copied but what must be (`run`'s fix-ups)."""
+
+    def __init__(self, b: ir.IRBuilder, status: ir.Value, fns: dict[int, ir.Function], ranges: list):
+        self.b = b
+        self.status = status
+        self._fns = fns
+        self._ranges = ranges
+
+    def run(self, graph: Graph, kernels: list[Kernel], plan: BufferPlan, ins: list[ir.Value],
+            outs: list[ir.Value | None], base: ir.Value | None, copies: bool = True) -> None:
+        """Emit one scope: `ins[i]` holds graph input i, `outs[j]` receives graph output j (None:
+        not wanted), `base` is the scope's arena. With `copies`, an output that is an input, or
+        that repeats an earlier output, is copied to its pointer after the steps."""
+        b = self.b
+        first: dict[Value, int] = {}
+        for pos, v in enumerate(graph.outputs):
+            if _wanted(outs, pos):
+                first.setdefault(v, pos)
+        ptrs: dict[Value, ir.Value] = {}
+
+        def buffer(v: Value) -> ir.Value:
+            if v not in ptrs:
+                kind, i = plan.slots[v]
+                if kind == "in":
+                    ptrs[v] = ins[i]
+                elif kind == "arena":
+                    ptrs[v] = self.at(base, i)
+                elif plan.out_values[i] in first:
+                    ptrs[v] = outs[first[plan.out_values[i]]]
+                else:  # a control lowering passes None only for outputs that are inputs
+                    raise AssertionError(f"codegen: no buffer for output {v} of @{graph.name}")
+            return ptrs[v]
+
+        for k_i, k in enumerate(kernels):
+            if isinstance(k, Control):
+                block = plan.blocks[k_i]
+                site = ControlSite(self, k, block, [buffer(v) for v in k.root.inputs],
+                                   [None if v is None else buffer(v) for v in k.elements],
+                                   self.at(base, block.offset))
+                LOWERINGS[k.kind].emit(self, site)
+            else:
+                b.call(self._fns[id(k)], [buffer(v) for v in k.inputs + k.outputs] + [self.status] + self._ranges)
+        if not copies:
+            return
+        inputs = {v: i for i, v in enumerate(graph.inputs)}
+        for pos, v in enumerate(graph.outputs):
+            if not _wanted(outs, pos):
+                continue
+            if v in inputs:
+                self.copy(outs[pos], ins[inputs[v]], v.type)
+            elif first[v] != pos:
+                self.copy(outs[pos], outs[first[v]], v.type)
+
+    def at(self, base: ir.Value, offset: int | ir.Value) -> ir.Value:
+        """`base` + `offset` bytes (None in a scope without arena, where nothing reads it)."""
+        if base is None:
+            return None
+        offset = u.i64(offset) if isinstance(offset, int) else offset
+        return self.b.gep(base, [offset], inbounds=True, source_etype=u.I8)
+
+    def copy(self, dst: ir.Value, src: ir.Value, t) -> None:
+        """Copy one tensor of type `t` from `src` to `dst` (distinct buffers)."""
+        nbytes = t.size * t.dtype.itemsize
+        if nbytes:
+            _memcpy(self.b, dst, src, u.i64(nbytes))
+
+    def failed(self) -> ir.Value:
+        """i1: a kernel has set the status word (an index out of range)."""
+        return self.b.icmp_unsigned("!=", self.b.load(self.status, typ=u.I64), u.i64(0))
+
+
+@dataclass
+class ControlSite:
+    """What a control lowering sees of its step: the operand pointers (in operand order), one
+    pointer per element of the result (None: unused), its scratch (`temp`), and `region` to emit
+    one of its regions on given pointers."""
+
+    entry: EntryBuilder
+    step: Control
+    block: Block
+    operands: list[ir.Value]
+    results: list[ir.Value | None]
+    block_base: ir.Value
+
+    @property
+    def node(self) -> Node:
+        return self.step.root
+
+    def temp(self, name: str) -> ir.Value:
+        """The scratch buffer `name` the lowering asked for (`Lowering.temps`)."""
+        return self.entry.at(self.block_base, self.block.temps[name])
+
+    def region(self, name: str, ins: list[ir.Value], outs: list[ir.Value | None]) -> None:
+        """Emit region `name` reading `ins` and writing `outs` (None: an output not wanted)."""
+        sc = self.step.regions[name]
+        base = self.entry.at(self.block_base, self.block.region_base)
+        self.entry.run(sc.graph, sc.steps, self.block.regions[name], ins, outs, base)
+
+
+def _memcpy(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: ir.Value) -> None:
+    name = "llvm.memcpy.p0.p0.i64"
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(u.VOID, [u.PTR, u.PTR, u.I64, u.I1]),
+                                                   name)
+    b.call(fn, [dst, src, nbytes, u.const(u.I1, 0)])
 
 
 def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: dict) -> ir.Function:

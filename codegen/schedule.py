@@ -27,12 +27,23 @@ Lowering evaluates a fused operand by recursion (`KernelContext.value` asks the
 operand's lowering, which asks its operands, ...), so the bound keeps a chain of
 10,000 elementwise ops from exhausting Python's stack, and it also bounds the
 size of one kernel function that LLVM must optimise.
+
+Control flow. A node whose lowering is a `control` (cond, while_loop, scan) is a
+step of its own, a `Control`: its operands are materialised, its tuple result is
+a list of element buffers, and each of its regions is scheduled in turn, with the
+same fusion, into a `Scope` (`Control.regions`). A `tuple_get` is no code: its
+value *is* the buffer of that element (`Control.elements`). Before scheduling,
+`normalize` folds `tuple_get(make_tuple(...))`, merges repeated projections and
+inlines the region of an `inline` node (custom-derivative calls, checkpoint), so
+that their bodies fuse with the code around them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from tensorplay.ir.core import Graph, Node, Value
+from tensorplay.ir.regions import region_attrs
+from tensorplay.ir.types import TupleType
 from .lower import LOWERINGS, Lowering
 
 MAX_PATHS = 4  # a cheap node may be recomputed at most this many times per element
@@ -65,6 +76,35 @@ class Kernel:
                 "flat": self.flat}
 
 
+@dataclass
+class Control(Kernel):
+    """A control-flow step: `root` is the cond/while_loop/scan node, `inputs` its operands,
+    `elements[i]` the value projecting element i of its result (None: no one reads it),
+    `outputs` the projected values, `regions` each region attribute's schedule."""
+
+    elements: list[Value | None] = field(default_factory=list)
+    regions: dict[str, "Scope"] = field(default_factory=dict)
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["regions"] = {name: [k.describe() for k in sc.steps] for name, sc in self.regions.items()}
+        return d
+
+
+@dataclass
+class Scope:
+    """One graph in normal form (`normalize`) and its steps, in execution order."""
+
+    graph: Graph
+    steps: list[Kernel]
+
+
+def schedule_scope(graph: Graph) -> Scope:
+    """The normal form of `graph` and its schedule, regions included (recursively)."""
+    g = normalize(graph)
+    return Scope(g, schedule(g))
+
+
 def _lowering(node: Node) -> Lowering:
     try:
         return LOWERINGS[node.prim.name]
@@ -73,7 +113,8 @@ def _lowering(node: Node) -> Lowering:
 
 
 def schedule(graph: Graph) -> list[Kernel]:
-    """Partition `graph.nodes` into kernels, returned in an order that respects their dependencies."""
+    """Partition `graph.nodes` into kernels and control steps, returned in an order that respects
+    their dependencies. `graph` must be in normal form (`normalize`; most graphs are)."""
     live = _live_nodes(graph)
     consumers: dict[Value, list[Node]] = {}
     for n in graph.nodes:
@@ -103,6 +144,18 @@ def schedule(graph: Graph) -> list[Kernel]:
         if node not in live:
             continue  # dead code: nothing reads it
         low = _lowering(node)
+        if low.kind == "alias":
+            continue  # tuple_get: the element buffer of its control step (below)
+        if low.kind == "control":
+            k = Control(f"k{len(kernels)}_{node.prim.name}", node.prim.name, node, (), [node], [])
+            k.regions = {name: schedule_scope(r.graph) for name, r in region_attrs(node.attrs)}
+            kernels.append(k)
+            kernel_of[node] = k
+            paths[node] = {()}
+            depth[node] = 0
+            continue
+        if low.kind != "expr" and low.kind != "kernel":
+            raise NotImplementedError(f"codegen: {node.prim.name} must be removed by `normalize` before scheduling")
         if low.kind == "kernel":
             operand = node.inputs[0] if node.inputs else None
             domain = operand.shape if (low.fuses_producers and operand is not None) else node.out.shape
@@ -132,6 +185,13 @@ def schedule(graph: Graph) -> list[Kernel]:
                 continue
         new_kernel(node, "loop", node.out.shape)
 
+    for node in graph.nodes:
+        if node in live and LOWERINGS[node.prim.name].kind == "alias":
+            k = kernel_of[node.inputs[0].node]
+            if not k.elements:
+                k.elements = [None] * len(node.inputs[0].type.elements)
+            k.elements[node.attrs["index"]] = node.out
+            k.outputs.append(node.out)
     order = {n: i for i, n in enumerate(graph.nodes)}
     kernels.sort(key=lambda k: order[k.root])
     for i, k in enumerate(kernels):
@@ -148,7 +208,78 @@ def schedule(graph: Graph) -> list[Kernel]:
                     k.inputs.append(v)
         if k.kind == "loop":
             k.flat = all(LOWERINGS[n.prim.name].linear(n) for n in k.nodes)
+        if isinstance(k, Control) and not k.elements:
+            k.elements = [None] * len(k.root.out.type.elements)
     return kernels
+
+
+def normalize(graph: Graph) -> Graph:
+    """`graph` with `tuple_get(make_tuple(...))` folded, repeated projections of one element merged
+    and `inline` nodes replaced by their region; `graph` itself when there is nothing to do.
+
+    Regions are normalised when they are scheduled (`schedule_scope`)."""
+    seen: set[tuple] = set()
+    for n in graph.nodes:
+        kind = _lowering(n).kind
+        if kind == "inline" or n.prim.name == "make_tuple":
+            break
+        if kind == "alias":
+            key = (n.inputs[0], n.attrs["index"])
+            if key in seen:
+                break
+            seen.add(key)
+    else:
+        return graph
+    env: dict[Value, Value] = {v: v for v in graph.inputs}
+    nodes: list[Node] = []
+    outs = _copy_normalized(graph, graph.inputs, env, nodes, {}, {}, inlined=False)
+    return Graph(graph.inputs, nodes, outs, graph.name)
+
+
+def _copy_normalized(graph: Graph, args, env: dict, nodes: list, tuples: dict, gets: dict,
+                     inlined: bool) -> list[Value]:
+    """Append `graph`'s nodes in normal form to `nodes`, its inputs bound to `args`; its outputs.
+
+    `tuples` maps a tuple value built by make_tuple (or by an inlined node) to its elements,
+    `gets` a (tuple, index) pair to the one value projecting it. Nodes of the graph being
+    normalised are kept when their operands are; those of an `inlined` region are always copied
+    (a region may be inlined twice)."""
+    env.update(zip(graph.inputs, args, strict=True))
+    for n in graph.nodes:
+        low = _lowering(n)
+        ins = tuple([env[v] for v in n.inputs])
+        if n.prim.name == "make_tuple":
+            env[n.out] = n.out  # stands for its elements: only tuple_get reads it
+            tuples[n.out] = list(ins)
+            continue
+        if low.kind == "inline":
+            body, operands = low.inline(n)
+            results = _copy_normalized(body, [env[v] for v in operands], env, nodes, tuples, gets, inlined=True)
+            if n.out.type.__class__ is TupleType:
+                env[n.out] = n.out
+                tuples[n.out] = results
+            else:
+                (env[n.out],) = results
+            continue
+        if low.kind == "alias":
+            t, i = ins[0], n.attrs["index"]
+            if t in tuples:
+                env[n.out] = tuples[t][i]
+                continue
+            if (t, i) in gets:
+                env[n.out] = gets[(t, i)]
+                continue
+        if any(v in tuples for v in ins):
+            raise NotImplementedError(f"codegen: {n.prim.name} reads a tuple built by make_tuple or a "
+                                      f"custom call; only tuple_get may")
+        if not inlined and all(a is b for a, b in zip(ins, n.inputs)):
+            nodes.append(n)
+        else:
+            nodes.append(Node.typed(n.prim, ins, dict(n.attrs), n.out.type))
+        env[n.out] = nodes[-1].out
+        if low.kind == "alias":
+            gets[(ins[0], n.attrs["index"])] = nodes[-1].out
+    return [env[v] for v in graph.outputs]
 
 
 def _live_nodes(graph: Graph) -> set[Node]:
@@ -165,7 +296,7 @@ def _live_nodes(graph: Graph) -> set[Node]:
 
 
 def _accepts(k: Kernel) -> bool:
-    return k.kind == "loop" or LOWERINGS[k.kind].fuses_producers
+    return k.kind == "loop" or LOWERINGS[k.kind].kind == "kernel" and LOWERINGS[k.kind].fuses_producers
 
 
 def _edge_paths(consumer: Node, producer: Node, consumer_paths: set[tuple], k: Kernel) -> set[tuple]:

@@ -14,7 +14,8 @@ from . import dtypes
 from .constants import DenseElements
 from .primitive import REGISTRY, get_primitive
 from .printer import print_graph
-from .types import TensorType
+from .regions import Region
+from .types import TensorType, TupleType
 from .values import Node, Value, freeze_attr
 
 __all__ = ["Graph", "GraphBuilder", "Node", "Value", "freeze_attr", "inline", "bind_constants", "result_type",
@@ -62,6 +63,9 @@ class Graph:
             else:
                 akey = tuple(sorted([(k, _attr_key(a)) for k, a in attrs.items()]))
             t = n.out.type  # types as (shape, dtype): compared and hashed without Python-level methods
+            if t.__class__ is TupleType:
+                body.append((n.prim.name, tuple([index[v] for v in n.inputs]), akey, t, None))
+                continue
             body.append((n.prim.name, tuple([index[v] for v in n.inputs]), akey, t.shape, t.dtype))
         return (tuple([(v.type.shape, v.type.dtype) for v in self.inputs]), tuple(body),
                 tuple([index[v] for v in self.outputs]))
@@ -111,6 +115,8 @@ def _rich_display(graph: "Graph", kind: str):
 def _attr_key(a: Any) -> Any:
     if isinstance(a, float):
         return ("float", a.hex() if a == a else "nan")
+    if a.__class__ is Region:  # a subgraph: its own structural key (value identities and names ignored)
+        return ("region", a.key)
     return a
 
 
@@ -182,6 +188,12 @@ class GraphBuilder:
     def zeros_like(self, x: Value) -> Value:
         return self.const_like(x, False if x.dtype.is_bool else 0)
 
+    def results(self, v: Value) -> list[Value]:
+        """The tensors of `v`: ``[v]`` for a tensor, one ``tuple_get`` per element for a tuple."""
+        if v.type.__class__ is not TupleType:
+            return [v]
+        return [self.emit("tuple_get", v, index=i) for i in range(len(v.type.elements))]
+
     def build(self, outputs: Iterable[Value]) -> Graph:
         return Graph(self.inputs, self.nodes, list(outputs), self.name)
 
@@ -195,7 +207,11 @@ def result_type(prim, in_types: list[TensorType], attrs: dict[str, Any]) -> Tens
         if str(e).startswith(prim.name):
             raise
         raise TypeError(f"{prim.name}: {e}") from None
-    if out_type.shape and prod(out_type.shape) * out_type.dtype.itemsize > MAX_BYTES:
+    if out_type.__class__ is TupleType:
+        for t in out_type.elements:
+            if t.shape and prod(t.shape) * t.dtype.itemsize > MAX_BYTES:
+                _too_big(prim.name, t)
+    elif out_type.shape and prod(out_type.shape) * out_type.dtype.itemsize > MAX_BYTES:
         _too_big(prim.name, out_type)
     return out_type
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .printer import print_node, value_names
+from .types import element_text, is_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx
@@ -38,8 +39,10 @@ __all__ = ["to_networkx", "shape_label"]
 
 
 def shape_label(v: Value) -> str:
-    """The edge label of a value: ``3x4xf32``; ``f32`` for a scalar."""
-    return "".join(f"{d}x" for d in v.type.shape) + v.type.dtype.short
+    """The edge label of a value: ``3x4xf32``; ``f32`` for a scalar; ``(4xf32, 10x4xf32)`` for a tuple."""
+    if is_tuple(v.type):
+        return "(" + ", ".join(element_text(t) for t in v.type.elements) + ")"
+    return element_text(v.type)
 
 
 def to_networkx(graph: Graph, *, outputs: bool = True) -> "networkx.MultiDiGraph":
@@ -83,4 +86,4 @@ def _add_edge(G, names: dict, v: Value, target: str, operand: int) -> None:
         G.add_node(source, kind="input", op="undefined", index=-1, type=v.type, attrs={}, node=None,
                    label="undefined", text=f"undefined value: {v.type}")
     G.add_edge(source, target, key=operand, operand=operand, type=v.type, shape=shape_label(v),
-               dtype=v.type.dtype.short)
+               dtype="tuple" if is_tuple(v.type) else v.type.dtype.short)

@@ -12,21 +12,35 @@ through a second registry.
 - ``batch(ctx, values, dims, **attrs) -> (Value, dim | None)``: `dims[i]` is the
   batch axis of `values[i]` or ``None``; `ctx` is a builder that also knows
   `axis_size` (and, for random primitives, `randomness`).
+- ``partial_eval(ctx, operands, unknowns, **attrs) -> [(unknown, Value), ...] | None``:
+  for primitives that carry regions, the split of one node with some unknown operands
+  into a known node (which may also emit residuals) and an unknown node; one entry per
+  result element (see `ir.passes.partial_eval`). Without it (or when it returns None)
+  the whole node goes to the unknown side.
+
+Results of `TupleType` (control flow) have structured tangents and cotangents: a tuple
+with one entry (a `Value` or ``None``) per element, or ``None`` when all are zero.
 
 Besides its rules, a primitive carries what the rest of the system needs to
 know about it, so that nothing keeps a list of names:
 
 - ``family``: ``elementwise``, ``compare``, ``logical``, ``layout``,
-  ``indexing``, ``constant``, ``reduction``, ``contraction`` or ``random``
+  ``indexing``, ``constant``, ``reduction``, ``contraction``, ``random`` or
+  ``control`` (primitives carrying regions, and the tuples they return)
   (drawings, docs, and the family-wide folding and batching helpers);
 - ``roles``: what each operand is: ``data`` (carries the element type),
-  ``pred`` (a boolean mask) or ``index`` (integer positions);
+  ``pred`` (a boolean mask), ``index`` (integer positions) or ``tuple`` (a
+  tuple value; test samples give its elements, packed with ``make_tuple``);
 - ``fold(consts, operands, attrs, out) -> scalar | None``: the value of the
   node when every operand is a constant fill (``consts``: their Python
   scalars); used by `simplify`;
 - ``domain``: one `Domain` per operand, where samples for the tests are
   drawn (inside it the op is smooth, so finite differences work too);
-- ``doc``: one line in our words (``docs/ir.md`` and ``tensorplay-ir list prims``).
+- ``doc``: one line in our words (``docs/ir.md`` and ``tensorplay-ir list prims``);
+- ``examples() -> [(args, attrs, expected), ...]``: concrete applications for the
+  registry-driven tests, for primitives whose attributes the generic sample
+  builders cannot draw (regions): numpy `args`, frozen `attrs`, and an
+  independent numpy reference `expected(*args, **attrs)` (or None).
 
 Codegen lowerings live in `codegen/` keyed by primitive name.
 """
@@ -40,8 +54,8 @@ from .types import TensorType
 REGISTRY: dict[str, "Primitive"] = {}
 
 FAMILIES = ("elementwise", "compare", "logical", "layout", "indexing", "constant", "reduction", "contraction",
-            "random")
-ROLES = ("data", "pred", "index")
+            "random", "control")
+ROLES = ("data", "pred", "index", "tuple")
 
 
 @dataclass(frozen=True)
@@ -85,10 +99,11 @@ class Primitive:
 
     def __init__(self, name: str, abstract_eval: Callable[..., TensorType], impl: Callable[..., Any], *,
                  jvp: Callable | None = None, transpose: Callable | None = None, batch: Callable | None = None,
+                 partial_eval: Callable | None = None,
                  differentiable: bool = True, random: bool = False, variadic: bool = False,
                  num_operands: int | None = None, doc: str = "", family: str | None = None,
                  roles: tuple[str, ...] | None = None, fold: Callable | None = None,
-                 domain: "Domain | tuple[Domain, ...] | None" = None):
+                 domain: "Domain | tuple[Domain, ...] | None" = None, examples: Callable | None = None):
         if family is not None and family not in FAMILIES:
             raise ValueError(f"primitive {name!r}: family must be one of {FAMILIES}, got {family!r}")
         if roles is not None and not set(roles) <= set(ROLES):
@@ -99,6 +114,7 @@ class Primitive:
         self.jvp = jvp
         self.transpose = transpose
         self.batch = batch
+        self.partial_eval = partial_eval
         # A non-differentiable primitive has zero tangents everywhere (comparisons, argmax, iota, ...).
         self.differentiable = differentiable
         self.random = random
@@ -111,6 +127,7 @@ class Primitive:
         if isinstance(domain, Domain) and num_operands:
             domain = (domain,) * num_operands
         self.domain = domain
+        self.examples = examples
 
     def data_dtype(self, operands):
         """The element type of the op: that of its first ``data`` operand (`operands` have ``dtype``)."""
@@ -134,6 +151,10 @@ class Primitive:
 
     def def_batch(self, fn):
         self.batch = fn
+        return fn
+
+    def def_partial_eval(self, fn):
+        self.partial_eval = fn
         return fn
 
     def __repr__(self) -> str:

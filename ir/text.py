@@ -24,9 +24,23 @@ str                       JSON string: ``"a\\"b"``
 tuple (nested)            ``[1, [2, 3]]``
 `DType`                   its short name: ``f32``, ``i64``, ``i1``
 `TensorType`              ``tensor<2x3xf32>``
+`Region`                  a nested block after the type (see below)
 ``None``                  ``none``
 `DenseElements`           ``dense<[1.0, 2.0]> : tensor<2xf32>``; large: ``dense_resource<c_...> : ...``
 ========================  =========================================
+
+A control-flow node (``cond``, ``while_loop``, ``scan``) has a tuple result,
+printed ``tuple<4xf32, i32>``, and carries its regions after its type, nested
+in MLIR's style: ``^label(%label.arg0: type, ...) -> types:`` then the region's
+statements and its ``return``, every region of the node inside one pair of
+braces, sorted by label. Regions are closed: their names (``%body.0``) never
+refer to the enclosing graph::
+
+    %0 = tp.scan %arg0, %arg1 {length = 4, num_carry = 1, num_consts = 0, reverse = false} : tuple<f32, 4xf32> {
+      ^body(%body.arg0: tensor<f32>, %body.arg1: tensor<f32>) -> (tensor<f32>, tensor<f32>):
+        %body.0 = tp.add %body.arg0, %body.arg1 : tensor<f32>
+        return %body.0, %body.arg0
+    }
 
 The parser accepts any ``%name`` and ``//`` comments, rebuilds the graph
 through `GraphBuilder.emit` (so every shape rule runs again) and checks each
@@ -45,9 +59,10 @@ from . import dtypes as dt
 from .constants import DenseElements, parse_dense
 from .core import Graph, GraphBuilder, Node, Value
 from .primitive import REGISTRY
-from .printer import (OP_PREFIX, format_attr, format_type, graph_lines, print_graph, print_node,  # noqa: F401
-                      value_names)
-from .types import TensorType
+from .printer import (OP_PREFIX, format_attr, format_type, graph_lines, node_lines, print_graph,  # noqa: F401
+                      print_node, value_names)
+from .regions import Region
+from .types import TensorType, TupleType
 
 __all__ = ["ParseError", "print_graph", "parse_graph", "print_node", "value_names", "format_attr",
            "format_type", "parse_type", "parse_attr", "parse_errors", "graph_lines"]
@@ -78,8 +93,9 @@ class ParseError(ValueError):
 _TOKEN = re.compile(r"""
     (?P<space>[ \t\r\n]+)
   | (?P<comment>//[^\n]*)
-  | (?P<type>tensor<[^>\n]*>?)
+  | (?P<type>(?:tensor|tuple)<[^>\n]*>?)
   | (?P<dense>dense(?:_resource)?<[^<>]*>)
+  | (?P<block>\^[A-Za-z_][\w.]*)
   | (?P<value>%[\w.$]+)
   | (?P<func>@(?:[A-Za-z_][\w.$-]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<string>"(?:[^"\\\n]|\\.)*")
@@ -126,7 +142,9 @@ class _TypeTextError(ValueError):
         self.offset = offset  # where in the type text the problem is
 
 
-def _parse_type(text: str) -> TensorType:
+def _parse_type(text: str) -> TensorType | TupleType:
+    if text.startswith("tuple"):
+        return _parse_tuple_type(text)
     m = re.fullmatch(r"tensor<((?:\d+x)*)([A-Za-z]\w*)>", text)
     if m is None:
         raise _TypeTextError(f"malformed tensor type {text!r} (expected e.g. tensor<2x3xf32> or tensor<f32>)", 0)
@@ -137,8 +155,25 @@ def _parse_type(text: str) -> TensorType:
         raise _TypeTextError(str(e), m.start(2)) from None
 
 
-def parse_type(text: str) -> TensorType:
-    """``tensor<2x3xf32>`` -> TensorType((2, 3), float32); raises ValueError on bad text."""
+def _parse_tuple_type(text: str) -> TupleType:
+    m = re.fullmatch(r"tuple<(.*)>", text)
+    if m is None:
+        raise _TypeTextError(f"malformed tuple type {text!r} (expected e.g. tuple<2x3xf32, i32>)", 0)
+    elements, offset = [], m.start(1)
+    for part in m.group(1).split(",") if m.group(1).strip() else []:
+        lead = len(part) - len(part.lstrip())
+        try:
+            elements.append(_parse_type(f"tensor<{part.strip()}>"))
+        except _TypeTextError as e:
+            raise _TypeTextError(str(e).replace("tensor type", "tuple element"), offset + lead) from None
+        offset += len(part) + 1
+    return TupleType(elements)
+
+
+def parse_type(text: str) -> TensorType | TupleType:
+    """``tensor<2x3xf32>`` -> TensorType((2, 3), float32); raises ValueError on bad text.
+
+    ``tuple<2x3xf32, i32>`` is a `TupleType` of tensor types (a control-flow node's result)."""
     return _parse_type(text.strip())
 
 
@@ -209,7 +244,7 @@ class _Parser:
         return self.next() if self.at(kind, text) else None
 
     # --- grammar ----------------------------------------------------------------------------
-    def type(self) -> TensorType:
+    def type(self) -> TensorType | TupleType:
         tok = self.expect("type", what="a tensor type like tensor<2x3xf32>")
         try:
             return _parse_type(tok.text)
@@ -225,6 +260,17 @@ class _Parser:
         self.expect("ident", "func")
         builder = GraphBuilder(self.func_name())
         env: dict[str, Value] = {}
+        self.arguments(builder, env)
+        self.expect("arrow", what="'->'")
+        result_types = self.result_types()
+        self.expect("punct", "{")
+        graph = self.block(builder, env, result_types)
+        self.expect("punct", "}", what="'}' after return")
+        self.expect("eof", what="end of input after '}'")
+        return graph
+
+    def arguments(self, builder: GraphBuilder, env: dict[str, Value]) -> None:
+        """``(%a: type, ...)``: the inputs of a function or a region (tensors, never tuples)."""
         self.expect("punct", "(")
         while not self.at("punct", ")"):
             if builder.inputs:
@@ -233,11 +279,15 @@ class _Parser:
             if tok.text in env:
                 raise self.error(f"argument {tok.text} is declared twice", tok)
             self.expect("punct", ":")
-            env[tok.text] = builder.add_input(self.type())
+            type_tok = self.peek
+            t = self.type()
+            if not isinstance(t, TensorType):
+                raise self.error(f"argument {tok.text} has type {t}; arguments are tensors, never tuples", type_tok)
+            env[tok.text] = builder.add_input(t)
         self.expect("punct", ")")
-        self.expect("arrow", what="'->'")
-        result_types = self.result_types()
-        self.expect("punct", "{")
+
+    def block(self, builder: GraphBuilder, env: dict[str, Value], result_types: list) -> Graph:
+        """Statements up to and including ``return ...``: the body of a function or a region."""
         while not self.at("ident", "return"):
             self.statement(builder, env)
         return_tok = self.next()
@@ -249,10 +299,29 @@ class _Parser:
             tok = self.peek
             outputs.append(self.operand(env))
             operand_toks.append(tok)
-        self.expect("punct", "}", what="'}' after return")
-        self.expect("eof", what="end of input after '}'")
         self.check_results(result_types, outputs, operand_toks, return_tok)
+        for v, tok in zip(outputs, operand_toks):
+            if isinstance(v.type, TupleType):
+                raise self.error(f"return of {tok.text}, a tuple ({v.type}); project it with tp.tuple_get", tok)
         return builder.build(outputs)
+
+    def regions(self) -> dict[str, Region]:
+        """``{ ^label(%x: type, ...) -> types: ... return ... ^label2 ... }``: a node's regions."""
+        self.expect("punct", "{")
+        regions: dict[str, Region] = {}
+        while not self.at("punct", "}"):
+            label_tok = self.expect("block", what="a region like ^body(%x: tensor<f32>) -> tensor<f32>:")
+            label = label_tok.text[1:]
+            if label in regions:
+                raise self.error(f"region ^{label} is given twice", label_tok)
+            builder, env = GraphBuilder(label), {}
+            self.arguments(builder, env)
+            self.expect("arrow", what="'->' and the region's result types")
+            result_types = self.result_types()
+            self.expect("punct", ":", what="':' after the region's signature")
+            regions[label] = Region(self.block(builder, env, result_types))
+        self.next()
+        return regions
 
     def result_types(self) -> list[TensorType]:
         if not self.accept("punct", "("):
@@ -302,6 +371,11 @@ class _Parser:
         self.expect("punct", ":", what="':' and the result type")
         type_tok = self.peek
         annotated = self.type()
+        if self.at("punct", "{"):
+            for label, region in self.regions().items():
+                if label in attrs:
+                    raise self.error(f"attribute {label!r} is given twice (as an attribute and a region)", op_tok)
+                attrs[label] = region
         env[name_tok.text] = self.emit(builder, prim, operands, attrs, annotated, op_tok, type_tok)
 
     def emit(self, builder: GraphBuilder, prim, operands: list[Value], attrs: dict[str, Any],

@@ -47,3 +47,48 @@ class TensorType:
         return f"tensor<{dims}{self.dtype.short}>"
 
     __repr__ = __str__
+
+
+@dataclass(frozen=True, slots=True)
+class TupleType:
+    """The type of a control-flow node's result: a fixed sequence of tensor types.
+
+    Graph inputs and outputs are never tuples; `tuple_get` projects an element.
+
+    >>> from tensorplay.ir import float32, int32
+    >>> TupleType((TensorType((3, 4), float32), TensorType((), int32)))
+    tuple<3x4xf32, i32>
+    """
+
+    elements: tuple[TensorType, ...]
+
+    def __init__(self, elements):
+        elements = tuple(elements)
+        for e in elements:
+            if not isinstance(e, TensorType):
+                raise TypeError(f"tuple elements must be tensor types, got {e!r}")
+        _setattr(self, "elements", elements)
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def __getitem__(self, i: int) -> TensorType:
+        return self.elements[i]
+
+    def __iter__(self):
+        return iter(self.elements)
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(element_text(e) for e in self.elements) + ">"
+
+    __repr__ = __str__
+
+
+def element_text(t: TensorType) -> str:
+    """A tensor type without its ``tensor<...>`` wrapper, as tuple types print it: ``3x4xf32``, ``i32``."""
+    return "".join(f"{d}x" for d in t.shape) + t.dtype.short
+
+
+def is_tuple(t) -> bool:
+    """True for a `TupleType` (a control-flow node's result)."""
+    return t.__class__ is TupleType

@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from .core import Graph, Node, Value
+from .regions import Region, region_attrs
+from .types import TensorType
 from .text import OP_PREFIX, ParseError, graph_lines, parse_errors, value_names
 
 __all__ = ["VerificationError", "verify", "verify_text"]
@@ -42,7 +44,9 @@ def _excerpt(lines: list[str], focus: int, context: int = CONTEXT_LINES) -> str:
     lo, hi = max(0, focus - context), min(len(lines), focus + context + 1)
     out = ["    ..."] if lo > 0 else []
     for i in range(lo, hi):
-        out.append(("--> " if i == focus else "    ") + lines[i])
+        first, *rest = lines[i].split("\n")  # a node with regions is one entry of several lines
+        out.append(("--> " if i == focus else "    ") + first)
+        out += ["    " + line for line in rest]
     if hi < len(lines):
         out.append("    ...")
     return "\n".join(out)
@@ -65,11 +69,12 @@ class _Checker:
             self._names = value_names(self.graph)
         return self._names.get(v, "an unnamed value") if isinstance(v, Value) else repr(v)
 
-    def fail(self, reason: str, line: int, node: Node | None = None, index: int | None = None):
+    def fail(self, reason: str, line: int, node: Node | None = None, index: int | None = None,
+             excerpt: str | None = None):
         where = f"in @{self.graph.name}"
         if node is not None:
             where += f", node {index} ({self.name(node.out)} = {OP_PREFIX}{node.prim.name})"
-        message = f"ir.verify: {where}: {reason}\n\n{_excerpt(self.lines, line)}"
+        message = f"ir.verify: {where}: {reason}\n\n{excerpt or _excerpt(self.lines, line)}"
         raise VerificationError(message, reason, node, index)
 
     def run(self) -> None:
@@ -81,6 +86,8 @@ class _Checker:
                 self.fail(f"input {i} is a {type(v).__name__}, not an IR Value", 0)
             if v in defined:
                 self.fail(f"input {i} is the same value as {defined[v]}: an input listed twice", 0)
+            if not isinstance(v.type, TensorType):
+                self.fail(f"input {i} has type {v.type}; graph inputs are tensors, never tuples", 0)
             defined[v] = f"input {i}"
         for i, node in enumerate(g.nodes):
             if not isinstance(node, Node):
@@ -93,6 +100,9 @@ class _Checker:
                 self.fail(f"output {k} is a {type(v).__name__}, not an IR Value", last)
             if v not in defined:
                 self.fail(f"output {k} ({self.name(v)}: {v.type}) is not defined in the graph", last)
+            if not isinstance(v.type, TensorType):
+                self.fail(f"output {k} ({self.name(v)}) has type {v.type}; graph outputs are tensors, never tuples "
+                          f"(project them with tuple_get)", last)
 
     def check_node(self, i: int, node: Node, defined: dict[Value, str], producer: dict[Value, int]) -> None:
         line = i + 1
@@ -113,7 +123,11 @@ class _Checker:
         if not prim.variadic and prim.num_operands is not None and len(node.inputs) != prim.num_operands:
             self.fail(f"{OP_PREFIX}{prim.name} takes {prim.num_operands} operand(s), got {len(node.inputs)}",
                       line, node, i)
+        for label, region in region_attrs(node.attrs):
+            self.check_region(label, region, line, node, i)
         for k, a in node.attrs.items():
+            if a.__class__ is Region:
+                continue  # hashed by its graph's structure: verified above instead
             try:
                 hash(a)
             except TypeError:
@@ -127,6 +141,15 @@ class _Checker:
             self.fail(f"result type {node.out.type} is recorded, but {OP_PREFIX}{prim.name} derives {derived}",
                       line, node, i)
 
+    def check_region(self, label: str, region: Region, line: int, node: Node, i: int) -> None:
+        """A region's own graph is verified too (the shape rule checks its signature against the operands)."""
+        try:
+            _Checker(region.graph).run()
+        except VerificationError as e:
+            inner = str(e).removeprefix("ir.verify: ")
+            self.fail(f"in its region ^{label}: {e.reason}", line, node, i,
+                      excerpt=f"{inner}\n\n  in the region ^{label} of:\n--> {self.lines[line].split(chr(10))[0]}")
+
 
 def verify(graph: Graph) -> None:
     """Raise `VerificationError` if `graph` is malformed; return None if it is well formed.
@@ -135,7 +158,10 @@ def verify(graph: Graph) -> None:
     an earlier node) before use; no value is defined twice; fixed-arity
     primitives get their number of operands; attributes are hashable; each
     node's recorded type equals its primitive's `abstract_eval` on the operand
-    types (which must not raise); every output is defined.
+    types (which must not raise; for control flow it checks the regions'
+    signatures against the operands and results); every output is defined;
+    graph inputs and outputs are tensors, never tuples. Regions are verified
+    recursively, with the same checks.
     """
     _Checker(graph).run()
 

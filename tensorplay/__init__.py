@@ -43,6 +43,7 @@ from .serialization import save, load
 from ._numpy_interop import from_dlpack
 from .ops.creation import diagflat
 from .ops.statistics import cov
+from ._control import cond, while_loop, fori_loop, scan
 
 from . import compiler  # noqa: F401  (tp.compiler.reset())
 from . import linalg  # noqa: E402  (tp.linalg)

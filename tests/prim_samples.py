@@ -67,6 +67,8 @@ def sample_id(s: Sample) -> str:
 
 
 def _short_attr(v) -> str:
+    if isinstance(v, ir.Region):
+        return f"region[{len(v.graph.nodes)}]"
     if isinstance(v, dt.DType):
         return v.short
     if isinstance(v, tuple):
@@ -954,8 +956,16 @@ SPECIAL: dict[str, Callable[[], list[Sample]]] = {
 }
 
 
+def _declared_samples(name: str) -> list[Sample]:
+    """The primitive's own `examples()` (primitives with regions), as read-only samples."""
+    return [Sample(name, [_ro(a) for a in args], dict(attrs), expected)
+            for args, attrs, expected in ir.REGISTRY[name].examples()]
+
+
 def _builder(name: str) -> Callable[[], list[Sample]] | None:
     prim = ir.REGISTRY[name]
+    if prim.examples is not None:
+        return lambda: _declared_samples(name)
     if _is_plain_elementwise(prim):
         if prim.domain is None:
             return None  # no samples: tests/ir/test_prim_impls.py names the primitive
@@ -994,6 +1004,40 @@ def samples(prim_name: str) -> list[Sample]:
     if prim_name not in ir.REGISTRY:
         raise KeyError(f"unknown primitive {prim_name!r}")
     return list(_cached(prim_name))
+
+
+def node_operands(builder: ir.GraphBuilder, prim, values: list) -> list:
+    """The operands of `prim` built from a sample's argument values: a ``tuple`` operand (see
+    `Primitive.roles`) is given by its elements, packed here with ``make_tuple``."""
+    if prim.role(0) == "tuple":
+        return [builder.make_tuple(*values)]
+    return list(values)
+
+
+def node_graph(prim_name: str, args: list[np.ndarray], attrs: dict, name: str | None = None) -> ir.Graph:
+    """``prim(*args, **attrs)`` as a graph on inputs typed like `args`; a tuple result is projected
+    into one output per element (`GraphBuilder.results`)."""
+    prim = ir.get_primitive(prim_name)
+    b = ir.GraphBuilder(name or prim_name)
+    ins = [b.add_input(TensorType(tuple(a.shape), dt.from_numpy(a.dtype))) for a in args]
+    return b.build(b.results(b.emit(prim, *node_operands(b, prim, ins), **attrs)))
+
+
+def impl_results(prim_name: str, args: list[np.ndarray], attrs: dict) -> list[np.ndarray]:
+    """The primitive's numpy impl on a sample's arguments: one array per result element."""
+    prim = ir.get_primitive(prim_name)
+    out = prim.impl(*([tuple(args)] if prim.role(0) == "tuple" else args), **attrs)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def result_types(prim_name: str, args: list[np.ndarray], attrs: dict) -> list[TensorType]:
+    """The shape rule's result types for a sample: one per element of a tuple result."""
+    prim = ir.get_primitive(prim_name)
+    types = [TensorType(tuple(a.shape), dt.from_numpy(a.dtype)) for a in args]
+    if prim.role(0) == "tuple":
+        types = [ir.TupleType(types)]
+    out = prim.abstract_eval(*types, **attrs)
+    return list(out.elements) if isinstance(out, ir.TupleType) else [out]
 
 
 ALL_SAMPLES: list[Sample] = list(itertools.chain.from_iterable(samples(p.name) for p in ir.all_primitives()))

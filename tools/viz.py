@@ -26,10 +26,14 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from tensorplay.ir.core import Graph, Node, set_display
 from tensorplay.ir.nx import to_networkx
+from tensorplay.ir.printer import print_node, value_names
+from tensorplay.ir.regions import region_attrs
+from tensorplay.ir.types import is_tuple
 
 from .viz_layout import layered_layout
 
@@ -40,7 +44,7 @@ FAMILY_COLOURS = {
     "input": "#ffffff", "output": "#eeeeee",
     "elementwise": "#cfe2f3", "compare": "#d0e0e3", "logical": "#c9daf8", "layout": "#fff2cc", "indexing": "#fce5cd",
     "reduction": "#f4cccc", "contraction": "#d9d2e9", "random": "#ead1dc", "constant": "#e6e6e6",
-    "other": "#d9ead3",
+    "control": "#e4dccf", "other": "#d9ead3",
 }
 DEAD = "(not computed)"  # legend entry for nodes in no kernel: dead code the backend eliminates
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace"
@@ -233,43 +237,76 @@ def to_dot(graph: Graph, *, kernels: Any = "auto", clusters: bool = True, title:
     information and ``clusters=True`` each kernel becomes a dashed cluster.
     Edges carry the shape of their value as a label. `kernels` is as for
     `kernel_map`, ``"auto"`` (ask the codegen scheduler) or None (families).
+    A node that carries regions becomes a cluster holding the node and one
+    nested cluster per region (``^body``, ``^true``, ...) with the region's
+    own inputs, nodes, returns and edges, to any depth.
     """
-    G = to_networkx(graph)
     groups, colours, mode = _colouring(graph, kernels)
     lines = [f"digraph {_dot_str(graph.name)} {{",
              f"  label={_dot_str(title or '@' + graph.name)}; labelloc=t; rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=11];',
              '  edge [fontname="monospace", fontsize=9, color="#555555"];']
+    lines += _dot_level(graph, groups, colours, mode, "", "", clusters and mode == "kernel", "  ")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
-    def node_line(vid: str, indent: str = "  ") -> str:
+
+def _dot_level(graph: Graph, groups: Mapping[Node, str], colours: Mapping[str, str], mode: str, prefix: str,
+               label: str, kernel_clusters: bool, indent: str) -> list[str]:
+    """The DOT lines of one graph level (vertex ids start with `prefix`); regions recurse."""
+    G = to_networkx(graph)
+    shown = _region_names(G, graph, label) if label else {}
+    ids = {vid: prefix + shown.get(vid, vid) for vid in G.nodes}
+
+    def vertex(vid: str, ind: str) -> list[str]:
         d = G.nodes[vid]
-        if d["kind"] == "op":
-            colour = colours.get(groups.get(d["node"]), FAMILY_COLOURS["other"])
-            label = f"{d['op']}\n{vid}"
-            style = ', style="rounded,filled,dashed"' if groups.get(d["node"]) == DEAD else ""
-            return (f"{indent}{_dot_str(vid)} [label={_dot_str(label)}, fillcolor={_dot_str(colour)}{style}, "
-                    f"tooltip={_dot_str(d['text'])}];")
-        shape = "ellipse" if d["kind"] == "input" else "box"
-        label = f"{d['label']}\n{d['type']}" if d["kind"] == "input" else d["label"]
-        return (f"{indent}{_dot_str(vid)} [label={_dot_str(label)}, shape={shape}, "
-                f"fillcolor={_dot_str(FAMILY_COLOURS[d['kind']] if d['kind'] in FAMILY_COLOURS else '#ffffff')}];")
+        if d["kind"] != "op":
+            shape = "ellipse" if d["kind"] == "input" else "box"
+            text = f"{d['label']}\n{d['type']}" if d["kind"] == "input" else d["label"]
+            fill = FAMILY_COLOURS.get(d["kind"], "#ffffff")
+            return [f"{ind}{_dot_str(ids[vid])} [label={_dot_str(text)}, shape={shape}, fillcolor={_dot_str(fill)}];"]
+        group = groups.get(d["node"])
+        colour = colours.get(group, FAMILY_COLOURS["other"])
+        style = ', style="rounded,filled,dashed"' if group == DEAD else ""
+        line = (f"{ind}{_dot_str(ids[vid])} [label={_dot_str(d['op'] + chr(10) + shown.get(vid, vid))}, "
+                f"fillcolor={_dot_str(colour)}{style}, tooltip={_dot_str(d['text'])}];")
+        regions = region_attrs(d["node"].attrs)
+        if not regions:
+            return [line]
+        out = [f"{ind}subgraph {_dot_str('cluster_' + ids[vid])} {{",
+               f"{ind}  label={_dot_str(d['op'] + ' ' + shown.get(vid, vid))}; style=\"rounded,filled\"; "
+               f"fillcolor={_dot_str(colour)}; color=\"#666666\"; fontname=\"monospace\";", "  " + line]
+        for rlabel, region in regions:
+            rgroups, rcolours = _family_colouring(region.graph)
+            out += [f"{ind}  subgraph {_dot_str('cluster_' + ids[vid] + '^' + rlabel)} {{",
+                    f"{ind}    label={_dot_str('^' + rlabel)}; style=\"rounded,filled,dashed\"; fillcolor=\"#ffffff\"; "
+                    f"color=\"#888888\"; fontname=\"monospace\";"]
+            out += _dot_level(region.graph, rgroups, rcolours, "family", f"{ids[vid]}^{rlabel}/", rlabel, False,
+                              ind + "    ")
+            out.append(f"{ind}  }}")
+        out.append(f"{ind}}}")
+        return out
 
+    lines: list[str] = []
     clustered: set[str] = set()
-    if mode == "kernel" and clusters:
+    if kernel_clusters:
         for i, (k, colour) in enumerate(colours.items()):
             if k == DEAD:
                 continue
             members = [vid for vid, d in G.nodes(data=True) if d["kind"] == "op" and groups.get(d["node"]) == k]
-            lines.append(f"  subgraph cluster_{i} {{")
-            lines.append(f'    label={_dot_str(k)}; style="dashed,rounded"; color="#888888"; fontname="monospace";')
-            lines.extend(node_line(vid, "    ") for vid in members)
-            lines.append("  }")
+            lines.append(f"{indent}subgraph cluster_{i} {{")
+            lines.append(f'{indent}  label={_dot_str(k)}; style="dashed,rounded"; color="#888888"; '
+                         f'fontname="monospace";')
+            for vid in members:
+                lines += vertex(vid, indent + "  ")
+            lines.append(f"{indent}}}")
             clustered.update(members)
-    lines.extend(node_line(vid) for vid in G.nodes if vid not in clustered)
+    for vid in G.nodes:
+        if vid not in clustered:
+            lines += vertex(vid, indent)
     for u, v, k, d in G.edges(keys=True, data=True):
-        lines.append(f"  {_dot_str(u)} -> {_dot_str(v)} [label={_dot_str(d['shape'])}];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        lines.append(f"{indent}{_dot_str(ids[u])} -> {_dot_str(ids[v])} [label={_dot_str(d['shape'])}];")
+    return lines
 
 
 def render_with_graphviz(dot_text: str, fmt: str = "svg") -> bytes:
@@ -359,6 +396,8 @@ _SVG_STYLE = """
   paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }}
 .tp-graph .legend text {{ font-size: 11px; fill: #222; dominant-baseline: central; }}
 .tp-graph .legend rect {{ stroke: #444; stroke-width: 0.8; }}
+.tp-graph .region text.region-label {{ font-size: 11px; fill: #444; text-anchor: start; dominant-baseline: central; }}
+.tp-graph .region rect.region-box {{ stroke: #888; stroke-width: 1; stroke-dasharray: 5 3; }}
 .tp-graph .title {{ font-size: 13px; font-weight: bold; fill: #222; }}
 .tp-graph .dim {{ opacity: 0.2; }}
 .tp-graph .hl rect, .tp-graph .hl ellipse {{ stroke: #d62728; stroke-width: 2.5; }}
@@ -375,21 +414,79 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
     Fill colours follow the kernel a node is fused into (``kernels``: an
     `Executable`, kernel list, ``"auto"`` to ask the codegen scheduler, or
     None) and otherwise the op family; a legend lists them.
+
+    A node that carries regions (``cond``, ``while_loop``, ``scan``, ...) is a
+    box (class ``node op region``) holding one ``<g class="region">`` panel per
+    region, side by side, each with the region's own drawing inside: its
+    inputs, nodes (coloured by op family) and returns, nested to any depth.
     """
     uid = uid or f"tpg{next(_uids)}"
-    G = to_networkx(graph)
-    for vid, d in G.nodes(data=True):
-        d["vid"] = vid
     groups, colours, mode = _colouring(graph, kernels)
-    layout = layered_layout(G, lambda v: _node_size(G.nodes[v]), pinned_top=lambda v: G.nodes[v]["kind"] == "input")
-
+    for family, colour in _region_family_colours(graph).items():
+        colours.setdefault(family, colour)
+    drawing = _draw(graph, groups, colours, mode, uid, "")
     head = 30.0
     legend_items = list(colours.items())
     legend_w = _legend_width(legend_items) if legend and legend_items else 0.0
-    width = max(layout.width + legend_w, 240.0, len(title or graph.name) * 8.0 + 24)
-    height = max(layout.height + head, head + 20 * len(legend_items) + 40 if legend else 0)
+    width = max(drawing.width + legend_w, 240.0, len(title or graph.name) * 8.0 + 24)
+    height = max(drawing.height + head, head + 20 * len(legend_items) + 40 if legend else 0)
     out = _svg_open("tp-graph", uid, width, height, head, title or "@" + graph.name,
                     f'data-graph="{_esc(graph.name)}" data-colour-by="{mode}"')
+    out += drawing.parts
+    if legend and legend_items:
+        out.append(_svg_legend(legend_items, drawing.width + 8, "kernels" if mode == "kernel" else "op families"))
+    out.append("</g></svg>")
+    return "\n".join(out)
+
+
+@dataclass
+class _Drawing:
+    """A laid-out graph: its size and its SVG elements (edges, then nodes) with (0, 0) at the top left."""
+
+    width: float
+    height: float
+    parts: list[str]
+
+
+REGION_HEAD = 36.0   # the op name and SSA name at the top of a region node
+REGION_LABEL = 18.0  # the ``^body`` label at the top of each region panel
+REGION_PAD = 8.0
+
+
+def _family_colouring(graph: Graph) -> tuple[dict[Node, str], dict[str, str]]:
+    """(node -> op family, family -> colour): how the nodes inside a region are coloured."""
+    fam = {n: op_family(n.prim.name) for n in graph.nodes}
+    return fam, {f: FAMILY_COLOURS.get(f, FAMILY_COLOURS["other"]) for f in sorted(set(fam.values()))}
+
+
+def _region_family_colours(graph: Graph) -> dict[str, str]:
+    """The op families used inside `graph`'s regions (at any depth), with their colours, for the legend."""
+    out: dict[str, str] = {}
+    for n in graph.nodes:
+        for _, region in region_attrs(n.attrs):
+            out.update(_family_colouring(region.graph)[1])
+            out.update(_region_family_colours(region.graph))
+    return dict(sorted(out.items()))
+
+
+def _draw(graph: Graph, groups: Mapping[Node, str], colours: Mapping[str, str], mode: str, uid: str,
+          prefix: str, label: str = "") -> _Drawing:
+    """Lay out and draw one graph level; the regions of its nodes are drawn recursively inside them.
+
+    Inside a region (`label` given) values are named as the printer names them (``%body.1``);
+    `prefix` makes the names unique in the document (``%0^body/%body.1``)."""
+    G = to_networkx(graph)
+    shown = _region_names(G, graph, label) if label else {}
+    for vid, d in G.nodes(data=True):
+        d["vid"] = shown.get(vid, vid)
+    panels = {vid: _region_panels(d["node"], prefix + d["vid"], uid) for vid, d in G.nodes(data=True)
+              if d["kind"] == "op" and region_attrs(d["node"].attrs)}
+
+    def size(v):
+        return _panels_size(G.nodes[v], panels[v]) if v in panels else _node_size(G.nodes[v])
+
+    layout = layered_layout(G, size, pinned_top=lambda v: G.nodes[v]["kind"] == "input")
+    parts = ['<g class="edges">']
     placer = _LabelPlacer(layout.boxes.values())
     labelled: set[tuple] = set()
     for (u, v, k), pts in layout.edges.items():
@@ -401,11 +498,11 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
             if spot is None:  # no free spot: put it on the edge anyway, it is the value's type
                 spot = _bezier(pts[-2], pts[-1], 0.5)
             label = f'<text x="{spot[0]:.1f}" y="{spot[1]:.1f}">{_esc(d["shape"])}</text>'
-        out.append(f'<g class="edge" data-from="{_esc(u)}" data-to="{_esc(v)}">'
-                   f'<title>{_esc(u)} \u2192 {_esc(v)}: {_esc(d["type"])}</title>'
-                   f'<path d="{_path(pts)}" marker-end="url(#{uid}-arrow)"/>{label}</g>')
-    out.append("</g>")
-    out.append('<g class="nodes">')
+        u_name, v_name = G.nodes[u]["vid"], G.nodes[v]["vid"]
+        parts.append(f'<g class="edge" data-from="{_esc(prefix + u_name)}" data-to="{_esc(prefix + v_name)}">'
+                     f'<title>{_esc(u_name)} \u2192 {_esc(v_name)}: {_esc(d["type"])}</title>'
+                     f'<path d="{_path(pts)}" marker-end="url(#{uid}-arrow)"/>{label}</g>')
+    parts += ["</g>", '<g class="nodes">']
     for vid, d in G.nodes(data=True):
         x, y, w, h = layout.boxes[vid]
         cx, cy = x + w / 2, y + h / 2
@@ -415,19 +512,75 @@ def graph_to_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = Non
             fill = colours.get(group, FAMILY_COLOURS["other"])
             attrs = f' data-op="{_esc(d["op"])}" data-{mode}="{_esc(group or "")}"'
             dash = ' stroke-dasharray="4 3"' if group == DEAD else ""
-            body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{fill}"{dash}/>'
-                    f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["op"])}</text>'
-                    f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(vid)}</text>')
+            if vid in panels:
+                kind = "op region"
+                body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="8" fill="{fill}"{dash}/>'
+                        f'<text x="{cx:.1f}" y="{y + 12:.1f}">{_esc(d["op"])}</text>'
+                        f'<text class="sub" x="{cx:.1f}" y="{y + 27:.1f}">{_esc(d["vid"])}</text>'
+                        + _panels_svg(panels[vid], x, y, w))
+            else:
+                body = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{fill}"{dash}/>'
+                        f'<text x="{cx:.1f}" y="{cy - 7:.1f}">{_esc(d["op"])}</text>'
+                        f'<text class="sub" x="{cx:.1f}" y="{cy + 8:.1f}">{_esc(d["vid"])}</text>')
         else:
             attrs = ""
             body = _terminal_body(kind, layout.boxes[vid], d)
-        out.append(f'<g class="node {kind}" data-name="{_esc(vid)}"{attrs}><title>{_esc(d["text"])}</title>'
-                   f"{body}</g>")
-    out.append("</g>")
-    if legend and legend_items:
-        out.append(_svg_legend(legend_items, layout.width + 8, "kernels" if mode == "kernel" else "op families"))
-    out.append("</g></svg>")
-    return "\n".join(out)
+        parts.append(f'<g class="node {kind}" data-name="{_esc(prefix + d["vid"])}"{attrs}><title>{_esc(d["text"])}'
+                     f"</title>{body}</g>")
+    parts.append("</g>")
+    return _Drawing(layout.width, layout.height, parts)
+
+
+def _region_names(G, graph: Graph, label: str) -> dict[str, str]:
+    """Rename the vertices of a region's drawing (``%1``) as the printer names them (``%body.1``); the
+    labels and tooltips of its inputs, nodes and returns follow."""
+    names = value_names(graph, f"{label}.")
+    shown = {}
+    for vid, d in G.nodes(data=True):
+        if d["kind"] == "input" and d["index"] >= 0:
+            v = graph.inputs[d["index"]]
+            shown[vid] = d["label"] = names[v]
+            d["text"] = f"{names[v]}: {v.type}"
+        elif d["kind"] == "op":
+            shown[vid] = names[d["node"].out]
+            d["text"] = print_node(d["node"], names)
+        elif d["kind"] == "output":
+            d["text"] = f"return {names.get(graph.outputs[d['index']], '?')}"
+    return shown
+
+
+def _region_panels(node: Node, owner: str, uid: str) -> list[tuple[str, _Drawing]]:
+    """One (label, drawing) per region of `node`, in the printer's order."""
+    out = []
+    for label, region in region_attrs(node.attrs):
+        groups, colours = _family_colouring(region.graph)
+        out.append((label, _draw(region.graph, groups, colours, "family", uid, f"{owner}^{label}/", label)))
+    return out
+
+
+def _panels_size(d: dict, panels: list[tuple[str, _Drawing]]) -> tuple[float, float]:
+    """The box of a region node: its head above its region panels, laid side by side."""
+    inner_w = sum(p.width for _, p in panels) + REGION_PAD * (len(panels) + 1)
+    inner_h = max(p.height for _, p in panels) + REGION_LABEL + REGION_PAD
+    head_w = max(len(d["op"]) * CHAR_W, len(d["vid"]) * SMALL_CHAR_W) + 20
+    return max(inner_w, head_w), REGION_HEAD + inner_h
+
+
+def _panels_svg(panels: list[tuple[str, _Drawing]], x: float, y: float, w: float) -> str:
+    """The region panels of a region node whose box starts at (x, y) and is `w` wide."""
+    inner_w = sum(p.width for _, p in panels) + REGION_PAD * (len(panels) + 1)
+    px = x + (w - inner_w) / 2 + REGION_PAD
+    top = y + REGION_HEAD
+    height = max(p.height for _, p in panels) + REGION_LABEL
+    out = []
+    for label, p in panels:
+        out.append(f'<g class="region" data-region="{_esc(label)}">'
+                   f'<rect class="region-box" x="{px:.1f}" y="{top:.1f}" width="{p.width:.1f}" '
+                   f'height="{height:.1f}" rx="6" fill="#ffffff"/>'
+                   f'<text class="region-label" x="{px + 6:.1f}" y="{top + 10:.1f}">^{_esc(label)}</text>'
+                   f'<g transform="translate({px:.1f},{top + REGION_LABEL:.1f})">' + "".join(p.parts) + "</g></g>")
+        px += p.width + REGION_PAD
+    return "".join(out)
 
 
 def _svg_open(cls: str, uid: str, width: float, height: float, head: float, title: str, data: str) -> list[str]:
@@ -439,7 +592,7 @@ def _svg_open(cls: str, uid: str, width: float, height: float, head: float, titl
             f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/></marker></defs>',
             '<rect width="100%" height="100%" fill="#ffffff"/>',
             f'<text class="title" x="12" y="19">{_esc(title)}</text>',
-            f'<g transform="translate(0,{head:.0f})">', '<g class="edges">']
+            f'<g transform="translate(0,{head:.0f})">']
 
 
 def _terminal_body(kind: str, box, d: dict) -> str:
@@ -497,7 +650,6 @@ def kernel_level_graph(graph: Graph, kernels: Any = "auto"):
     import networkx as nx
 
     from tensorplay.ir.nx import shape_label
-    from tensorplay.ir.text import value_names
 
     kmap = _auto_kernels(graph) if isinstance(kernels, str) and kernels == "auto" else kernel_map(graph, kernels)
     if not kmap:
@@ -529,7 +681,7 @@ def kernel_level_graph(graph: Graph, kernels: Any = "auto"):
     def buffer(src: str, dst: str, v) -> None:
         if src == dst or G.has_edge(src, dst, key=v.id):
             return
-        size = v.type.dtype.itemsize * _numel(v.type.shape)
+        size = _type_bytes(v.type)
         G.add_edge(src, dst, key=v.id, shape=f"{shape_label(v)} \u00b7 {_human_bytes(size)}", type=str(v.type),
                    bytes=size)
 
@@ -550,9 +702,12 @@ def kernel_level_graph(graph: Graph, kernels: Any = "auto"):
     return G
 
 
-def _numel(shape) -> int:
-    total = 1
-    for d in shape:
+def _type_bytes(t) -> int:
+    """Bytes of a value of type `t` (a tuple's are its elements' together)."""
+    if is_tuple(t):
+        return sum(_type_bytes(e) for e in t.elements)
+    total = t.dtype.itemsize
+    for d in t.shape:
         total *= d
     return total
 
@@ -591,6 +746,7 @@ def kernel_view_svg(graph: Graph, *, kernels: Any = "auto", title: str | None = 
     height = max(layout.height + head, head + 20 * len(items) + 40 if legend else 0)
     out = _svg_open("tp-graph tp-kernels", uid, width, height, head, title or f"@{graph.name} kernels",
                     f'data-graph="{_esc(graph.name)}" data-view="kernels"')
+    out.append('<g class="edges">')
     placer = _LabelPlacer(layout.boxes.values())
     for (u, v, k), pts in layout.edges.items():
         d = K.edges[u, v, k]
@@ -727,8 +883,9 @@ _HTML_SCRIPT = r"""
     var up = reach(name, false), down = reach(name, true);
     nodes.forEach(function (el) {
       var n = el.getAttribute('data-name');
+      var around = name.indexOf(n + '^') === 0;  // a region node holding the chosen one
       if (n === name) { el.classList.add('hl'); }
-      else if (!up[n] && !down[n]) { el.classList.add('dim'); }
+      else if (!up[n] && !down[n] && !around) { el.classList.add('dim'); }
     });
     edges.forEach(function (el) {
       var a = el.getAttribute('data-from'), b = el.getAttribute('data-to');

@@ -9,6 +9,8 @@
 - `random`: Philox draws;
 - `constant`: elements stored in the graph (module globals);
 - `sort`: argsort (a merge sort of positions);
-- `linalg`: the dense linear-algebra primitives (LAPACKE calls).
+- `linalg`: the dense linear-algebra primitives (LAPACKE calls);
+- `control`: cond, while_loop and scan as branches and loops in the entry, tuple_get as an alias,
+  the custom-rule calls inlined.
 """
-from . import elementwise, layout, reduce, dot, random, constant, sort, linalg  # noqa: F401
+from . import elementwise, layout, reduce, dot, random, constant, sort, linalg, control  # noqa: F401

@@ -33,14 +33,16 @@ from typing import Sequence
 
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import Primitive
+from ..regions import Region
 from ..rules import (BatchDim, BatchingError, arg_reducer, batched_shape, common_bdim, constant,  # noqa: F401
                      int64_indices, materialize, move_axis, move_bdim, permute, random_draw, reducer, shift_axis,
                      vectorized)
-from ..types import TensorType
+from ..types import TensorType, TupleType
 
 RANDOMNESS = ("error", "different", "same")
 
-__all__ = ["BatchBuilder", "BatchingError", "batch_graph", "batch_inline", "batched_outputs", "batched_shape",
+__all__ = ["BatchBuilder", "BatchingError", "batch_graph", "batch_inline", "batch_region", "batched_outputs",
+           "batched_shape", "batched_type",
            "shift_axis", "move_axis", "move_bdim", "permute", "materialize", "common_bdim",
            "int64_indices", "vectorized", "constant", "reducer", "arg_reducer",
            "random_draw", "RANDOMNESS"]
@@ -88,16 +90,51 @@ def batch_inline(ctx: BatchBuilder, graph: Graph,
     return [env[v] for v in graph.outputs]
 
 
+def batched_type(t: TensorType | TupleType, dim, size: int) -> TensorType | TupleType:
+    """`t` with a batch axis of `size` at `dim`; for a tuple, `dim` is None (nothing batched) or one
+    batch dim (int or None) per element."""
+    if t.__class__ is TupleType:
+        dims = (None,) * len(t.elements) if dim is None else dim
+        return TupleType([batched_type(e, d, size) for e, d in zip(t.elements, dims, strict=True)])
+    return TensorType(batched_shape(t.shape, dim, size), t.dtype)
+
+
 def _apply_rule(ctx: BatchBuilder, prim: Primitive, vals: list[Value], dims: list[BatchDim], attrs: dict,
-                per_sample: TensorType) -> tuple[Value, BatchDim]:
+                per_sample: TensorType | TupleType) -> tuple[Value, BatchDim]:
     if prim.batch is None:
         raise NotImplementedError(f"vmap: primitive {prim.name!r} has no batching rule")
     out, d = prim.batch(ctx, vals, dims, **attrs)
-    expected = TensorType(batched_shape(per_sample.shape, d, ctx.axis_size), per_sample.dtype)
+    if per_sample.__class__ is TupleType:
+        # a tuple's batch dim is one per element, or None when no element is batched
+        if d is not None and all(e is None for e in d):
+            d = None
+        expected = batched_type(per_sample, d, ctx.axis_size)
+    else:
+        expected = TensorType(batched_shape(per_sample.shape, d, ctx.axis_size), per_sample.dtype)
     if out.type != expected:  # a rule bug: catch it here rather than as a wrong answer later
         raise RuntimeError(f"vmap: the batching rule of {prim.name} returned {out.type} with batch dim {d}, "
                            f"expected {expected} (operand dims {dims}, attributes {attrs})")
     return out, d
+
+
+def batch_region(ctx: BatchBuilder, region: Region, in_dims: Sequence[BatchDim],
+                 force: Sequence[bool]) -> tuple[Region, list[BatchDim]]:
+    """`region` batched for the control-flow rules: input i carries its batch axis at `in_dims[i]`;
+    every batched output gets it at 0, and output k is broadcast to batched when `force[k]` even if
+    it does not depend on the batch. Returns the new region and each output's dim (0 or None)."""
+    graph = region.graph
+    sub = BatchBuilder(ctx.axis_size, ctx.randomness, graph.name)
+    args = [(sub.add_input(batched_type(v.type, d, ctx.axis_size)), d) for v, d in zip(graph.inputs, in_dims,
+                                                                                        strict=True)]
+    outs, dims = [], []
+    for (v, d), f in zip(batch_inline(sub, graph, args), force, strict=True):
+        if d is None and not f:
+            outs.append(v)
+            dims.append(None)
+        else:
+            outs.append(materialize(sub, v, d, 0))
+            dims.append(0)
+    return Region(sub.build(outs)), dims
 
 
 def batch_graph(graph: Graph, in_dims: Sequence[BatchDim], axis_size: int,
@@ -146,12 +183,32 @@ def batched_outputs(graph: Graph, batched_inputs: Sequence[bool]) -> list[bool]:
     """Which outputs of `graph` are batched when the inputs flagged in `batched_inputs` are.
 
     Exactly the outputs the pass returns with a batch axis: a node is batched iff one of its
-    operands is (random draws with an unbatched key stay unbatched under randomness='same').
+    operands is (random draws with an unbatched key stay unbatched under randomness='same'),
+    except for control flow, whose results are batched element by element as its rule batches
+    them (a loop carry that never meets the batch stays unbatched).
     """
-    batched = {v for v, b in zip(graph.inputs, batched_inputs, strict=True) if b}
+    batched: dict[Value, object] = {v: True for v, b in zip(graph.inputs, batched_inputs, strict=True) if b}
     for node in graph.nodes:
-        if any(v in batched for v in node.inputs):
-            batched.add(node.out)
+        flags = [batched.get(v) for v in node.inputs]
+        if not any(flags):
+            continue
+        if node.prim.name == "tuple_get":
+            if flags[0][node.attrs["index"]]:
+                batched[node.out] = True
+        elif node.out.type.__class__ is TupleType:
+            elements = _batched_elements(node, flags)
+            if any(elements):
+                batched[node.out] = elements
+        else:
+            batched[node.out] = True
     return [v in batched for v in graph.outputs]
 
 
+def _batched_elements(node, flags) -> tuple[bool, ...]:
+    """Which elements of a tuple-valued node's result are batched (its operands are tensors): its
+    batching rule run on stand-ins of batch size 1."""
+    ctx = BatchBuilder(1, "same", "probe")
+    dims = [0 if f else None for f in flags]
+    vals = [ctx.add_input(batched_type(v.type, d, 1)) for v, d in zip(node.inputs, dims)]
+    _, out = node.prim.batch(ctx, vals, dims, **node.attrs)
+    return tuple(d is not None for d in out)

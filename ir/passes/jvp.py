@@ -20,7 +20,13 @@ A JVP rule has the frozen signature (see `ir/primitive.py`)::
 
     jvp(ctx, primals, tangents, **attrs) -> (primal_out, tangent_out | None)
 
-where `ctx` is the `GraphBuilder` of the new graph. The family helpers (in
+where `ctx` is the `GraphBuilder` of the new graph. ``ctx.for_transpose`` is True when
+the JVP is taken to be transposed (reverse mode): a custom VJP rule then emits a linear
+node that transposes into the user's backward function.
+
+Control-flow nodes (`ir/prims/control.py`) return tuples; the tangent of a tuple value is
+a Python tuple with one tangent (a `Value` or ``None``) per element, or ``None`` when all
+of them are zero, so symbolic zeros survive `tuple_get`. The family helpers (in
 `ir.rules`, re-exported here) turn the common cases into one line per primitive:
 
 - `defjvp_unary(prim, row)`: ``row(ctx, t, x, y) -> tangent`` with ``y = prim(x)``;
@@ -36,6 +42,7 @@ from typing import Sequence
 
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import Primitive
+from ..types import is_tuple
 from ..rules import add_tangents, defjvp_binary, defjvp_linear, defjvp_unary, defjvp_zero, instantiate, scalar_like
 
 __all__ = ["JVPGraph", "jvp", "defjvp_unary", "defjvp_binary", "defjvp_linear", "defjvp_zero", "add_tangents",
@@ -59,12 +66,14 @@ class JVPGraph:
     zero_outputs: list[bool]
 
 
-def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | None = None) -> JVPGraph:
+def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | None = None, *,
+        for_transpose: bool = False) -> JVPGraph:
     """Forward-mode differentiate `graph` with respect to the inputs flagged in `wrt`.
 
     Flagged inputs must be floating point (a `TypeError` otherwise); a node whose operands all
     have zero tangents costs nothing beyond its primal copy. With `tangent_outputs`, only the
     flagged outputs get a tangent output (the others' tangents are not computed).
+    `for_transpose` tells the rules that the result will be linearized and transposed.
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
@@ -77,8 +86,9 @@ def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | Non
     if len(wrt) != len(graph.inputs):
         raise ValueError(f"jvp: {len(wrt)} flags for the {len(graph.inputs)} inputs of @{graph.name}")
     b = GraphBuilder(graph.name + "_jvp")
+    b.for_transpose = for_transpose
     env: dict[Value, Value] = {}
-    tangent: dict[Value, Value | None] = {}
+    tangent: dict[Value, "Value | tuple | None"] = {}
     for v in graph.inputs:
         env[v] = b.add_input(v.type)
     for i, (v, flag) in enumerate(zip(graph.inputs, wrt)):
@@ -97,9 +107,10 @@ def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | Non
         if node.prim.jvp is None:
             raise NotImplementedError(f"jvp: primitive {node.prim.name!r} has no JVP rule")
         out, t = node.prim.jvp(b, ins, ts, **node.attrs)
-        _check_rule_result(node.prim, node.out, out, t)
         env[node.out] = out
-        tangent[node.out] = t if out.dtype.is_floating_point else None
+        t = _check_rule_result(node.prim, node.out, out, t)
+        if t is not None:
+            tangent[node.out] = t
     outs = [env[v] for v in graph.outputs]
     wanted = [True] * len(outs) if tangent_outputs is None else list(tangent_outputs)
     touts = [tangent.get(v) for v, w in zip(graph.outputs, wanted) if w]
@@ -108,8 +119,22 @@ def jvp(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | Non
     return JVPGraph(b.build(outs + touts), len(graph.inputs), sum(wrt), zero)
 
 
-def _check_rule_result(prim: Primitive, old: Value, out: Value, t: Value | None) -> None:
+def _check_rule_result(prim: Primitive, old: Value, out: Value, t):
+    """The rule's tangent, checked against the primal type; integer tangents and all-zero tuples
+    become None (a symbolic zero)."""
     if out.type != old.type:
         raise AssertionError(f"jvp rule of {prim.name}: primal result {out.type}, expected {old.type}")
-    if t is not None and t.type != old.type:
-        raise AssertionError(f"jvp rule of {prim.name}: tangent {t.type} does not match primal {old.type}")
+    if t is None:
+        return None
+    if not is_tuple(old.type):
+        if t.type != old.type:
+            raise AssertionError(f"jvp rule of {prim.name}: tangent {t.type} does not match primal {old.type}")
+        return t if old.dtype.is_floating_point else None
+    t = tuple(t)
+    if len(t) != len(old.type.elements):
+        raise AssertionError(f"jvp rule of {prim.name}: {len(t)} tangents for a tuple of {len(old.type.elements)}")
+    for k, (e, et) in enumerate(zip(t, old.type.elements)):
+        if e is not None and e.type != et:
+            raise AssertionError(f"jvp rule of {prim.name}: tangent {k} is {e.type}, primal element is {et}")
+    t = tuple(e if e is not None and et.dtype.is_floating_point else None for e, et in zip(t, old.type.elements))
+    return None if all(e is None for e in t) else t

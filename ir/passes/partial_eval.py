@@ -13,30 +13,60 @@ actually depend on inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..core import Graph, GraphBuilder, Node, Value
+from ..types import is_tuple
 from .jvp import jvp
 
-__all__ = ["PartialEval", "partial_eval", "Linearized", "linearize", "prune_residuals"]
+__all__ = ["PartialEval", "PartialEvalContext", "partial_eval", "Linearized", "linearize", "prune_residuals"]
 
 
 @dataclass
 class PartialEval:
     """`known`: known inputs -> (*known-side outputs, *residuals).
-    `unknown`: (*residuals, *unknown inputs) -> unknown-side outputs."""
+    `unknown`: (*residuals, *unknown inputs) -> unknown-side outputs.
+    ``unknown_outputs[k]``: output `k` went to the unknown side."""
 
     known: Graph
     unknown: Graph
     num_residuals: int
+    unknown_outputs: list[bool] = field(default_factory=list)
 
 
-def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: Sequence[bool]) -> PartialEval:
+class PartialEvalContext:
+    """The `ctx` of a partial-evaluation rule, for one node being split.
+
+    - `known` / `unknown`: the builders of the two graphs;
+    - ``residual(v)``: a value `v` of the known graph, read on the unknown side (it becomes a
+      residual: a known-graph output and an unknown-graph input);
+    - ``lift(i)``: operand `i` of the node on the unknown side (its unknown value, a re-emitted
+      constant, or a residual);
+    - `for_transpose`: the unknown side will be transposed (reverse mode).
+
+    A rule ``partial_eval(ctx, operands, unknowns, **attrs)`` gets per operand its value on its
+    own side (``unknowns[i]`` says which) and returns one ``(unknown, value)`` per result element
+    (one for a tensor result), the value in the graph of that side; or None to send the whole
+    node to the unknown side.
+    """
+
+    def __init__(self, known: GraphBuilder, unknown: GraphBuilder, residual, lift, for_transpose: bool):
+        self.known = known
+        self.unknown = unknown
+        self.residual = residual
+        self.lift = lift
+        self.for_transpose = for_transpose
+
+
+def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: Sequence[bool | None],
+                 *, for_transpose: bool = False) -> PartialEval:
     """Split `graph`: nodes depending on an unknown input go to the unknown graph.
 
-    Each output goes to the side named by `unknown_outputs`; a known-side output that depends on an
-    unknown input is an error. Inputs keep their relative order on each side.
+    Each output goes to the side named by `unknown_outputs`: True sends it to the unknown side
+    (a known value becomes a residual), False to the known side (an error if it depends on an
+    unknown input), None to the side it is computed on. Inputs keep their relative order on each
+    side. Nodes whose primitive has a `partial_eval` rule (control flow) are split by it.
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((), float32)); t = b.add_input(TensorType((), float32))
@@ -49,27 +79,31 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
     if len(unknown_inputs) != len(graph.inputs) or len(unknown_outputs) != len(graph.outputs):
         raise ValueError(f"partial_eval: flags for {len(unknown_inputs)} inputs and {len(unknown_outputs)} outputs, "
                          f"graph @{graph.name} has {len(graph.inputs)} and {len(graph.outputs)}")
-    unknown: set[Value] = {v for v, u in zip(graph.inputs, unknown_inputs) if u}
-    constant: set[Value] = set()
-    for n in graph.nodes:
-        if any(v in unknown for v in n.inputs):
-            unknown.add(n.out)
-        elif not n.prim.random and all(v in constant for v in n.inputs):
-            constant.add(n.out)
-
     kb = GraphBuilder(graph.name + "_known")
-    kenv: dict[Value, Value] = {}
-    for v, u in zip(graph.inputs, unknown_inputs):
-        if not u:
-            kenv[v] = kb.add_input(v.type)
-    for n in graph.nodes:
-        if n.out not in unknown:
-            kenv[n.out] = kb.emit_copy(n, tuple([kenv[v] for v in n.inputs]))
-
     ub = GraphBuilder(graph.name + "_unknown")
-    residuals: list[Value] = []       # known values of `graph` that the unknown side reads
-    res_inputs: list[Value] = []      # their inputs in the unknown graph
-    uenv: dict[Value, Value] = {}
+    kenv: dict[Value, Value] = {}     # value of `graph` -> its value in the known graph
+    uenv: dict[Value, Value] = {}     # value of `graph` -> its value in the unknown graph
+    unknown: set[Value] = set()       # values of `graph` computed on the unknown side
+    constant: set[Value] = set()      # known values re-emitted (not saved) where the unknown side needs them
+    split: dict[Value, list] = {}     # tuple value -> (unknown, value) per element, as a rule split it
+    residuals: list[Value] = []       # known-graph values the unknown side reads ...
+    res_inputs: dict[Value, Value] = {}  # ... and their inputs in the unknown graph
+
+    for v, u in zip(graph.inputs, unknown_inputs):
+        if u:
+            unknown.add(v)
+        else:
+            kenv[v] = kb.add_input(v.type)
+    unknown_in = [Value(v.type) for v, u in zip(graph.inputs, unknown_inputs) if u]
+    uenv.update(zip([v for v, u in zip(graph.inputs, unknown_inputs) if u], unknown_in))
+
+    def residual(kv: Value) -> Value:
+        """Known-graph value `kv` as an input of the unknown graph."""
+        r = res_inputs.get(kv)
+        if r is None:
+            r = res_inputs[kv] = Value(kv.type)
+            residuals.append(kv)
+        return r
 
     def read(v: Value) -> Value:
         """`v` inside the unknown graph: computed there, a re-emitted constant, or a residual."""
@@ -90,29 +124,51 @@ def partial_eval(graph: Graph, unknown_inputs: Sequence[bool], unknown_outputs: 
                     continue
                 uenv[stack.pop().node.out] = ub.emit_copy(n, tuple([uenv[a] for a in n.inputs]))
         else:
-            residuals.append(v)
-            uenv[v] = Value(v.type)
-            res_inputs.append(uenv[v])
+            uenv[v] = residual(kenv[v])
         return uenv[v]
 
-    unknown_in = [Value(v.type) for v, u in zip(graph.inputs, unknown_inputs) if u]
-    uenv.update(zip([v for v, u in zip(graph.inputs, unknown_inputs) if u], unknown_in))
     for n in graph.nodes:
-        if n.out in unknown:
-            uenv[n.out] = ub.emit_copy(n, tuple([read(v) for v in n.inputs]))
-    unknown_outs = [read(v) for v, u in zip(graph.outputs, unknown_outputs) if u]
-    ub.inputs = res_inputs + unknown_in
-
-    known_outs = []
-    for k, (v, u) in enumerate(zip(graph.outputs, unknown_outputs)):
-        if u:
+        if n.inputs and n.inputs[0] in split:  # a tuple a rule split: only tuple_get reads tuples
+            if n.prim.name != "tuple_get":
+                raise AssertionError(f"partial_eval: {n.prim.name} reads a tuple; only tuple_get may")
+            side_unknown, value = split[n.inputs[0]][n.attrs["index"]]
+            (uenv if side_unknown else kenv)[n.out] = value
+            if side_unknown:
+                unknown.add(n.out)
             continue
-        if v in unknown:
+        unk = [v in unknown for v in n.inputs]
+        if not any(unk):
+            kenv[n.out] = kb.emit_copy(n, tuple([kenv[v] for v in n.inputs]))
+            if not n.prim.random and all(v in constant for v in n.inputs):
+                constant.add(n.out)
+            continue
+        result = None
+        if n.prim.partial_eval is not None:
+            ctx = PartialEvalContext(kb, ub, residual, lambda i, _n=n: read(_n.inputs[i]), for_transpose)
+            ops = [uenv[v] if u else kenv[v] for v, u in zip(n.inputs, unk)]
+            result = n.prim.partial_eval(ctx, ops, unk, **n.attrs)
+        if result is None:
+            unknown.add(n.out)
+            uenv[n.out] = ub.emit_copy(n, tuple([read(v) for v in n.inputs]))
+        elif is_tuple(n.out.type):
+            split[n.out] = list(result)
+        else:
+            ((side_unknown, value),) = result
+            (uenv if side_unknown else kenv)[n.out] = value
+            if side_unknown:
+                unknown.add(n.out)
+
+    out_unknown = []
+    for k, (v, u) in enumerate(zip(graph.outputs, unknown_outputs)):
+        if u is False and v in unknown:
             raise ValueError(f"partial_eval: output {k} of @{graph.name} is on the known side "
                              f"but depends on an unknown input")
-        known_outs.append(kenv[v])
-    known = kb.build(known_outs + [kenv[v] for v in residuals])
-    return PartialEval(known, ub.build(unknown_outs), len(residuals))
+        out_unknown.append(bool(u) or (u is None and v in unknown))
+    unknown_outs = [read(v) for v, u in zip(graph.outputs, out_unknown) if u]
+    known_outs = [kenv[v] for v, u in zip(graph.outputs, out_unknown) if not u]
+    ub.inputs = [res_inputs[r] for r in residuals] + unknown_in
+    known = kb.build(known_outs + residuals)
+    return PartialEval(known, ub.build(unknown_outs), len(residuals), out_unknown)
 
 
 @dataclass
@@ -130,10 +186,12 @@ class Linearized:
     zero_outputs: list[bool]
 
 
-def linearize(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | None = None) -> Linearized:
+def linearize(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | None = None, *,
+              for_transpose: bool = False) -> Linearized:
     """JVP of `graph` with respect to the inputs flagged in `wrt`, split into primal and linear parts.
 
     With `tangent_outputs`, the linear graph only returns the tangents of the flagged outputs.
+    `for_transpose` says the linear graph will be transposed (custom VJP rules depend on it).
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
@@ -141,10 +199,10 @@ def linearize(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool]
     >>> [n.prim.name for n in lin.primal.nodes], [n.prim.name for n in lin.linear.nodes]
     (['sin', 'cos'], ['mul'])
     """
-    j = jvp(graph, wrt, tangent_outputs)
+    j = jvp(graph, wrt, tangent_outputs, for_transpose=for_transpose)
     n_out, n_tan = len(graph.outputs), len(j.zero_outputs)
     pe = partial_eval(j.graph, [False] * j.num_primal_inputs + [True] * j.num_tangent_inputs,
-                      [False] * n_out + [True] * n_tan)
+                      [False] * n_out + [True] * n_tan, for_transpose=for_transpose)
     return Linearized(pe.known, pe.unknown, pe.num_residuals, j.zero_outputs)
 
 

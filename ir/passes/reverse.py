@@ -52,7 +52,7 @@ def split(graph: Graph, wrt: Sequence[bool], tangent_outputs: Sequence[bool] | N
     >>> [n.prim.name for n in s.forward.nodes], [n.prim.name for n in s.second.nodes], s.num_residuals
     (['sin', 'cos'], ['mul'], 1)
     """
-    lin = linearize(graph, wrt, tangent_outputs)
+    lin = linearize(graph, wrt, tangent_outputs, for_transpose=transposed)
     second = lin.linear
     if transposed:
         n_tan = len(second.inputs) - lin.num_residuals

@@ -34,7 +34,8 @@ import numpy as np
 from ..core import Graph, GraphBuilder, Node, Value, _attr_key, freeze_attr
 from ..primitive import Primitive, get_primitive
 from ..prims.linalg import free_axes
-from ..types import TensorType
+from ..regions import Region
+from ..types import TensorType, TupleType
 
 __all__ = ["simplify", "dce", "cse", "RULES", "node_count"]
 
@@ -178,6 +179,174 @@ def _mul_by_zero(s, x, y):
     return y if is_const(y, 0) else x if is_const(x, 0) else None
 
 
+# --- control flow --------------------------------------------------------------------------------
+# The rules of cond / while_loop / scan rebuild the node when they can make it smaller: they drop
+# the results nothing reads (`s.take_used()`: the tuple elements the graph reads), the carries no
+# kept result depends on, the operands no region reads, and move loop-invariant body nodes out in
+# front of the loop. They return ``make_tuple`` of the new node's elements (a placeholder constant
+# for a dropped one, which nothing reads), so the ``tuple_get`` rule hands each reader its element.
+def _live_inputs(graph: Graph, outputs) -> set[int]:
+    """The input positions of `graph` that its outputs at positions `outputs` depend on."""
+    live = {graph.outputs[k] for k in outputs}
+    for n in reversed(graph.nodes):
+        if n.out in live:
+            live.update(n.inputs)
+    return {i for i, v in enumerate(graph.inputs) if v in live}
+
+
+def _subgraph(graph: Graph, inputs, outputs) -> Graph:
+    """`graph` restricted to the inputs and outputs at those positions (the rest must not be needed)."""
+    b = GraphBuilder(graph.name)
+    env = {graph.inputs[i]: b.add_input(graph.inputs[i].type) for i in inputs}
+    outs = [graph.outputs[k] for k in outputs]
+    for n in _live_nodes(graph.nodes, outs):
+        env[n.out] = b.emit_typed(n.prim, tuple([env[v] for v in n.inputs]), n.attrs, n.out.type)
+    return b.build([env[v] for v in outs])
+
+
+def _same_region(old: Region, graph: Graph) -> Region:
+    return old if graph.structural_key() == old.key else Region(graph)
+
+
+def _hoist(s, region: Region, consts: list[Value]) -> tuple[Region, list[Value]]:
+    """Move the body nodes that depend only on the region's first ``len(consts)`` inputs (and read at
+    least one of them, maybe through constants like ``full``) in front of the loop: they become new
+    consts. Random draws stay inside."""
+    g, n = region.graph, len(consts)
+    outer: dict[Value, Value] = dict(zip(g.inputs[:n], consts))
+    hoisted = []
+    for node in g.nodes:
+        if node.prim.random or not node.inputs or not any(v in outer for v in node.inputs):
+            continue
+        if all(v in outer or _is_constant(v) for v in node.inputs):
+            args = tuple([outer[v] if v in outer else _copy_constant(s, v) for v in node.inputs])
+            outer[node.out] = s.simplify(node.prim, args, node.attrs, node.out.type)
+            hoisted.append(node.out)
+    if not hoisted:
+        return region, consts
+    b = GraphBuilder(g.name)
+    env = {v: b.add_input(v.type) for v in g.inputs[:n]}
+    env.update({v: b.add_input(v.type) for v in hoisted})
+    env.update({v: b.add_input(v.type) for v in g.inputs[n:]})
+    for node in g.nodes:
+        if node.out not in env:
+            env[node.out] = b.emit_typed(node.prim, tuple([env[v] for v in node.inputs]), node.attrs, node.out.type)
+    new = b.build([env[v] for v in g.outputs])
+    return Region(new), [*consts, *[outer[v] for v in hoisted]]
+
+
+def _is_constant(v: Value) -> bool:
+    """A value computed from no operands (``full``, ``iota``), the same in every iteration."""
+    n = v.node
+    return n is not None and not n.inputs and not n.prim.random
+
+
+def _copy_constant(s, v: Value) -> Value:
+    return s.simplify(v.node.prim, (), v.node.attrs, v.type)
+
+
+def _rebuilt(s, new: Value, kept: list[int], types) -> Value:
+    """``make_tuple`` of the old node's elements: element k of `new` for the kept, placeholders for the rest."""
+    position = {k: j for j, k in enumerate(kept)}
+    elements = [s.emit("tuple_get", new, index=position[k]) if k in position else s.const(0, t)
+                for k, t in enumerate(types)]
+    return s.emit("make_tuple", *elements)
+
+
+def _needed(used, n: int) -> list[bool]:
+    return [used is None or k in used for k in range(n)]
+
+
+def _cond_rule(s, pred, *ops, true, false):
+    used = s.take_used()
+    p = const_value(pred)
+    if p is not None:                                                            # cond(const, ...) -> its branch
+        return s.emit("make_tuple", *s.inline((true if p else false).graph, ops))
+    if true == false:                                                            # cond(p, f, f) -> f
+        return s.emit("make_tuple", *s.inline(true.graph, ops))
+    need = [k for k, u in enumerate(_needed(used, len(true.out_types))) if u]
+    reads = sorted(_live_inputs(true.graph, need) | _live_inputs(false.graph, need))
+    if len(need) == len(true.out_types) and len(reads) == len(ops):
+        return None
+    t, f = (Region(_subgraph(r.graph, reads, need)) for r in (true, false))
+    new = s.emit("cond", pred, *[ops[i] for i in reads], true=t, false=f)
+    return _rebuilt(s, new, need, true.out_types)
+
+
+def _loop_carries(need_carry: list[bool], deps) -> list[bool]:
+    """Carries needed: those read, and those a needed part of the loop depends on, to a fixed point.
+    `deps(need)` is the set of carry positions the needed outputs (and the loop's test) read."""
+    need = list(need_carry)
+    while True:
+        more = [b or k in deps(need) for k, b in enumerate(need)]
+        if more == need:
+            return need
+        need = more
+
+
+def _scan_rule(s, *ops, body, num_consts, num_carry, length, reverse):
+    used = s.take_used()
+    consts, init, xs = ops[:num_consts], ops[num_consts:num_consts + num_carry], ops[num_consts + num_carry:]
+    n_y = len(body.out_types) - num_carry
+    if length == 0:                                                              # scan of length 0 -> init
+        ys = [s.const(0, TensorType((0, *t.shape), t.dtype)) for t in body.out_types[num_carry:]]
+        return s.emit("make_tuple", *init, *ys)
+    region, consts = _hoist(s, body, list(consts))                               # loop invariants out
+    nc = len(consts)
+    g = region.graph
+    need_y = _needed(None if used is None else {k - num_carry for k in used if k >= num_carry}, n_y)
+    ys_out = [num_carry + j for j in range(n_y) if need_y[j]]
+
+    def deps(need):
+        live = _live_inputs(g, [k for k in range(num_carry) if need[k]] + ys_out)
+        return {i - nc for i in live if nc <= i < nc + num_carry}
+
+    need_c = _loop_carries(_needed(used, num_carry), deps)
+    carries = [k for k in range(num_carry) if need_c[k]]
+    live = _live_inputs(g, carries + ys_out)
+    kept_consts = [i for i in range(nc) if i in live]
+    kept_xs = [j for j in range(len(xs)) if nc + num_carry + j in live]
+    if region is body and len(kept_consts) == nc and len(carries) == num_carry and len(ys_out) == n_y \
+            and len(kept_xs) == len(xs):
+        return None
+    inputs = kept_consts + [nc + k for k in carries] + [nc + num_carry + j for j in kept_xs]
+    new_body = Region(_subgraph(g, inputs, carries + ys_out))
+    new = s.emit("scan", *[consts[i] for i in kept_consts], *[init[k] for k in carries], *[xs[j] for j in kept_xs],
+                 body=new_body, num_consts=len(kept_consts), num_carry=len(carries), length=length, reverse=reverse)
+    out_types = [*(v.type for v in init), *(TensorType((length, *t.shape), t.dtype) for t in body.out_types[num_carry:])]
+    return _rebuilt(s, new, carries + ys_out, out_types)
+
+
+def _while_rule(s, *ops, cond, body, num_cond_consts, num_body_consts):
+    used = s.take_used()
+    ncc, nbc = num_cond_consts, num_body_consts
+    cconsts, bconsts, init = ops[:ncc], ops[ncc:ncc + nbc], ops[ncc + nbc:]
+    if const_value(cond.graph.outputs[0]) is False:                              # while(false) -> init
+        return s.emit("make_tuple", *init)
+    cond_r, cconsts = _hoist(s, cond, list(cconsts))                             # loop invariants out
+    body_r, bconsts = _hoist(s, body, list(bconsts))
+    ncc, nbc, n = len(cconsts), len(bconsts), len(init)
+    cg, bg = cond_r.graph, body_r.graph
+    cond_reads = {i - ncc for i in _live_inputs(cg, [0]) if i >= ncc}
+
+    def deps(need):
+        live = _live_inputs(bg, [k for k in range(n) if need[k]])
+        return cond_reads | {i - nbc for i in live if i >= nbc}
+
+    need = _loop_carries(_needed(used, n), deps)
+    carries = [k for k in range(n) if need[k]]
+    kept_cc = sorted(i for i in _live_inputs(cg, [0]) if i < ncc)
+    kept_bc = sorted(i for i in _live_inputs(bg, carries) if i < nbc)
+    if cond_r is cond and body_r is body and len(carries) == n and len(kept_cc) == ncc and len(kept_bc) == nbc:
+        return None
+    new_cond = Region(_subgraph(cg, kept_cc + [ncc + k for k in carries], [0]))
+    new_body = Region(_subgraph(bg, kept_bc + [nbc + k for k in carries], carries))
+    new = s.emit("while_loop", *[cconsts[i] for i in kept_cc], *[bconsts[i] for i in kept_bc],
+                 *[init[k] for k in carries], cond=new_cond, body=new_body, num_cond_consts=len(kept_cc),
+                 num_body_consts=len(kept_bc))
+    return _rebuilt(s, new, carries, [v.type for v in init])
+
+
 RULES: dict[str, list[Rule]] = {
     "add": [
         lambda s, x, y: x if is_const(y, 0) else None,                              # x + 0 -> x
@@ -254,6 +423,12 @@ RULES: dict[str, list[Rule]] = {
     "concatenate": [
         lambda s, *xs, axis: xs[0] if len(xs) == 1 else None,                       # concat of one -> x
     ],
+    "tuple_get": [
+        lambda s, t, *, index: t.node.inputs[index] if producer(t, "make_tuple") else None,  # make_tuple(xs)[i] -> xs[i]
+    ],
+    "cond": [_cond_rule],                     # constant predicate or equal branches -> the branch; unused parts dropped
+    "scan": [_scan_rule],                     # length 0 -> init; invariants hoisted; unused ys, carries, operands dropped
+    "while_loop": [_while_rule],              # constant-false test -> init; invariants hoisted; unused parts dropped
 }
 
 
@@ -280,6 +455,28 @@ class _Simplifier:
         self.fold = fold
         self.memo: dict[tuple, Value] = {}
         self.uses: dict[Value, int] = {}  # new value -> uses of the input-graph values it stands for
+        self.used: set[int] | None = None  # the tuple elements read of the node being simplified (None: all)
+        self.regions: dict[Region, Region] = {}  # a region -> its simplified version
+
+    def take_used(self) -> set[int] | None:
+        """The elements of the current node's tuple result that the graph reads (None: all), once:
+        nodes a rule emits in turn see None."""
+        used, self.used = self.used, None
+        return used
+
+    def inline(self, graph: Graph, args) -> list[Value]:
+        """`graph`'s nodes simplified into this graph, its inputs bound to `args`; its outputs."""
+        env = dict(zip(graph.inputs, args, strict=True))
+        for n in graph.nodes:
+            env[n.out] = self.simplify(n.prim, tuple([env[v] for v in n.inputs]), n.attrs, n.out.type)
+        return [env[v] for v in graph.outputs]
+
+    def region(self, r: Region) -> Region:
+        """`r` with its graph simplified (the same object when nothing changes)."""
+        hit = self.regions.get(r)
+        if hit is None:
+            hit = self.regions[r] = _same_region(r, _rewrite(r.graph, self.rules, self.fold))
+        return hit
 
     def single_use(self, v: Value) -> bool:
         """Is `v` used once in the graph being simplified (values a rule made are counted as used once)?"""
@@ -296,6 +493,8 @@ class _Simplifier:
 
     def simplify(self, prim: Primitive, inputs: tuple[Value, ...], attrs: dict, out_type: TensorType) -> Value:
         """`prim(*inputs, **attrs)` of known type `out_type` (attrs frozen): folded, rewritten, reused or emitted."""
+        if prim.family == "control":  # regions are simplified first, recursively
+            attrs = {k: self.region(a) if a.__class__ is Region else a for k, a in attrs.items()}
         if self.fold and inputs and not prim.random:
             consts = [const_value(v) for v in inputs]
             if None not in consts:
@@ -344,16 +543,29 @@ def _rewrite(graph: Graph, rules: dict[str, list[Rule]], fold: bool) -> Graph:
     uses: dict[Value, int] = {}
     for v in graph.outputs:
         uses[v] = uses.get(v, 0) + 1
+    read: dict[Value, set[int] | None] = {}  # tuple value -> the elements read (None: all)
     for n in live:
         for v in n.inputs:
             uses[v] = uses.get(v, 0) + 1
+            if v.type.__class__ is TupleType:
+                _note_read(read, v, n)
     counts = s.uses
     for n in live:
+        s.used = read.get(n.out)
         new = env[n.out] = s.simplify(n.prim, tuple([env[v] for v in n.inputs]), n.attrs, n.out.type)
         counts[new] = counts.get(new, 0) + uses[n.out]
     outputs = [env[v] for v in graph.outputs]
     # dead nodes left behind by rewrites; every node here is new, so filtering copies nothing
     return Graph(s.b.inputs, _live_nodes(s.b.nodes, outputs), outputs, graph.name)
+
+
+def _note_read(read: dict, v: Value, n: Node) -> None:
+    if n.prim.name != "tuple_get":
+        read[v] = None
+    elif v not in read:
+        read[v] = {n.attrs["index"]}
+    elif read[v] is not None:
+        read[v].add(n.attrs["index"])
 
 
 def dce(graph: Graph) -> Graph:
@@ -392,6 +604,8 @@ def simplify(graph: Graph, *, max_rounds: int = 1) -> Graph:
 
     One walk reaches the fixed point (see `_rewrite`); `max_rounds` > 1 re-walks while a walk
     still removes nodes, a check for new rules that look further than their operands' producers.
+    A graph with control flow is walked up to `CONTROL_ROUNDS` times (regions are simplified
+    recursively; see the control-flow rules).
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((3,), float32))
@@ -401,9 +615,34 @@ def simplify(graph: Graph, *, max_rounds: int = 1) -> Graph:
     (['transpose', 'transpose', 'full', 'mul', 'sin', 'add'], ['sin', 'add'])
     """
     out = _rewrite(graph, RULES, fold=True)
+    size = _size(out)
+    if size[1]:  # control flow: a result dropped late can make parts of an earlier loop dead
+        max_rounds = max(max_rounds, CONTROL_ROUNDS)
     for _ in range(max_rounds - 1):
         again = _rewrite(out, RULES, fold=True)
-        if len(again.nodes) >= len(out.nodes):
+        again_size = _size(again)
+        if again_size >= size:
             break
-        out = again
+        out, size = again, again_size
     return out
+
+
+CONTROL_ROUNDS = 4
+"""How many walks `simplify` makes at most on a graph with control flow: information about unused
+results flows backwards, from a reader to the loop before it, one walk at a time."""
+
+
+def _size(graph: Graph) -> tuple[int, int]:
+    """(nodes and tuple elements, nested ones included; the number of nodes carrying regions)."""
+    total, control = 0, 0
+    for n in graph.nodes:
+        total += 1
+        t = n.out.type
+        if t.__class__ is TupleType:
+            total += len(t.elements)
+        for a in n.attrs.values():
+            if a.__class__ is Region:
+                sub, sub_control = _size(a.graph)
+                total += sub
+                control += 1 + sub_control
+    return total, control

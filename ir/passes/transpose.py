@@ -26,7 +26,9 @@ A transpose rule has the frozen signature (see `ir/primitive.py`)::
 `operands[i]` is an `UndefinedPrimal` for the linear operands (whose
 cotangents the rule returns) and the residual `Value` otherwise; `ct` is the
 cotangent of the result (never a symbolic zero: nodes whose result has no
-cotangent are skipped). A ``None`` in the result is a zero cotangent.
+cotangent are skipped). A ``None`` in the result is a zero cotangent. The cotangent of a
+tuple value (a control-flow node's result) is a tuple with one entry per element, ``None``
+for the elements without one; `tuple_get` transposes into such a tuple.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from typing import Sequence
 
 from ..core import Graph, GraphBuilder, Value
 from ..primitive import UndefinedPrimal
+from ..types import is_tuple
 
 __all__ = ["transpose", "is_undefined"]
 
@@ -86,8 +89,13 @@ def transpose(graph: Graph, linear: Sequence[bool], with_cotangent: Sequence[boo
 
     ct: dict[Value, Value] = {}
 
-    def accumulate(v: Value, c: Value | None) -> None:
+    def accumulate(v: Value, c) -> None:
         if c is None or v not in is_linear:
+            return
+        if is_tuple(v.type):
+            c = _tuple_cotangent(b, v, c, ct.get(v))
+            if c is not None:
+                ct[v] = c
             return
         if c.type != v.type:
             raise AssertionError(f"transpose: cotangent of type {c.type} for a value of type {v.type}")
@@ -110,3 +118,17 @@ def transpose(graph: Graph, linear: Sequence[bool], with_cotangent: Sequence[boo
         for v, cv in zip(n.inputs, cts):
             accumulate(v, cv)
     return b.build([ct[v] if v in ct else b.zeros_like(v) for v, lin in zip(graph.inputs, linear) if lin])
+
+
+def _tuple_cotangent(b: GraphBuilder, v: Value, c, old):
+    """The cotangent `c` (one entry per element) of tuple value `v`, added to `old`; None if all zero."""
+    c = tuple(c)
+    elements = v.type.elements
+    if len(c) != len(elements):
+        raise AssertionError(f"transpose: {len(c)} cotangents for a value of type {v.type}")
+    for e, t in zip(c, elements):
+        if e is not None and e.type != t:
+            raise AssertionError(f"transpose: cotangent of type {e.type} for a tuple element of type {t}")
+    if old is not None:
+        c = tuple(a if d is None else d if a is None else b.add(a, d) for a, d in zip(old, c))
+    return None if all(e is None for e in c) else c

@@ -2,4 +2,5 @@
 
 Importing this package fills `ir.primitive.REGISTRY`.
 """
-from . import elementwise, shape, reduce, linalg, random, constant, sort, decompositions  # noqa: F401
+from . import elementwise, shape, reduce, linalg, random, constant, sort, decompositions, control  # noqa: F401
+from . import control_ad, custom  # noqa: F401  (AD rules of control flow; custom derivatives and checkpoint)

@@ -16,6 +16,7 @@ _EXPORTS = {
     "functional_call": "._module_utils", "stack_module_state": "._module_utils",
     "replace_all_batch_norm_modules_": "._module_utils", "batch_norm_without_running_stats": "._module_utils",
     "debug_unwrap": "._debug",
+    "custom_jvp": "._custom", "custom_vjp": "._custom", "checkpoint": "._custom",
 }
 
 __all__ = sorted(_EXPORTS)

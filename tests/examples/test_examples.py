@@ -13,7 +13,8 @@ BUDGET_SECONDS = 60
 
 
 def test_examples_are_found():
-    assert {"per_sample_grads.py", "ensembling.py", "jacobians_hessians.py", "train_mlp.py"} <= set(EXAMPLES)
+    assert {"per_sample_grads.py", "ensembling.py", "jacobians_hessians.py", "train_mlp.py", "train_scan.py",
+            "rk4_ode.py"} <= set(EXAMPLES)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -86,6 +86,6 @@ def graphs(draw):
 
 def single_node_graph(s) -> ir.Graph:
     """The graph ``@<prim>(args...) -> prim(args..., **attrs)`` of a `tests.prim_samples.Sample`."""
-    b = ir.GraphBuilder(s.prim)
-    xs = [b.add_input(TensorType(a.shape, dt.from_numpy(a.dtype))) for a in s.args]
-    return b.build([b.emit(s.prim, *xs, **s.attrs)])
+    from tests.prim_samples import node_graph
+
+    return node_graph(s.prim, s.args, s.attrs)

@@ -5,19 +5,20 @@ import pytest
 from tensorplay import ir
 from tensorplay.ir import dtypes as dt
 from tensorplay.ir.types import TensorType
-from tests.prim_samples import ALL_SAMPLES, Sample, philox4x32, sample_id, samples
+from tests.prim_samples import ALL_SAMPLES, Sample, impl_results, philox4x32, result_types, sample_id, samples
 
 RTOL = {np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13}
 ATOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-14}
 
 
-def run_impl(s: Sample) -> np.ndarray:
-    return ir.get_primitive(s.prim).impl(*s.args, **s.attrs)
+def run_impl(s: Sample) -> list[np.ndarray]:
+    """The impl's results (one per element of a tuple result)."""
+    return impl_results(s.prim, s.args, s.attrs)
 
 
-def abstract(s: Sample) -> TensorType:
-    return ir.get_primitive(s.prim).abstract_eval(*(TensorType(a.shape, dt.from_numpy(a.dtype)) for a in s.args),
-                                                  **s.attrs)
+def abstract(s: Sample) -> list[TensorType]:
+    """The shape rule's result types (one per element of a tuple result)."""
+    return result_types(s.prim, s.args, s.attrs)
 
 
 def test_every_primitive_has_samples():
@@ -47,6 +48,8 @@ def _probe(s: Sample, d: dt.DType) -> bool:
     types = [TensorType(a.shape, dt.from_numpy(a.dtype)) for a in s.args]
     if not types:
         attrs["dtype"] = d
+    elif prim.role(0) == "tuple":  # the sample gives the tuple's elements: switch the first one
+        types = [ir.TupleType([TensorType(types[0].shape, d), *types[1:]])]
     else:
         types = [TensorType(t.shape, d) if prim.role(i) == "data" else t for i, t in enumerate(types)]
     try:
@@ -60,6 +63,8 @@ def _data_dtype(s: Sample) -> dt.DType:
     if not s.args:
         return abstract(s).dtype  # operand-free (iota, full, constant): the result's dtype
     prim = ir.get_primitive(s.prim)
+    if prim.role(0) == "tuple":  # the args are the tuple's elements; the first one is switched by _probe
+        return dt.from_numpy(s.args[0].dtype)
     return dt.from_numpy(s.args[next(i for i in range(len(s.args)) if prim.role(i) == "data")].dtype) \
         if any(prim.role(i) == "data" for i in range(len(s.args))) else dt.from_numpy(s.args[0].dtype)
 
@@ -79,7 +84,7 @@ def test_samples_cover_shapes_and_dtypes(name):
     ss = samples(name)
     assert ss, f"{name} has no samples"
     prim = ir.get_primitive(name)
-    shapes = [a.shape for s in ss for a in s.args] + [abstract(s).shape for s in ss]
+    shapes = [a.shape for s in ss for a in s.args] + [t.shape for s in ss for t in abstract(s)]
     if name not in RANK_AT_LEAST_1:
         assert any(sh == () for sh in shapes), f"{name}: no 0-d operand or result"
     assert any(int(np.prod(sh)) == 1 for sh in shapes), f"{name}: no size-1 operand or result"
@@ -100,19 +105,25 @@ def test_samples_are_read_only():
 
 @pytest.mark.parametrize("s", ALL_SAMPLES, ids=sample_id)
 def test_impl_matches_expected_and_shape_rule(s: Sample):
-    out = run_impl(s)
-    want_type = abstract(s)
-    assert isinstance(out, np.ndarray), f"{s.prim} impl returned {type(out).__name__}, not an ndarray"
-    assert out.shape == want_type.shape, f"impl shape {out.shape} != abstract_eval {want_type}"
-    assert out.dtype == want_type.dtype.np, f"impl dtype {out.dtype} != abstract_eval {want_type}"
-    if s.expected is None:
-        return
-    want = np.asarray(s.expected(*s.args, **s.attrs))
-    assert want.shape == out.shape, f"expected shape {want.shape} != impl shape {out.shape}"
-    if out.dtype.kind == "f":
-        np.testing.assert_allclose(out, want.astype(out.dtype), rtol=RTOL[out.dtype], atol=ATOL[out.dtype])
-    else:
-        np.testing.assert_array_equal(out, want.astype(out.dtype), strict=True)
+    outs, want_types = run_impl(s), abstract(s)
+    assert len(outs) == len(want_types), f"impl returned {len(outs)} results, abstract_eval {len(want_types)}"
+    wants = [None] * len(outs)
+    if s.expected is not None:
+        wants = s.expected(*s.args, **s.attrs)
+        wants = list(wants) if isinstance(wants, tuple) else [wants]
+        assert len(wants) == len(outs), f"expected {len(wants)} results, impl returned {len(outs)}"
+    for out, want_type, want in zip(outs, want_types, wants):
+        assert isinstance(out, np.ndarray), f"{s.prim} impl returned {type(out).__name__}, not an ndarray"
+        assert out.shape == want_type.shape, f"impl shape {out.shape} != abstract_eval {want_type}"
+        assert out.dtype == want_type.dtype.np, f"impl dtype {out.dtype} != abstract_eval {want_type}"
+        if want is None:
+            continue
+        want = np.asarray(want)
+        assert want.shape == out.shape, f"expected shape {want.shape} != impl shape {out.shape}"
+        if out.dtype.kind == "f":
+            np.testing.assert_allclose(out, want.astype(out.dtype), rtol=RTOL[out.dtype], atol=ATOL[out.dtype])
+        else:
+            np.testing.assert_array_equal(out, want.astype(out.dtype), strict=True)
 
 
 def test_impls_do_not_write_to_inputs():

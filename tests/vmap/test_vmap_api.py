@@ -7,9 +7,9 @@ import pytest
 
 from tensorplay import ir
 import tensorplay as tp
-from tensorplay._trace import bind
+from tensorplay._trace import bind, call_graph
 from tensorplay.func import chunk_vmap, vmap
-from prim_samples import ALL_SAMPLES, sample_id
+from prim_samples import ALL_SAMPLES, node_graph, result_types, sample_id
 from vmap_testutil import assert_same, stack_at, vary
 
 
@@ -35,22 +35,34 @@ def _api_combos(args):
     return combos
 
 
+def _sample_fn(s):
+    """The sample's primitive as a function of tensors, and whether it returns a tuple of them (a tuple
+    operand or result: the sample's graph, packed and projected, run through `call_graph`)."""
+    graph = node_graph(s.prim, list(s.args), s.attrs)
+    if len(graph.nodes) == 1:
+        return (lambda *xs: bind(s.prim, *xs, **s.attrs)), False
+    return (lambda *xs: tuple(call_graph(graph, xs))), True
+
+
 @pytest.mark.parametrize("s", [s for s in ALL_SAMPLES if s.args], ids=sample_id)
 def test_vmap_of_every_primitive_matches_loop(s):
-    def f(*xs):
-        return bind(s.prim, *xs, **s.attrs)
-
+    f, several = _sample_fn(s)
     size = 3
+    out_types = result_types(s.prim, list(s.args), s.attrs)
     for k, dims in enumerate(_api_combos(list(s.args))):
         args = [T(stack_at([vary(a, b) for b in range(size)], None if d is None else d % (a.ndim + 1), a))
                 for a, d in zip(s.args, dims)]
-        types = [ir.TensorType(a.shape, ir.dtypes.from_numpy(a.dtype)) for a in s.args]
-        out_dim = min(k % 2, ir.get_primitive(s.prim).abstract_eval(*types, **s.attrs).ndim)
+        out_dims = [min(k % 2, t.ndim) for t in out_types]
         randomness = "different" if ir.get_primitive(s.prim).random else "error"
-        actual = vmap(f, in_dims=tuple(dims), out_dims=out_dim, randomness=randomness)(*args)
-        expected = loop_stack(f, args, [None if d is None else d % (a.ndim + 1) for a, d in zip(s.args, dims)],
-                              size, out_dim)
-        assert_same(actual.numpy(), expected, f"{s.prim} in_dims={dims}")
+        in_dims = [None if d is None else d % (a.ndim + 1) for a, d in zip(s.args, dims)]
+        if not several:
+            actual = vmap(f, in_dims=tuple(dims), out_dims=out_dims[0], randomness=randomness)(*args)
+            assert_same(actual.numpy(), loop_stack(f, args, in_dims, size, out_dims[0]), f"{s.prim} in_dims={dims}")
+            continue
+        actual = vmap(f, in_dims=tuple(dims), out_dims=tuple(out_dims), randomness=randomness)(*args)
+        for j, d in enumerate(out_dims):
+            expected = loop_stack(lambda *xs: f(*xs)[j], args, in_dims, size, d)
+            assert_same(actual[j].numpy(), expected, f"{s.prim} output {j} in_dims={dims}")
 
 
 # --- composite functions ----------------------------------------------------------------------------

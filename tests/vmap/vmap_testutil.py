@@ -32,9 +32,9 @@ def stack_at(arrays: list[np.ndarray], dim: int | None, like: np.ndarray) -> np.
 
 
 def per_sample_graph(prim: str, args: list[np.ndarray], attrs: dict) -> ir.Graph:
-    b = ir.GraphBuilder(prim.replace("-", "_"))
-    vals = [b.add_input(TensorType(a.shape, ir.dtypes.from_numpy(a.dtype))) for a in args]
-    return b.build([b.emit(prim, *vals, **attrs)])
+    from prim_samples import node_graph
+
+    return node_graph(prim, args, attrs, name=prim.replace("-", "_"))
 
 
 def assert_same(actual: np.ndarray, expected: np.ndarray, what: str = "") -> None:
@@ -51,14 +51,15 @@ def assert_same(actual: np.ndarray, expected: np.ndarray, what: str = "") -> Non
 
 
 def loop_and_stack(graph: ir.Graph, args: list[np.ndarray], in_dims, size: int, out_dim: int = 0):
-    """The oracle: run `graph` per sample (slicing batched args) and stack the results at `out_dim`."""
+    """The oracle: run `graph` per sample (slicing batched args) and stack the results at `out_dim`
+    (negative: counted from the end of each batched output)."""
     outs = []
     for i in range(size):
         sample = [a if d is None else np.take(a, i, axis=d) for a, d in zip(args, in_dims)]
         outs.append(ir.interpret(graph, sample))
     result = []
     for k, t in enumerate(graph.out_types):
+        od = out_dim % (len(t.shape) + 1)
         per = [o[k] for o in outs]
-        result.append(np.stack(per, axis=out_dim) if per else
-                      np.zeros(t.shape[:out_dim] + (0,) + t.shape[out_dim:], t.dtype.np))
+        result.append(np.stack(per, axis=od) if per else np.zeros(t.shape[:od] + (0,) + t.shape[od:], t.dtype.np))
     return result

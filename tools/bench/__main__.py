@@ -16,7 +16,8 @@ import sys
 import time
 
 SCRIPTS = ["bench_fused_elementwise", "bench_mlp", "bench_per_sample_grads", "bench_jacobians",
-           "bench_plain_transforms", "bench_dispatch", "bench_trace", "bench_compile_time", "bench_optimizer_step"]
+           "bench_plain_transforms", "bench_dispatch", "bench_trace", "bench_compile_time", "bench_optimizer_step",
+           "bench_scan_compile", "bench_lstm"]
 # Scripts without the common options (--quick, --markdown), run on their own.
 STANDALONE = ["bench_elementwise", "bench_disk_cache", "bench_scaleout"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

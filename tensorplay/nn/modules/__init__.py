@@ -10,6 +10,7 @@ from .dropout import Dropout, AlphaDropout
 from .upsampling import Upsample
 from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder
 from .sparse import Embedding
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
 from .activation import (ReLU, ReLU6, LeakyReLU, GELU, SiLU, ELU, Softplus, Hardtanh, Tanh, Sigmoid, LogSigmoid,
                          Softmax, LogSoftmax)
 from .flatten import Flatten, Unflatten
@@ -23,5 +24,6 @@ __all__ = [
     "Flatten", "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MSELoss",
     "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "InstanceNorm1d", "InstanceNorm2d", "GroupNorm", "AlphaDropout", "Upsample", "MultiheadAttention",
-    "TransformerEncoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer", "TransformerEncoder", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
+    "LSTMCell", "GRUCell",
 ]

@@ -1,0 +1,442 @@
+"""Differentiation rules of the control-flow primitives (declared in `ir/prims/control.py`).
+
+Each rule differentiates, splits or transposes the node's regions with the ordinary graph
+passes and emits one new control-flow node, as JAX does for `lax.cond` / `lax.scan`:
+
+- **jvp**: the region is differentiated as a region (`ir.passes.jvp`). Symbolic zeros stay
+  symbolic: only operands with a tangent get a tangent operand, and for loops the carries whose
+  tangent is nonzero are found by a fixpoint (a carry with a zero initial tangent becomes nonzero
+  when the body mixes a nonzero tangent into it) and then instantiated.
+- **partial_eval** (reverse mode's split of a JVP graph): `cond` is split into a known cond that
+  also returns the residuals of the branch taken (residual slots of equal type are shared by the
+  branches, the other branch fills them with zeros) and an unknown cond over them; `scan` into a
+  known scan that stacks each step's residuals as extra ys (residuals that depend only on the
+  consts are computed once, outside the loop) and an unknown scan that reads them as xs;
+  `while_loop` keeps its known carries on the known side and recomputes the whole loop on the
+  unknown side (enough for forward mode and `linearize`).
+- **transpose**: a linear `cond` transposes into a cond of the transposed branches; a linear
+  `scan` into a scan in the opposite direction of the transposed body, whose carry also
+  accumulates the cotangents of the linear consts over the steps. `while_loop` has no transpose:
+  its trip count is not known ahead, so reverse mode through it is an error naming the fix.
+- `tuple_get` / `make_tuple` move structured tangents and cotangents (tuples with one entry
+  per element, ``None`` for a symbolic zero) between tuples and their elements.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from ..core import Graph, GraphBuilder, Value, inline
+from ..passes.jvp import jvp
+from ..passes.partial_eval import partial_eval
+from ..passes.simplify import _live_nodes as live_nodes
+from ..passes.transpose import transpose
+from ..regions import Region
+from ..rules import instantiate, is_undefined
+from .control import COND, MAKE_TUPLE, SCAN, TUPLE_GET, WHILE_LOOP
+
+__all__ = ["WHILE_REVERSE_ERROR", "permute_graph", "elements", "pack"]
+
+WHILE_REVERSE_ERROR = (
+    "Reverse-mode differentiation (grad, vjp, jacrev, backward) does not work through while_loop, nor "
+    "through fori_loop with traced (tensor) bounds: the number of steps is not known ahead. Use "
+    "tp.fori_loop with Python int bounds, or tp.scan, which reverse mode supports; forward mode (jvp, "
+    "jacfwd) works through while_loop.")
+
+
+# --- helpers -------------------------------------------------------------------------------------
+def permute_graph(graph: Graph, in_order: Sequence[int], out_order: Sequence[int]) -> Graph:
+    """`graph` with its inputs and outputs reordered (the same nodes: no copy).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32, int32
+    >>> b = GraphBuilder(); x, i = b.add_input(TensorType((), float32)), b.add_input(TensorType((), int32))
+    >>> permute_graph(b.build([x, i]), [1, 0], [1, 0]).in_types
+    [tensor<i32>, tensor<f32>]
+    """
+    return Graph([graph.inputs[i] for i in in_order], graph.nodes, [graph.outputs[i] for i in out_order],
+                 graph.name)
+
+
+def elements(ctx: GraphBuilder, t: Value) -> list[Value]:
+    """The elements of tuple value `t`, as `tuple_get` nodes.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> [v.type for v in elements(b, pack(b, [x, x]))]
+    [tensor<2xf32>, tensor<2xf32>]
+    """
+    return [ctx.tuple_get(t, index=i) for i in range(len(t.type.elements))]
+
+
+def pack(ctx: GraphBuilder, values: Sequence[Value]) -> Value:
+    """A tuple of `values` (a `make_tuple` node).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> pack(b, [x]).type
+    tuple<2xf32>
+    """
+    return ctx.make_tuple(*values)
+
+
+def _flag(ctx) -> bool:
+    return getattr(ctx, "for_transpose", False)
+
+
+def _interleave(n_primal: int, groups: Sequence[tuple[int, int]]) -> list[int]:
+    """Positions in a JVP graph's ``(*primals, *tangents)`` listing, reordered group by group as
+    ``(*primals of group, *tangents of group)``. `groups` are (primal count, tangent count)."""
+    order, p, t = [], 0, n_primal
+    for n_p, n_t in groups:
+        order += list(range(p, p + n_p)) + list(range(t, t + n_t))
+        p, t = p + n_p, t + n_t
+    return order
+
+
+def _with_unused_inputs(graph: Graph, extra: Sequence, at: int) -> Graph:
+    """`graph` taking extra (unused) inputs of the types `extra`, inserted at input position `at`."""
+    new = [Value(t) for t in extra]
+    return Graph(graph.inputs[:at] + new + graph.inputs[at:], graph.nodes, graph.outputs, graph.name)
+
+
+def _restrict(graph: Graph, keep_in: Sequence[bool], keep_out: Sequence[bool]) -> Graph | None:
+    """`graph` with only the flagged inputs and outputs (dead nodes dropped), or None if a kept
+    output reads a dropped input."""
+    outs = [v for v, k in zip(graph.outputs, keep_out) if k]
+    nodes = live_nodes(graph.nodes, outs)
+    dropped = {v for v, k in zip(graph.inputs, keep_in) if not k}
+    if any(v in dropped for v in outs) or any(v in dropped for n in nodes for v in n.inputs):
+        return None
+    return Graph([v for v, k in zip(graph.inputs, keep_in) if k], nodes, outs, graph.name)
+
+
+# --- tuples --------------------------------------------------------------------------------------
+def _tuple_get_jvp(ctx, primals, tangents, *, index):
+    (t,), (dt,) = primals, tangents
+    return ctx.tuple_get(t, index=index), None if dt is None else dt[index]
+
+
+def _tuple_get_transpose(ctx, ct, operands, *, index):
+    (t,) = operands
+    cts = [None] * len(t.type.elements)
+    cts[index] = ct
+    return [tuple(cts)]
+
+
+def _make_tuple_jvp(ctx, primals, tangents):
+    return ctx.make_tuple(*primals), tuple(tangents)
+
+
+def _make_tuple_transpose(ctx, ct, operands):
+    return list(ct)
+
+
+# --- cond ----------------------------------------------------------------------------------------
+def _cond_jvp(ctx, primals, tangents, *, true, false):
+    pred, ops, t_ops = primals[0], primals[1:], tangents[1:]
+    nz = [t is not None for t in t_ops]
+    first = [jvp(r.graph, nz, for_transpose=_flag(ctx)) for r in (true, false)]
+    out_nz = [not (a and b) for a, b in zip(first[0].zero_outputs, first[1].zero_outputs)]
+    jt, jf = (jvp(r.graph, nz, out_nz, for_transpose=_flag(ctx)).graph for r in (true, false))
+    out = ctx.cond(pred, *ops, *[t for t in t_ops if t is not None], true=Region(jt), false=Region(jf))
+    return _split_primal_tangent(ctx, out, len(out_nz), out_nz)
+
+
+def _split_primal_tangent(ctx, out: Value, n: int, nz: Sequence[bool]):
+    """(primal tuple, structured tangent) of a node returning ``(*n primals, *tangents of the nz ones)``."""
+    vals = elements(ctx, out)
+    tans = iter(vals[n:])
+    return pack(ctx, vals[:n]), tuple(next(tans) if z else None for z in nz)
+
+
+def _merge_residuals(types_per_branch: Sequence[Sequence]) -> tuple[list, list[list[int]]]:
+    """Shared residual slots for the branches: a slot per (type, occurrence) over all branches;
+    returns the slot types and, per branch, the slot of each of its residuals."""
+    slots: list = []
+    index: dict = {}
+    per_branch = []
+    for types in types_per_branch:
+        seen: Counter = Counter()
+        mine = []
+        for t in types:
+            key = (t, seen[t])
+            seen[t] += 1
+            if key not in index:
+                index[key] = len(slots)
+                slots.append(t)
+            mine.append(index[key])
+        per_branch.append(mine)
+    return slots, per_branch
+
+
+def _cond_partial_eval(ctx, operands, unknowns, *, true, false):
+    if unknowns[0]:
+        return None  # an unknown predicate: the whole cond is unknown
+    ops_uk = list(unknowns[1:])
+    n_out = len(true.out_types)
+    first = [partial_eval(r.graph, ops_uk, [None] * n_out) for r in (true, false)]
+    out_uk = [a or b for a, b in zip(first[0].unknown_outputs, first[1].unknown_outputs)]
+    pes = [partial_eval(r.graph, ops_uk, out_uk) for r in (true, false)]
+    res_types = [pe.known.out_types[len(pe.known.outputs) - pe.num_residuals:] for pe in pes]
+    slots, slot_of = _merge_residuals(res_types)
+    known_ops = [v for v, u in zip(operands[1:], ops_uk) if not u]
+    known_branches, unknown_branches = [], []
+    for pe, mine in zip(pes, slot_of):
+        kb = GraphBuilder(pe.known.name)
+        outs = inline(kb, pe.known, [kb.add_input(v.type) for v in known_ops])
+        n_known = len(outs) - pe.num_residuals
+        filled = [None] * len(slots)
+        for r, s in zip(outs[n_known:], mine):
+            filled[s] = r
+        known_branches.append(kb.build(outs[:n_known] + [r if r is not None else _zeros(kb, t)
+                                                         for r, t in zip(filled, slots)]))
+        ub = GraphBuilder(pe.unknown.name)
+        slot_in = [ub.add_input(t) for t in slots]
+        unk_in = [ub.add_input(t) for t in pe.unknown.in_types[pe.num_residuals:]]
+        unknown_branches.append(ub.build(inline(ub, pe.unknown, [slot_in[s] for s in mine] + unk_in)))
+    n_known_out = n_out - sum(out_uk)
+    known_vals: list[Value] = []
+    if n_known_out or slots:
+        known = ctx.known.cond(operands[0], *known_ops, true=Region(known_branches[0]),
+                               false=Region(known_branches[1]))
+        known_vals = elements(ctx.known, known)
+    unknown_vals: list[Value] = []
+    if any(out_uk):
+        res = [ctx.residual(r) for r in known_vals[n_known_out:]]
+        unk = ctx.unknown.cond(ctx.lift(0), *res, *[ctx.lift(i + 1) for i, u in enumerate(ops_uk) if u],
+                               true=Region(unknown_branches[0]), false=Region(unknown_branches[1]))
+        unknown_vals = elements(ctx.unknown, unk)
+    kit, uit = iter(known_vals), iter(unknown_vals)
+    return [(True, next(uit)) if u else (False, next(kit)) for u in out_uk]
+
+
+def _zeros(b: GraphBuilder, t) -> Value:
+    return b.const(False if t.dtype.is_bool else 0, t.shape, t.dtype)
+
+
+def _cond_transpose(ctx, ct, operands, *, true, false):
+    pred, ops = operands[0], operands[1:]
+    if is_undefined(pred):
+        raise AssertionError("cond: the predicate cannot be linear")
+    lin = [is_undefined(o) for o in ops]
+    with_ct = [c is not None for c in ct]
+    gt, gf = (transpose(r.graph, lin, with_ct) for r in (true, false))
+    res = [o for o, li in zip(ops, lin) if not li]
+    out = ctx.cond(pred, *res, *[c for c in ct if c is not None], true=Region(gt), false=Region(gf))
+    cts = iter(elements(ctx, out))
+    return [None] + [next(cts) if li else None for li in lin]
+
+
+# --- scan ----------------------------------------------------------------------------------------
+def _scan_jvp(ctx, primals, tangents, *, body, num_consts, num_carry, length, reverse):
+    g = body.graph
+    nc, nk = num_consts, num_carry
+    nz = [t is not None for t in tangents]
+    const_nz, carry_nz, xs_nz = nz[:nc], nz[nc:nc + nk], nz[nc + nk:]
+    for _ in range(nk + 1):  # each round turns at least one carry nonzero, or stops
+        j = jvp(g, const_nz + carry_nz + xs_nz, for_transpose=_flag(ctx))
+        out_nz = [not z for z in j.zero_outputs]
+        grown = [a or b for a, b in zip(carry_nz, out_nz[:nk])]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    ys_nz = out_nz[nk:]
+    j = jvp(g, const_nz + carry_nz + xs_nz, carry_nz + ys_nz, for_transpose=_flag(ctx))
+    n_tc, n_tk, n_tx, n_ty = sum(const_nz), sum(carry_nz), sum(xs_nz), sum(ys_nz)
+    n_x, n_y = len(xs_nz), len(ys_nz)
+    body_jvp = permute_graph(j.graph, _interleave(nc + nk + n_x, [(nc, n_tc), (nk, n_tk), (n_x, n_tx)]),
+                             _interleave(nk + n_y, [(nk, n_tk), (n_y, n_ty)]))
+    consts, carry, xs = primals[:nc], primals[nc:nc + nk], primals[nc + nk:]
+    t_consts, t_carry, t_xs = tangents[:nc], tangents[nc:nc + nk], tangents[nc + nk:]
+    out = ctx.scan(*consts, *[t for t in t_consts if t is not None],
+                   *carry, *[instantiate(ctx, t, c) for t, c, z in zip(t_carry, carry, carry_nz) if z],
+                   *xs, *[t for t in t_xs if t is not None],
+                   body=Region(body_jvp), num_consts=nc + n_tc, num_carry=nk + n_tk, length=length,
+                   reverse=reverse)
+    vals = elements(ctx, out)
+    carry_out, t_carry_out = vals[:nk], iter(vals[nk:nk + n_tk])
+    ys, t_ys = vals[nk + n_tk:nk + n_tk + n_y], iter(vals[nk + n_tk + n_y:])
+    tangent = tuple(next(t_carry_out) if z else None for z in carry_nz) + tuple(next(t_ys) if z else None
+                                                                                 for z in ys_nz)
+    return pack(ctx, carry_out + ys), tangent
+
+
+def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, length, reverse):
+    g = body.graph
+    nc, nk = num_consts, num_carry
+    ny = len(g.outputs) - nk
+    const_uk, carry_uk, xs_uk = list(unknowns[:nc]), list(unknowns[nc:nc + nk]), list(unknowns[nc + nk:])
+    for _ in range(nk + 1):
+        pe = partial_eval(g, const_uk + carry_uk + xs_uk, [True if u else None for u in carry_uk] + [None] * ny)
+        grown = [a or b for a, b in zip(carry_uk, pe.unknown_outputs[:nk])]
+        if grown == carry_uk:
+            break
+        carry_uk = grown
+    out_uk = pe.unknown_outputs
+    in_uk = const_uk + carry_uk + xs_uk
+    known_body, n_res = pe.known, pe.num_residuals
+    n_known_out = len(known_body.outputs) - n_res
+    known_idx = [i for i, u in enumerate(in_uk) if not u]
+    nc_known = sum(not u for u in const_uk)
+    nk_known = sum(not u for u in carry_uk)
+    # residuals: a known const input is forwarded, a value of the consts alone is hoisted out of
+    # the loop, the rest is stacked as extra ys of the known scan
+    const_inputs = known_body.inputs[:nc_known]
+    invariant = set(const_inputs)
+    for n in known_body.nodes:
+        if not n.prim.random and all(v in invariant for v in n.inputs):
+            invariant.add(n.out)
+    res = known_body.outputs[n_known_out:]
+    hoisted = [r in invariant for r in res]
+    outer_consts = [operands[i] for i in known_idx[:nc_known]]
+    hoist_graph = Graph(const_inputs, live_nodes(known_body.nodes, [r for r, h in zip(res, hoisted) if h]),
+                        [r for r, h in zip(res, hoisted) if h])
+    hoisted_vals = iter(inline(ctx.known, hoist_graph, outer_consts))
+    stacked_res = [r for r, h in zip(res, hoisted) if not h]
+    kouts = known_body.outputs[:n_known_out] + stacked_res
+    kbody = Graph(known_body.inputs, live_nodes(known_body.nodes, kouts), kouts, known_body.name)
+    known_vals: list[Value] = []
+    if kouts:
+        known = ctx.known.scan(*[operands[i] for i in known_idx], body=Region(kbody), num_consts=nc_known,
+                               num_carry=nk_known, length=length, reverse=reverse)
+        known_vals = elements(ctx.known, known)
+    stacked_vals = iter(known_vals[n_known_out:])
+    invariant_res, stacked_in = [], []
+    ubody = pe.unknown
+    for r_in, h in zip(ubody.inputs[:n_res], hoisted):
+        if h:
+            invariant_res.append((r_in, ctx.residual(next(hoisted_vals))))
+        else:
+            stacked_in.append((r_in, ctx.residual(next(stacked_vals))))
+    unk_in = ubody.inputs[n_res:]
+    nc_unk, nk_unk = sum(const_uk), sum(carry_uk)
+    order = ([r for r, _ in invariant_res] + unk_in[:nc_unk] + unk_in[nc_unk:nc_unk + nk_unk]
+             + [r for r, _ in stacked_in] + unk_in[nc_unk + nk_unk:])
+    ubody = Graph(order, ubody.nodes, ubody.outputs, ubody.name)
+    unknown_vals: list[Value] = []
+    if ubody.outputs:
+        lifted = [ctx.lift(i) for i, u in enumerate(in_uk) if u]
+        unk = ctx.unknown.scan(*[v for _, v in invariant_res], *lifted[:nc_unk + nk_unk],
+                               *[v for _, v in stacked_in], *lifted[nc_unk + nk_unk:],
+                               body=Region(ubody), num_consts=len(invariant_res) + nc_unk, num_carry=nk_unk,
+                               length=length, reverse=reverse)
+        unknown_vals = elements(ctx.unknown, unk)
+    kit, uit = iter(known_vals[:n_known_out]), iter(unknown_vals)
+    return [(True, next(uit)) if u else (False, next(kit)) for u in out_uk]
+
+
+def _scan_transpose(ctx, ct, operands, *, body, num_consts, num_carry, length, reverse):
+    nc, nk = num_consts, num_carry
+    consts, init, xs = operands[:nc], operands[nc:nc + nk], operands[nc + nk:]
+    lin_c = [is_undefined(c) for c in consts]
+    lin_x = [is_undefined(x) for x in xs]
+    ct_carry, ct_ys = list(ct[:nk]), list(ct[nk:])
+    g = body.graph
+    ys_types = g.out_types[nk:]
+    with_ct = [True] * nk + [c is not None for c in ct_ys]
+    # the body transposed: (*res consts, *res xs, *ct carry out, *ct ys) -> (*ct lin consts, *ct carry, *ct lin xs)
+    gt = transpose(g, lin_c + [True] * nk + lin_x, with_ct)
+    res_c = [c for c, li in zip(consts, lin_c) if not li]
+    res_x = [x for x, li in zip(xs, lin_x) if not li]
+    n_lc, n_lx = sum(lin_c), sum(lin_x)
+    carry_types = g.in_types[nc:nc + nk]
+    lin_c_types = [t for t, li in zip(g.in_types[:nc], lin_c) if li]
+    tb = GraphBuilder(g.name + "_T")
+    rc = [tb.add_input(c.type) for c in res_c]
+    acc = [tb.add_input(t) for t in lin_c_types]
+    cc = [tb.add_input(t) for t in carry_types]
+    rx = [tb.add_input(gt.in_types[len(res_c) + k]) for k in range(len(res_x))]
+    cy = [tb.add_input(t) for t, w in zip(ys_types, with_ct[nk:]) if w]
+    outs = inline(tb, gt, rc + rx + cc + cy)
+    new_acc = [tb.add(a, o) for a, o in zip(acc, outs[:n_lc])]
+    tbody = tb.build(new_acc + outs[n_lc:])
+    ct_carry = [c if c is not None else _zeros(ctx, t) for c, t in zip(ct_carry, carry_types)]
+    out = ctx.scan(*res_c, *[_zeros(ctx, t) for t in lin_c_types], *ct_carry, *res_x,
+                   *[c for c in ct_ys if c is not None], body=Region(tbody), num_consts=len(res_c),
+                   num_carry=n_lc + nk, length=length, reverse=not reverse)
+    vals = elements(ctx, out)
+    ct_c, ct_init, ct_x = iter(vals[:n_lc]), vals[n_lc:n_lc + nk], iter(vals[n_lc + nk:])
+    assert len(vals) == n_lc + nk + n_lx
+    return ([next(ct_c) if li else None for li in lin_c] + [c if is_undefined(v) else None
+                                                           for c, v in zip(ct_init, init)]
+            + [next(ct_x) if li else None for li in lin_x])
+
+
+# --- while_loop ----------------------------------------------------------------------------------
+def _while_jvp(ctx, primals, tangents, *, cond, body, num_cond_consts, num_body_consts):
+    ncc, nbc = num_cond_consts, num_body_consts
+    nk = len(primals) - ncc - nbc
+    g = body.graph
+    nz = [t is not None for t in tangents]
+    bconst_nz, carry_nz = nz[ncc:ncc + nbc], nz[ncc + nbc:]
+    for _ in range(nk + 1):
+        j = jvp(g, bconst_nz + carry_nz, for_transpose=_flag(ctx))
+        grown = [a or not z for a, z in zip(carry_nz, j.zero_outputs)]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    j = jvp(g, bconst_nz + carry_nz, carry_nz, for_transpose=_flag(ctx))
+    n_tb, n_tk = sum(bconst_nz), sum(carry_nz)
+    body_jvp = permute_graph(j.graph, _interleave(nbc + nk, [(nbc, n_tb), (nk, n_tk)]),
+                             _interleave(nk, [(nk, n_tk)]))
+    cconsts, bconsts, carry = primals[:ncc], primals[ncc:ncc + nbc], primals[ncc + nbc:]
+    t_carry_types = [c.type for c, z in zip(carry, carry_nz) if z]
+    cond_jvp = _with_unused_inputs(cond.graph, t_carry_types, len(cond.graph.inputs))
+    t_b, t_k = tangents[ncc:ncc + nbc], tangents[ncc + nbc:]
+    out = ctx.while_loop(*cconsts, *bconsts, *[t for t in t_b if t is not None],
+                         *carry, *[instantiate(ctx, t, c) for t, c, z in zip(t_k, carry, carry_nz) if z],
+                         cond=Region(cond_jvp), body=Region(body_jvp), num_cond_consts=ncc,
+                         num_body_consts=nbc + n_tb)
+    return _split_primal_tangent(ctx, out, nk, carry_nz)
+
+
+def _while_partial_eval(ctx, operands, unknowns, *, cond, body, num_cond_consts, num_body_consts):
+    ncc, nbc = num_cond_consts, num_body_consts
+    nk = len(operands) - ncc - nbc
+    if any(unknowns[:ncc]):
+        return None
+    bconst_uk, carry_uk = list(unknowns[ncc:ncc + nbc]), list(unknowns[ncc + nbc:])
+    g = body.graph
+    for _ in range(nk + 1):
+        pe = partial_eval(g, bconst_uk + carry_uk, [True if u else None for u in carry_uk])
+        grown = [a or b for a, b in zip(carry_uk, pe.unknown_outputs)]
+        if grown == carry_uk:
+            break
+        carry_uk = grown
+    known_carry = [not u for u in carry_uk]
+    kcond = _restrict(cond.graph, [True] * ncc + known_carry, [True])
+    kbody = _restrict(g, [not u for u in bconst_uk] + known_carry, known_carry)
+    if kcond is None or kbody is None:
+        return None  # the trip count depends on unknown values: all of it is unknown
+    known_vals: list[Value] = []
+    if any(known_carry):
+        keep = [True] * ncc + [not u for u in bconst_uk] + known_carry
+        known = ctx.known.while_loop(*[v for v, k in zip(operands, keep) if k], cond=Region(kcond),
+                                     body=Region(kbody), num_cond_consts=ncc,
+                                     num_body_consts=sum(not u for u in bconst_uk))
+        known_vals = elements(ctx.known, known)
+    # the unknown side runs the whole loop again: the known carries are recomputed there
+    unk = ctx.unknown.while_loop(*[ctx.lift(i) for i in range(len(operands))], cond=cond, body=body,
+                                 num_cond_consts=ncc, num_body_consts=nbc)
+    unknown_vals = elements(ctx.unknown, unk)
+    kit = iter(known_vals)
+    return [(True, uv) if u else (False, next(kit)) for u, uv in zip(carry_uk, unknown_vals)]
+
+
+def _while_transpose(ctx, ct, operands, **attrs):
+    raise ValueError(WHILE_REVERSE_ERROR)
+
+
+TUPLE_GET.def_jvp(_tuple_get_jvp)
+TUPLE_GET.def_transpose(_tuple_get_transpose)
+MAKE_TUPLE.def_jvp(_make_tuple_jvp)
+MAKE_TUPLE.def_transpose(_make_tuple_transpose)
+COND.def_jvp(_cond_jvp)
+COND.def_partial_eval(_cond_partial_eval)
+COND.def_transpose(_cond_transpose)
+SCAN.def_jvp(_scan_jvp)
+SCAN.def_partial_eval(_scan_partial_eval)
+SCAN.def_transpose(_scan_transpose)
+WHILE_LOOP.def_jvp(_while_jvp)
+WHILE_LOOP.def_partial_eval(_while_partial_eval)
+WHILE_LOOP.def_transpose(_while_transpose)
