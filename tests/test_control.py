@@ -258,7 +258,11 @@ def f_fori_traced(x):
     return tp.fori_loop(tp.tensor(0), (x.abs().sum() * 2).to(tp.int64), lambda i, v: v * 0.5 + i, x)
 
 
-VMAP_CASES = [f_cond_batched_pred, f_cond_unbatched_pred, f_cond_mixed_outputs, f_while_batched_pred,
+def f_cond_batched_pred_unbatched_operands(x):
+    return tp.cond(x.sum() > 0, lambda a: a * 2, lambda a: a + 1, (W3[0],))
+
+
+VMAP_CASES = [f_cond_batched_pred, f_cond_batched_pred_unbatched_operands, f_cond_unbatched_pred, f_cond_mixed_outputs, f_while_batched_pred,
               f_while_batched_consts, f_while_carry_made_batched, f_scan_batched_xs, f_scan_batched_const_and_carry,
               f_fori_traced]
 
@@ -282,6 +286,28 @@ def test_vmap_in_dim_one_and_nested_vmap():
     got = vmap(vmap(f_cond_batched_pred))(x)
     want = np.stack([np.stack([f_cond_batched_pred(x[i, j]).numpy() for j in range(4)]) for i in range(3)])
     close(got, want)
+
+
+def test_nested_vmap_of_a_masked_while_loop():
+    x = T(rand(2, 3, 3, seed=11))
+    got = vmap(vmap(f_while_batched_pred))(x)
+    for i in range(2):
+        for j in range(3):
+            want = f_while_batched_pred(x[i, j])
+            assert got[0][i, j].item() == want[0].item()
+            close(got[1][i, j], want[1])
+
+
+def test_non_contiguous_operands():
+    base = rand(3, 5, seed=12)
+    xs = T(base).T  # (5, 3), strided
+    c, ys = tp.scan(lambda c, x: (c + x, c * x), tp.zeros(3), xs)
+    want_c, want_ys = np_scan(lambda c, x: (c + x, c * x), np.zeros(3, np.float32), base.T)
+    close(c, want_c)
+    close(ys, want_ys)
+    c2, ys2 = tp.compile(lambda xs: tp.scan(lambda c, x: (c + x, c * x), tp.zeros(3), xs))(xs)
+    close(c2, want_c)
+    close(ys2, want_ys)
 
 
 def test_vmap_of_a_batched_predicate_selects_per_sample():
