@@ -118,7 +118,25 @@ def _flat_args(diff_args: Sequence):
             new[i] = t
         return list(_pytree.tree_unflatten(tree, new))
 
-    return [leaves[i] for i in pos], rebuild, leaves, tree
+    return [leaves[i] for i in pos], rebuild
+
+
+class _Call:
+    """One call of a custom function: the tensor leaves of its differentiated arguments, its
+    static (nondiff) arguments, and the argument lists rebuilt on other tensor leaves."""
+
+    def __init__(self, args: tuple, static_argnums: tuple[int, ...], op: str):
+        self.diff, self.static_pos = _split_args(args, static_argnums, op)
+        self.static = [args[i] for i in self.static_pos]
+        self.tensors, self.diff_args = _flat_args(self.diff)
+
+    def args(self, tensors) -> list:
+        """Every argument (static ones in their places), with these tensor leaves."""
+        return _merge_args(self.diff_args(tensors), self.static_pos, self.static)
+
+    def trace(self, fn: Callable, op: str, what: str) -> "_Traced":
+        """`fn` called with this call's arguments, traced on its tensor leaves."""
+        return _trace(lambda *ts: fn(*self.args(ts)), tuple(self.tensors), op, what)
 
 
 def _check_types(op: str, what: str, got: Sequence, expected: Sequence) -> None:
@@ -149,8 +167,35 @@ class _RuleDepth(threading.local):
         self.depth -= 1
 
 
+class _CustomFunction:
+    """What `custom_jvp` and `custom_vjp` share: the wrapped function, its static arguments, the
+    guard against a function calling itself inside its own rule, and the call's checks."""
+
+    kind = "custom"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"{self.kind}: fun must be callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self._tracing_rule = _RuleDepth()
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def _op(self, kwargs: dict, has_rule: bool, how: str) -> str:
+        """The op's name for messages, after checking the call can be made (`how`: how to set the rule)."""
+        op = f"{self.kind}({_name(self.fun)})"
+        if kwargs:
+            raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
+        if not has_rule:
+            raise AttributeError(f"{op}: no {'JVP' if self.kind == 'custom_jvp' else 'VJP'} rule defined; {how}")
+        return op
+
+
 # --- custom_jvp ----------------------------------------------------------------------------------
-class custom_jvp:
+class custom_jvp(_CustomFunction):
     """A function with a forward-mode derivative rule of your own, as `jax.custom_jvp`.
 
     Decorate the function, then give the rule with ``@f.defjvp``: ``rule(primals, tangents) ->
@@ -173,14 +218,11 @@ class custom_jvp:
     tensor(0.5000)
     """
 
+    kind = "custom_jvp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        if not callable(fun):
-            raise TypeError(f"custom_jvp: fun must be callable, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.jvp: Callable | None = None
-        self._tracing_rule = _RuleDepth()
 
     def defjvp(self, jvp: Callable) -> Callable:
         """Set the JVP rule (usable as a decorator); returns the rule."""
@@ -189,22 +231,13 @@ class custom_jvp:
         self.jvp = jvp
         return jvp
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
-        op = f"custom_jvp({_name(self.fun)})"
-        if kwargs:
-            raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
-        if self.jvp is None:
-            raise AttributeError(f"{op}: no JVP rule defined; decorate one with @{_name(self.fun)}.defjvp")
+        op = self._op(kwargs, self.jvp is not None, f"decorate one with @{_name(self.fun)}.defjvp")
         if self._tracing_rule.active:  # called by its own rule (``return f(x), ...``): the plain function
             return self.fun(*args)
-        diff, nd_pos = _split_args(args, self.nondiff_argnums, op)
-        nd_vals = [args[i] for i in nd_pos]
-        tensors, rebuild, _, _ = _flat_args(diff)
-        fun = _trace(lambda *ts: self.fun(*_merge_args(rebuild(ts), nd_pos, nd_vals)), tuple(tensors), op,
-                     "the function")
+        call = _Call(args, self.nondiff_argnums, op)
+        tensors, rebuild, nd_vals = call.tensors, call.diff_args, call.static
+        fun = call.trace(self.fun, op, "the function")
         arg_types = [t._type() for t in tensors]
 
         def rule(*flat):
@@ -242,7 +275,7 @@ def _tangent_leaves(op: str, tangent, tree, primal_leaves) -> list:
 
 
 # --- custom_vjp ----------------------------------------------------------------------------------
-class custom_vjp:
+class custom_vjp(_CustomFunction):
     """A function with a reverse-mode derivative rule of your own, as `jax.custom_vjp`.
 
     Decorate the function, then give the rule with ``f.defvjp(fwd, bwd)``: ``fwd(*args) ->
@@ -266,15 +299,12 @@ class custom_vjp:
     tensor([1., 1.])
     """
 
+    kind = "custom_vjp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        if not callable(fun):
-            raise TypeError(f"custom_vjp: fun must be callable, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-        self._tracing_rule = _RuleDepth()
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         """Set the rule: `fwd` (args -> (output, residuals)) and `bwd` ((residuals, cotangent) -> cotangents)."""
@@ -282,26 +312,17 @@ class custom_vjp:
             raise TypeError(f"custom_vjp({_name(self.fun)}).defvjp: fwd and bwd must be callable")
         self.fwd, self.bwd = fwd, bwd
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
-        op = f"custom_vjp({_name(self.fun)})"
-        if kwargs:
-            raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
-        if self.fwd is None:
-            raise AttributeError(f"{op}: no VJP rule defined; call {_name(self.fun)}.defvjp(fwd, bwd)")
+        op = self._op(kwargs, self.fwd is not None, f"call {_name(self.fun)}.defvjp(fwd, bwd)")
         if self._tracing_rule.active:  # called by its own fwd or bwd: the plain function
             return self.fun(*args)
-        diff, nd_pos = _split_args(args, self.nondiff_argnums, op)
-        nd_vals = [args[i] for i in nd_pos]
-        tensors, rebuild, leaves, arg_tree = _flat_args(diff)
-        fun = _trace(lambda *ts: self.fun(*_merge_args(rebuild(ts), nd_pos, nd_vals)), tuple(tensors), op,
-                     "the function")
+        call = _Call(args, self.nondiff_argnums, op)
+        tensors, nd_vals = call.tensors, call.static
+        fun = call.trace(self.fun, op, "the function")
         res_box: list = []
 
         def fwd_flat(*ts):
-            res = self.fwd(*_merge_args(rebuild(ts), nd_pos, nd_vals))
+            res = self.fwd(*call.args(ts))
             if not isinstance(res, (tuple, list)) or len(res) != 2:
                 raise CustomRuleError(f"{op}: fwd must return a pair (output, residuals), got {type(res).__name__}")
             out_leaves, out_tree = _pytree.tree_flatten(res[0])
@@ -324,7 +345,7 @@ class custom_vjp:
             res = _pytree.tree_unflatten(r_tree, [next(it) if s is None else s for s in r_static])
             ct = _pytree.tree_unflatten(fun.out_tree, list(flat[len(res_types):]))
             cts = self.bwd(*nd_vals, res, ct)
-            return tuple(_arg_cotangents(op, cts, diff, leaves, arg_tree))
+            return tuple(_arg_cotangents(op, cts, call.diff))
 
         with self._tracing_rule:
             bwd = _trace(bwd_flat, tuple(_placeholder(t) for t in list(res_types) + fun.out_types), op, "bwd")
@@ -334,7 +355,7 @@ class custom_vjp:
                      num_fwd_consts=len(fwd.consts), num_bwd_consts=len(bwd.consts))
 
 
-def _arg_cotangents(op: str, cts, diff_args: Sequence, leaves: Sequence, arg_tree) -> list:
+def _arg_cotangents(op: str, cts, diff_args: Sequence) -> list:
     """The tensor leaves of bwd's result, one per tensor leaf of the arguments (None -> zeros)."""
     from .. import ops
 
@@ -397,10 +418,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
         op = f"checkpoint({_name(fun)})"
         if kwargs:
             raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
-        diff, nd_pos = _split_args(args, static, op)
-        nd_vals = [args[i] for i in nd_pos]
-        tensors, rebuild, _, _ = _flat_args(diff)
-        body = _trace(lambda *ts: fun(*_merge_args(rebuild(ts), nd_pos, nd_vals)), tuple(tensors), op, "the function")
-        return _call("checkpoint", tensors + body.consts, body.out_tree, body=body.region(consts_first=False))
+        call = _Call(args, static, op)
+        body = call.trace(fun, op, "the function")
+        return _call("checkpoint", call.tensors + body.consts, body.out_tree, body=body.region(consts_first=False))
 
     return remat

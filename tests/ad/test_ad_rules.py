@@ -86,6 +86,10 @@ def test_convert_to_integer_or_bool_has_zero_tangent(to):
 
 
 # --- numerical checks ------------------------------------------------------------------------------
+# reverse mode through while_loop is an error by design (its trip count is unknown when tracing)
+REVERSE_SAMPLES = [s for s in DIFF_SAMPLES if s.prim != "while_loop"]
+
+
 @pytest.mark.parametrize("s", DIFF_SAMPLES, ids=sample_id)
 def test_jvp_matches_central_differences(s):
     g, args, wrt = diff_case(s)
@@ -98,7 +102,7 @@ def test_jvp_matches_central_differences(s):
     np.testing.assert_allclose(tangent, fd, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("s", DIFF_SAMPLES, ids=sample_id)
+@pytest.mark.parametrize("s", REVERSE_SAMPLES, ids=sample_id)
 def test_vjp_satisfies_the_dot_product_identity(s):
     g, args, wrt = diff_case(s)
     lin = linearize(g, wrt)
@@ -126,7 +130,7 @@ def _backward_as_graph(g, wrt):
     return b.build(inline(b, parts.backward, fwd[1:] + [u]))
 
 
-@pytest.mark.parametrize("s", DIFF_SAMPLES, ids=sample_id)
+@pytest.mark.parametrize("s", REVERSE_SAMPLES, ids=sample_id)
 def test_second_derivatives_forward_over_reverse(s):
     g, args, wrt = diff_case(s)
     pullback = _backward_as_graph(g, wrt)

@@ -59,8 +59,8 @@ def test_inline_copies_without_changing_types():
 
 
 # --- simplify --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("s", DIFF_SAMPLES[::3], ids=lambda s: s.prim)
-def test_simplify_reaches_a_fixed_point_in_one_walk(s):
+@pytest.mark.parametrize("s", [s for s in DIFF_SAMPLES if s.prim != "while_loop"][::3], ids=lambda s: s.prim)
+def test_simplify_reaches_a_fixed_point_in_one_walk(s):  # (grad of while_loop is an error by design)
     g, args, wrt = diff_case(s)
     full = grad_graph(g, wrt, [1.0] * len(g.outputs)) if all(o.type.size == 1 for o in g.outputs) else g
     once = simplify(full)

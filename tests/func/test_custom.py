@@ -17,17 +17,10 @@ from tensorplay.ir.passes.reverse import split
 from tensorplay.ir.prims.custom import CustomRuleError
 from tensorplay._trace import trace_function
 
-from test_control_grad import fd_grad, on_the_interpreter, npy, t64  # noqa: F401  (the backend fixture)
+from test_control_grad import fd_grad, jax, npy, on_the_interpreter, t64  # noqa: F401  (fixtures)
 
 RNG = np.random.default_rng(3)
 X, W = RNG.normal(size=3), RNG.normal(size=3)
-
-
-@pytest.fixture
-def jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
 
 
 # --- custom_jvp ----------------------------------------------------------------------------------
