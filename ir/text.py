@@ -24,8 +24,22 @@ str                       JSON string: ``"a\\"b"``
 tuple (nested)            ``[1, [2, 3]]``
 `DType`                   its short name: ``f32``, ``i64``, ``i1``
 `TensorType`              ``tensor<2x3xf32>``
+`Region`                  a nested block after the type (see below)
 ``None``                  ``none``
 ========================  =========================================
+
+A control-flow node (``cond``, ``while_loop``, ``scan``) has a tuple result,
+printed ``tuple<4xf32, i32>``, and carries its regions after its type, nested
+in MLIR's style: ``^label(%label.arg0: type, ...) -> types:`` then the region's
+statements and its ``return``, every region of the node inside one pair of
+braces, sorted by label. Regions are closed: their names (``%body.0``) never
+refer to the enclosing graph::
+
+    %0 = tp.scan %arg0, %arg1 {length = 4, num_carry = 1, num_consts = 0, reverse = false} : tuple<f32, 4xf32> {
+      ^body(%body.arg0: tensor<f32>, %body.arg1: tensor<f32>) -> (tensor<f32>, tensor<f32>):
+        %body.0 = tp.add %body.arg0, %body.arg1 : tensor<f32>
+        return %body.0, %body.arg0
+    }
 
 The parser accepts any ``%name`` and ``//`` comments, rebuilds the graph
 through `GraphBuilder.emit` (so every shape rule runs again) and checks each

@@ -249,8 +249,10 @@ def cond(pred, true_fn: Callable, false_fn: Callable, operands: Sequence = ()) -
     if trees["true"] != trees["false"]:
         raise TypeError(f"{op}: true_fn and false_fn return different structures: true_fn returns {trees['true']}, "
                         f"false_fn returns {trees['false']}")
-    _check_types(op, "the branches return different types", _paths(trees["true"], "output"), true.out_types,
-                 false.out_types, "false_fn")
+    for path, a, b in zip(_paths(trees["true"], "output"), true.out_types, false.out_types):
+        if a != b:
+            raise TypeError(f"{op}: the branches return different types for {path}: true_fn returns {a}, "
+                            f"false_fn returns {b}")
     consts = list({id(s): s for s in true.consts + false.consts}.values())
     targets = list({id(b.consts[i]): b.consts[i] for b in (true, false) for i, _ in b.written}.values())
     true_g, false_g = (_region_writes.branch_with_writes(_with_consts(b, consts), consts, b.consts, b.written, targets)
@@ -341,14 +343,15 @@ def _scan_length(op: str, xs: list[Tensor], paths: list[str], length) -> int:
     return first
 
 
-def _scan(op: str, f: Callable, init, xs, length, reverse: bool, who: str = "f"):
+def _scan(op: str, f: Callable, init, xs, length, reverse: bool, who: str = "f", carry_paths=None):
     if not callable(f):
         raise TypeError(f"{op}: {who} must be callable, got a {type(f).__name__}")
     if not isinstance(reverse, (bool, np.bool_)):
         raise TypeError(f"{op}: reverse must be a bool, got {reverse!r}")
     carry, carry_tree = _flatten_inputs(op, init, "init")
     x_leaves, x_tree = _flatten_inputs(op, xs, "xs")
-    carry_paths, x_paths = _paths(carry_tree, "init"), _paths(x_tree, "xs")
+    carry_paths = carry_paths or _paths(carry_tree, "init")
+    x_paths = _paths(x_tree, "xs")
     n = _scan_length(op, x_leaves, x_paths, length)
     carry_types = [t._type() for t in carry]
     slice_types = [TensorType(tuple(x.shape[1:]), x.dtype) for x in x_leaves]
@@ -434,7 +437,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
             return (i + 1, body_fun(i, val)), None
 
         i0 = as_tensor(int(lower))
-        (_, val), _ = _scan(op, step, (i0, init_val), None, max(int(upper) - int(lower), 0), False, "body_fun")
+        paths = ["the loop index"] + _paths(_pytree.tree_flatten(init_val)[1], "init_val")
+        (_, val), _ = _scan(op, step, (i0, init_val), None, max(int(upper) - int(lower), 0), False, "body_fun",
+                            paths)
         return val
     lo, hi = _bound(op, "lower", lower), _bound(op, "upper", upper)
     if lo.dtype is not hi.dtype:

@@ -40,7 +40,7 @@ FAMILY_COLOURS = {
     "input": "#ffffff", "output": "#eeeeee",
     "elementwise": "#cfe2f3", "compare": "#d0e0e3", "logical": "#c9daf8", "layout": "#fff2cc", "indexing": "#fce5cd",
     "reduction": "#f4cccc", "contraction": "#d9d2e9", "random": "#ead1dc", "constant": "#e6e6e6",
-    "other": "#d9ead3",
+    "control": "#e4dccf", "other": "#d9ead3",
 }
 DEAD = "(not computed)"  # legend entry for nodes in no kernel: dead code the backend eliminates
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace"

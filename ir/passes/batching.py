@@ -183,12 +183,32 @@ def batched_outputs(graph: Graph, batched_inputs: Sequence[bool]) -> list[bool]:
     """Which outputs of `graph` are batched when the inputs flagged in `batched_inputs` are.
 
     Exactly the outputs the pass returns with a batch axis: a node is batched iff one of its
-    operands is (random draws with an unbatched key stay unbatched under randomness='same').
+    operands is (random draws with an unbatched key stay unbatched under randomness='same'),
+    except for control flow, whose results are batched element by element as its rule batches
+    them (a loop carry that never meets the batch stays unbatched).
     """
-    batched = {v for v, b in zip(graph.inputs, batched_inputs, strict=True) if b}
+    batched: dict[Value, object] = {v: True for v, b in zip(graph.inputs, batched_inputs, strict=True) if b}
     for node in graph.nodes:
-        if any(v in batched for v in node.inputs):
-            batched.add(node.out)
+        flags = [batched.get(v) for v in node.inputs]
+        if not any(flags):
+            continue
+        if node.prim.name == "tuple_get":
+            if flags[0][node.attrs["index"]]:
+                batched[node.out] = True
+        elif node.out.type.__class__ is TupleType:
+            elements = _batched_elements(node, flags)
+            if any(elements):
+                batched[node.out] = elements
+        else:
+            batched[node.out] = True
     return [v in batched for v in graph.outputs]
 
 
+def _batched_elements(node, flags) -> tuple[bool, ...]:
+    """Which elements of a tuple-valued node's result are batched (its operands are tensors): its
+    batching rule run on stand-ins of batch size 1."""
+    ctx = BatchBuilder(1, "same", "probe")
+    dims = [0 if f else None for f in flags]
+    vals = [ctx.add_input(batched_type(v.type, d, 1)) for v, d in zip(node.inputs, dims)]
+    _, out = node.prim.batch(ctx, vals, dims, **node.attrs)
+    return tuple(d is not None for d in out)
