@@ -44,7 +44,7 @@ from ..interpreter import interpret
 from ..passes.batching import BatchBuilder, batch_inline, batch_region
 from ..primitive import Primitive, register
 from ..regions import Region
-from ..rules import is_undefined, materialize, move_bdim
+from ..rules import materialize, move_bdim
 from ..types import TensorType, TupleType
 
 __all__ = ["TUPLE_GET", "MAKE_TUPLE", "COND", "WHILE_LOOP", "SCAN", "types_text", "BOOL_SCALAR"]
@@ -503,37 +503,4 @@ WHILE_LOOP.examples = _while_examples
 SCAN.examples = _scan_examples
 
 
-# === differentiation of the tuple primitives =======================================================
-# (The rules of cond / while_loop / scan are written with the AD passes.) A tangent or cotangent of
-# a tuple is a tuple value, or None for a symbolic zero.
-def _tuple_get_jvp(ctx, primals, tangents, *, index):
-    (t,), (dt_,) = primals, tangents
-    return ctx.tuple_get(t, index=index), None if dt_ is None else ctx.tuple_get(dt_, index=index)
-
-
-def _make_tuple_jvp(ctx, primals, tangents):
-    out = ctx.make_tuple(*primals)
-    if all(t is None for t in tangents):
-        return out, None
-    return out, ctx.make_tuple(*[ctx.zeros_like(x) if t is None else t for x, t in zip(primals, tangents)])
-
-
-def _tuple_get_transpose(ctx, ct, operands, *, index):
-    (t,) = operands
-    if ct is None:
-        return [None]
-    elements = [ct if i == index else ctx.const(False if e.dtype.is_bool else 0, e.shape, e.dtype)
-                for i, e in enumerate(t.type.elements)]
-    return [ctx.make_tuple(*elements)]
-
-
-def _make_tuple_transpose(ctx, ct, operands):
-    if ct is None:
-        return [None] * len(operands)
-    return [ctx.tuple_get(ct, index=i) if is_undefined(x) else None for i, x in enumerate(operands)]
-
-
-TUPLE_GET.def_jvp(_tuple_get_jvp)
-TUPLE_GET.def_transpose(_tuple_get_transpose)
-MAKE_TUPLE.def_jvp(_make_tuple_jvp)
-MAKE_TUPLE.def_transpose(_make_tuple_transpose)
+# The differentiation rules of every control primitive, the tuple ones included, are in control_ad.py.
