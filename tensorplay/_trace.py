@@ -181,10 +181,15 @@ class Trace:
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
-        vals = tuple([self.lift(t) for t in operands])
-        node = Node.typed(prim, vals, attrs, result_type(prim, [v.type for v in vals], attrs))
+        vals = []
+        push = vals.append
+        for t in operands:  # `lift`, inlined for this trace's own roots (the common operand)
+            push(t._value if t._trace is self and t._base is None else self.lift(t))
+        vals = tuple(vals)
+        node = Node.typed(prim, vals, attrs, typed_result(prim, vals, attrs))
         self.builder.nodes.append(node)
-        out = Tensor._symbolic(self, node.out)
+        out = _new_tensor(Tensor)  # Tensor._symbolic, inlined
+        out._data, out._trace, out._value = None, self, node.out
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
@@ -308,6 +313,31 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
     return trace._evaluate(trace.lift(t))
 
 
+_new_tensor = object.__new__
+_TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
+_TYPES_LIMIT = 8192
+
+
+def typed_result(prim: Primitive, vals: Sequence[Value], attrs: dict) -> TensorType:
+    """`result_type(prim, operand types, attrs)`, memoised per signature.
+
+    A shape rule is a pure function of its operands' shapes and dtypes and the (frozen) attributes,
+    so a signature that passed once is not checked again; a failing one is never stored, so every
+    bad call raises the rule's own error.
+    """
+    try:
+        key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), tuple(attrs.items()) if attrs else None)
+        out = _TYPES.get(key)
+    except TypeError:  # an unhashable attribute: checked every time
+        return result_type(prim, [v.type for v in vals], attrs)
+    if out is None:
+        out = result_type(prim, [v.type for v in vals], attrs)
+        if len(_TYPES) >= _TYPES_LIMIT:
+            _TYPES.clear()
+        _TYPES[key] = out
+    return out
+
+
 def _under_stack(e: Exception) -> Exception:
     """`e` with the active transforms named (``... (under vmap(in_dims=0))``), once."""
     stack = transform_stack()
@@ -331,6 +361,20 @@ def bind(name: str | Primitive, *operands, **attrs):
         prim = name
     if attrs:
         attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+    stack = STATE.stack
+    if stack and operands:  # the common traced case: every operand is a tensor of the innermost trace
+        top = stack[-1]
+        for t in operands:
+            if t._trace is not top:
+                break
+        else:
+            try:
+                out = top.emit(prim, operands, attrs)
+            except (TypeError, ValueError, IndexError) as e:
+                raise _under_stack(e) from None
+            if not STATE.grad_enabled and _stops_gradient(top):
+                out = top.emit(_STOP_GRADIENT, (out,), {})
+            return out
     trace = _views.owning_trace(operands)
     if trace is None and prim.random:
         trace = STATE.top()
