@@ -84,12 +84,33 @@ class TreeDef:
 LEAF = TreeDef("leaf")
 NONE = TreeDef("none")
 
+# Interned treedefs: flattening the same structure again returns the same TreeDef object, so
+# equality is identity and the unflatten function compiled for it (`_build`) is reused on the
+# next call. Keyed by the children's identities (they are interned too); bounded.
+_INTERNED: dict = {}
+_INTERNED_LIMIT = 16384
+
+
+def _node(kind: str, meta: Any, children: tuple, container: Any = None) -> TreeDef:
+    """The interned TreeDef of a container node (equal to ``TreeDef(kind, meta, children, container)``)."""
+    try:
+        key = (kind, meta, container, *[id(c) for c in children])
+        td = _INTERNED.get(key)
+    except TypeError:  # an unhashable default factory or key: not interned
+        return TreeDef(kind, meta, children, container)
+    if td is None or td.children != children:  # a dead child's id reused: equal ids, other structure
+        if len(_INTERNED) >= _INTERNED_LIMIT:
+            _INTERNED.clear()
+        td = _INTERNED[key] = TreeDef(kind, meta, children, container)
+    return td
+
 
 def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 _PLAIN_DICT = (dict, None)
+_LEAF_CLASSES: set = set()  # classes seen as leaves: neither None nor a tuple, list or dict (subclass)
 
 
 def dict_container(d: dict) -> tuple:
@@ -108,28 +129,33 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
     """Flatten `tree` into (leaves, treedef); dict children come in insertion order, as in torch."""
     leaves: list = []
     append = leaves.append
+    leaf_classes = _LEAF_CLASSES
 
     def go(x) -> TreeDef:
         if is_leaf is not None and is_leaf(x):
             append(x)
             return LEAF
         cls = x.__class__
+        if cls in leaf_classes:
+            append(x)
+            return LEAF
         if cls is tuple:
-            return TreeDef("tuple", None, tuple([go(c) for c in x]))
+            return _node("tuple", None, tuple([go(c) for c in x]))
         if cls is list:
-            return TreeDef("list", None, tuple([go(c) for c in x]))
+            return _node("list", None, tuple([go(c) for c in x]))
         if cls is dict:
-            return TreeDef("dict", tuple(x), tuple([go(c) for c in x.values()]), _PLAIN_DICT)
+            return _node("dict", tuple(x), tuple([go(c) for c in x.values()]), _PLAIN_DICT)
         if x is None:
             return NONE
         if isinstance(x, tuple):
             if hasattr(cls, "_fields"):
-                return TreeDef("namedtuple", cls, tuple([go(c) for c in x]))
-            return TreeDef("tuple", None, tuple([go(c) for c in x]))
+                return _node("namedtuple", cls, tuple([go(c) for c in x]))
+            return _node("tuple", None, tuple([go(c) for c in x]))
         if isinstance(x, list):
-            return TreeDef("list", None, tuple([go(c) for c in x]))
+            return _node("list", None, tuple([go(c) for c in x]))
         if isinstance(x, dict):
-            return TreeDef("dict", tuple(x), tuple([go(x[k]) for k in x]), dict_container(x))
+            return _node("dict", tuple(x), tuple([go(x[k]) for k in x]), dict_container(x))
+        leaf_classes.add(cls)
         append(x)
         return LEAF
 

@@ -148,7 +148,8 @@ class Trace:
         """A new argument of the graph; `source` is the caller's tensor it stands for (its value)."""
         v = Value(type)
         self.arg_values.append(v)
-        t = Tensor._symbolic(self, v)
+        t = _new_tensor(Tensor)  # Tensor._symbolic, inlined
+        t._data, t._trace, t._value = None, self, v
         self.views.args.append(t)
         if self.concrete:
             if batched:
@@ -181,13 +182,21 @@ class Trace:
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
-        vals = tuple([self.lift(t) for t in operands])
-        node = Node.typed(prim, vals, attrs, result_type(prim, [v.type for v in vals], attrs))
-        self.builder.nodes.append(node)
-        out = Tensor._symbolic(self, node.out)
+        vals = []
+        push = vals.append
+        for t in operands:  # `lift`, inlined for this trace's own roots (the common operand)
+            push(t._value if t._trace is self and t._base is None else self.lift(t))
+        out = _new_tensor(Tensor)  # Tensor._symbolic, inlined
+        out._data, out._trace, out._value = None, self, self.append(prim, tuple(vals), attrs)
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
+
+    def append(self, prim: Primitive, vals: tuple, attrs: dict) -> Value:
+        """Append the node `prim(*vals)` (values of this graph; `attrs` frozen, kept by the node)."""
+        node = Node.typed(prim, vals, attrs, typed_result(prim, vals, attrs))
+        self.builder.nodes.append(node)
+        return node.out
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
@@ -201,7 +210,7 @@ class Trace:
             source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
         value = self.capture(source, source._type())
         if shape:
-            value = self.builder.emit(_BROADCAST, value, shape=shape, broadcast_dimensions=())
+            value = self.append(_BROADCAST, (value,), {"shape": shape, "broadcast_dimensions": ()})
         self._scalars[key] = value
         return Tensor._symbolic(self, value)
 
@@ -308,6 +317,31 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
     return trace._evaluate(trace.lift(t))
 
 
+_new_tensor = object.__new__
+_TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
+_TYPES_LIMIT = 8192
+
+
+def typed_result(prim: Primitive, vals: Sequence[Value], attrs: dict) -> TensorType:
+    """`result_type(prim, operand types, attrs)`, memoised per signature.
+
+    A shape rule is a pure function of its operands' shapes and dtypes and the (frozen) attributes,
+    so a signature that passed once is not checked again; a failing one is never stored, so every
+    bad call raises the rule's own error.
+    """
+    try:
+        key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), tuple(attrs.items()) if attrs else None)
+        out = _TYPES.get(key)
+    except TypeError:  # an unhashable attribute: checked every time
+        return result_type(prim, [v.type for v in vals], attrs)
+    if out is None:
+        out = result_type(prim, [v.type for v in vals], attrs)
+        if len(_TYPES) >= _TYPES_LIMIT:
+            _TYPES.clear()
+        _TYPES[key] = out
+    return out
+
+
 def _under_stack(e: Exception) -> Exception:
     """`e` with the active transforms named (``... (under vmap(in_dims=0))``), once."""
     stack = transform_stack()
@@ -331,6 +365,20 @@ def bind(name: str | Primitive, *operands, **attrs):
         prim = name
     if attrs:
         attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+    stack = STATE.stack
+    if stack and operands:  # the common traced case: every operand is a tensor of the innermost trace
+        top = stack[-1]
+        for t in operands:
+            if t._trace is not top:
+                break
+        else:
+            try:
+                out = top.emit(prim, operands, attrs)
+            except (TypeError, ValueError, IndexError) as e:
+                raise _under_stack(e) from None
+            if not STATE.grad_enabled and _stops_gradient(top):
+                out = top.emit(_STOP_GRADIENT, (out,), {})
+            return out
     trace = _views.owning_trace(operands)
     if trace is None and prim.random:
         trace = STATE.top()
@@ -519,8 +567,16 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     an argument given a type of another shape (a per-sample slice) has none.
     """
     kwargs = kwargs or {}
-    leaves, in_tree = _pytree.tree_flatten((tuple(args), kwargs))
-    tensor_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+    flat = not kwargs and all(a.__class__ is Tensor for a in args)  # the common call: tensors only
+    if flat:
+        leaves = list(args)
+        in_tree = _ARG_TREES.get(len(leaves))
+        if in_tree is None:
+            in_tree = _ARG_TREES[len(leaves)] = _pytree.tree_flatten((tuple(args), {}))[1]
+        tensor_pos = range(len(leaves))
+    else:
+        leaves, in_tree = _pytree.tree_flatten((tuple(args), kwargs))
+        tensor_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
     if in_types is not None and len(in_types) != len(tensor_pos):
         raise ValueError(f"{transform}: {len(in_types)} input types for {len(tensor_pos)} tensor arguments")
     fname = name or getattr(fn, "__name__", "f")
@@ -532,20 +588,29 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         for k, i in enumerate(tensor_pos):
             leaf = leaves[i]
             typ = in_types[k] if in_types is not None and in_types[k] is not None else leaf._type()
-            same_shape = typ.shape == tuple(leaf.shape)
+            same_shape = typ.shape == (leaf._data.shape if leaf._trace is None else leaf._value.type.shape)
             traced_leaves[i] = arg = trace.new_arg(typ, leaf, batched=not same_shape)
             lay = _views.outside_layout(leaf) if same_shape else None
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
                 trace.views.layouts[id(arg)] = lay
-        targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
-        out = fn(*targs, **tkwargs)
-        out_leaves, out_tree = _pytree.tree_flatten(out)
-        out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
+        if flat:
+            out = fn(*traced_leaves)
+        else:
+            targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
+            out = fn(*targs, **tkwargs)
+        if out.__class__ is Tensor:
+            out_leaves, out_tree, out_tensors = [out], _pytree.LEAF, [out]
+        else:
+            out_leaves, out_tree = _pytree.tree_flatten(out)
+            out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
         graph = trace.finish(out_tensors)
     return ClosedGraph(graph, len(tensor_pos), list(trace.capture_sources), in_tree, out_tree,
-                       [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
+                       [None] * len(leaves) if flat else [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
                        [None if isinstance(o, Tensor) else _Static(o) for o in out_leaves],
-                       list(trace.mutated), list(trace.output_aliases))
+                       trace.mutated, trace.output_aliases)
+
+
+_ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
 
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:

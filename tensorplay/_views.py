@@ -425,38 +425,43 @@ def finish_writes(trace, outputs: Sequence[Tensor]) -> tuple[list[int], list[Val
     it (else None), so call sites can return the caller's tensor, as eager mode would.
     """
     views = trace.views
-    n_args = len(views.args)
-    cap_pos = {id(s): i for i, s in enumerate(trace.capture_sources)}
-    arg_pos = {id(a): k for k, a in enumerate(views.args)}
+    args = views.args
+    n_args = len(args)
+    arg_pos = {id(a): k for k, a in enumerate(args)}
+    cap_pos = None
 
     def input_index(root: Tensor):
+        nonlocal cap_pos
         k = arg_pos.get(id(root))
         if k is not None:
             return k
         src = views.sources.get(id(root))
-        if src is None or id(root) in views.local_proxies or id(src) not in cap_pos:
+        if src is None or id(root) in views.local_proxies:
             return None
-        return n_args + cap_pos[id(src)]
+        if cap_pos is None:
+            cap_pos = {id(s): i for i, s in enumerate(trace.capture_sources)}
+        i = cap_pos.get(id(src))
+        return None if i is None else n_args + i
 
-    written: list[tuple[int, Value]] = []
-    for a in views.args:
-        if a._stamp:
-            written.append((arg_pos[id(a)], a._value))
+    written: list[tuple[int, Value]] = [(k, a._value) for k, a in enumerate(args) if a._stamp]
     for proxy in views.proxies.values():
         if proxy._stamp:
             idx = input_index(proxy)
             if idx is not None:
                 written.append((idx, proxy._value))
-    written.sort(key=lambda w: w[0])
     aliases = []
+    sources = views.sources
     for t in outputs:
-        if t._trace is trace and t._base is None and id(t) not in views.sources:  # a root: computed, or an arg
+        if t._trace is trace and t._base is None and id(t) not in sources:  # a root: computed, or an arg
             k = arg_pos.get(id(t))
             aliases.append(None if k is None else (k, ()))
             continue
         root, steps = _root_and_steps(trace, t) if owner(t) is trace else (None, ())
         idx = input_index(root) if root is not None else None
         aliases.append(None if idx is None else (idx, tuple(steps)))
+    if not written:
+        return [], [], aliases
+    written.sort(key=lambda w: w[0])
     return [i for i, _ in written], [v for _, v in written], aliases
 
 

@@ -117,7 +117,9 @@ def test_treedef_is_hashable_comparable_and_picklable():
     leaves, td = _pytree.tree_flatten(tree)
     assert leaves == [1, 2, 3, 4] and td.num_leaves == 4  # dicts flatten in insertion order, as torch
     _, td2 = _pytree.tree_flatten(tree)
-    assert td == td2 and hash(td) == hash(td2) and td is not td2
+    assert td2 is td  # interned: flattening the same structure again gives the same TreeDef
+    fresh = _pytree.TreeDef(td.kind, td.meta, td.children, td.container)  # equal by structure, not identity
+    assert fresh == td and hash(fresh) == hash(td) and fresh is not td
     assert td != _pytree.tree_flatten(([1, None], [4]))[1]
     assert pickle.loads(pickle.dumps(td)) == td
     assert _pytree.tree_unflatten(td, leaves) == tree

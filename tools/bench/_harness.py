@@ -42,9 +42,10 @@ from typing import Any, Callable
 # multi-threaded gemm or OpenMP loop whose second thread is descheduled by another process
 # stalls for a scheduler quantum, which made medians swing 10-50x (IQR > 100%) in trials.
 # TP_BENCH_THREADS=N pins to N threads instead; TP_BENCH_THREADS=default leaves every library
-# at its own default. Read here, before numpy/jax/torch load: OpenBLAS/OpenMP through the
-# environment (tensorplay's codegen: TENSORPLAY_NUM_THREADS), XLA through XLA_FLAGS, torch in
-# `apply_threads()` (called by `parse`).
+# at its own default. Set here: OpenMP through the environment (tensorplay's codegen:
+# TENSORPLAY_NUM_THREADS), XLA through XLA_FLAGS (jax is imported later); numpy is already
+# imported by then (by the parent package `tensorplay`), so OpenBLAS, torch and the codegen pool
+# are pinned at run time in `apply_threads()` (called by `parse`).
 _threads_env = os.environ.get("TP_BENCH_THREADS", "1").strip().lower()
 THREADS = 0 if _threads_env in ("default", "0", "") else int(_threads_env)
 if THREADS:
@@ -88,10 +89,57 @@ def import_torch():
     return torch
 
 
+def _openblas_libs() -> list:
+    """ctypes handles of numpy's bundled OpenBLAS (the one tensorplay's codegen calls too)."""
+    import ctypes
+    import glob
+    root = os.path.dirname(np.__file__)
+    paths = sorted({p for pat in (os.path.join(root, ".libs", "*openblas*"), os.path.join(root + ".libs", "*openblas*"),
+                                  os.path.join(root, ".dylibs", "*openblas*")) for p in glob.glob(pat)})
+    libs = []
+    for path in paths:
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    return libs
+
+
+_OPENBLAS_SET = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
+                 "openblas_set_num_threads")
+_OPENBLAS_GET = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
+                 "openblas_get_num_threads")
+
+
+def _first_symbol(lib, names):
+    return next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+
+
+def openblas_threads() -> int | None:
+    """The thread count numpy's OpenBLAS uses now (None when numpy has no bundled OpenBLAS)."""
+    for lib in _openblas_libs():
+        get = _first_symbol(lib, _OPENBLAS_GET)
+        if get is not None:
+            return int(get())
+    return None
+
+
+def _pin_openblas(n: int) -> None:
+    # `import tensorplay` (which every bench script does before this module's body runs: it is the
+    # parent package) imports numpy, so OpenBLAS has already read OPENBLAS_NUM_THREADS. Without this
+    # call it kept its default (the CPU count): its second thread, spinning or descheduled on the shared
+    # machine, made every BLAS-bound figure (tp's gemm calls, numpy) 5-50x slower and noisy.
+    for lib in _openblas_libs():
+        set_threads = _first_symbol(lib, _OPENBLAS_SET)
+        if set_threads is not None:
+            set_threads(n)
+
+
 def apply_threads() -> None:
-    """Pin torch and tensorplay's codegen to TP_BENCH_THREADS threads (no-op when unset)."""
+    """Pin OpenBLAS, torch and tensorplay's codegen to TP_BENCH_THREADS threads (no-op when unset)."""
     if not THREADS:
         return
+    _pin_openblas(THREADS)
     torch = import_torch()
     if torch is not None:
         torch.set_num_threads(THREADS)
@@ -123,6 +171,9 @@ def versions() -> str:
     torch = import_torch()
     parts.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch
                  else "torch: not installed (skipped)")
+    blas = openblas_threads()
+    if blas is not None:
+        parts.append(f"OpenBLAS {blas} threads")
     parts.append(f"{os.cpu_count()} cpus")
     parts.append(f"TP_BENCH_THREADS={THREADS}" if THREADS else "library default threads")
     return ", ".join(parts)
