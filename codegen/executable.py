@@ -83,45 +83,38 @@ class Executable:
     """A graph compiled to native code. Call it with one numpy array per graph input."""
 
     def __init__(self, graph: Graph):
-        t0 = time.perf_counter()
+        clock = _PhaseClock()
         self.graph = graph
         self.name = graph.name
         graph = normalize(graph)  # the graph compiled (the same one unless it has tuples to fold)
         kernels = schedule(graph)
-        t1 = time.perf_counter()
+        clock.lap("schedule")
         plan = plan_buffers(graph, kernels)
         self._size = splittable(kernels)
         self._chunks = _chunks(self._size) if self._size else []
         if not self._chunks:
             self._size = 0  # one call: constant trip counts compile to simpler code
+        clock.lap("plan")
         prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
         entry = f"{prefix}_entry"
         key = _disk_key(self.graph, bool(self._size)) if disk_cache.enabled() else None
         cached = disk_cache.load(key) if key else None
-        t2 = time.perf_counter()
+        clock.lap("cache_lookup")
         if cached is not None:
             self._jit = jit.link_object(cached[0], [entry], cached[1])
-            t3 = time.perf_counter()
         else:
             triple, layout = jit.host_triple_and_layout()
             text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
-            t3 = time.perf_counter()
+            clock.lap("llvm_ir")
             self._jit = jit.compile_ir(text, [entry])
-            if key:
-                disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir)
+        clock.book(self._jit.timings)
+        if cached is None and key:
+            disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir)
+            clock.lap("cache_store")
         weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
         self._kernels = kernels
         self._plan = plan
         self._coded = coded_nodes(graph, kernels)  # status word c: entry c - 1 failed
-        tm = self._jit.timings
-        self.stats = {"source": "disk cache" if cached is not None else "compiled",
-                      "schedule_s": t1 - t0, "plan_s": t2 - t1,
-                      "lower_s": 0.0 if cached is not None else t3 - t2,
-                      "llvm_parse_s": tm.get("parse", 0.0), "llvm_opt_s": tm.get("llvm_opt", 0.0),
-                      "codegen_s": tm.get("codegen", 0.0), "link_s": tm.get("link", 0.0),
-                      "total_s": time.perf_counter() - t0, "nodes": len(graph.nodes),
-                      "kernels": len(kernels), "object_bytes": len(self._jit.object_code),
-                      "arena_bytes": plan.arena_bytes}
         self._prepare(graph, plan)
         n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
@@ -129,7 +122,15 @@ class Executable:
         ranges = [ctypes.c_int64] * 2 if self._size else []
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
             self._jit.addresses[entry])
-        self.stats["threads"] = max(len(self._chunks), 1)
+        clock.lap("prepare")
+        ph = clock.phases
+        self.stats = {"source": "disk cache" if cached is not None else "compiled",
+                      "phases": ph, "schedule_s": ph["schedule"], "plan_s": ph["plan"] + ph["cache_lookup"],
+                      "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
+                      "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
+                      "nodes": len(graph.nodes), "kernels": len(kernels),
+                      "object_bytes": len(self._jit.object_code), "arena_bytes": plan.arena_bytes,
+                      "threads": max(len(self._chunks), 1)}
 
     # --- call path ----------------------------------------------------------------------------
     def _prepare(self, g: Graph, plan: BufferPlan) -> None:
@@ -263,6 +264,34 @@ class Executable:
 
     def __repr__(self) -> str:
         return f"<Executable @{self.name}: {len(self._kernels)} kernels>"
+
+
+class _PhaseClock:
+    """Wall time of each compile phase (`PHASES`, in order, in seconds): `lap(name)` ends the phase
+    running since the previous lap; `book(timings)` adds the phases `jit` timed itself (parse,
+    optimise, codegen, link). Every phase is present, 0.0 when skipped (LLVM on a disk-cache hit),
+    and they add up to `total()` but for the clock reads between laps."""
+
+    PHASES = ("schedule", "plan", "cache_lookup", "llvm_ir", "llvm_parse", "llvm_opt", "codegen", "link",
+              "cache_store", "prepare")
+    _JIT_TIMINGS = {"parse": "llvm_parse", "llvm_opt": "llvm_opt", "codegen": "codegen", "link": "link"}
+
+    def __init__(self):
+        self.start = self.last = time.perf_counter()
+        self.phases = dict.fromkeys(self.PHASES, 0.0)
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] += now - self.last
+        self.last = now
+
+    def book(self, timings: dict) -> None:
+        for key, name in self._JIT_TIMINGS.items():
+            self.phases[name] += timings.get(key, 0.0)
+        self.last = time.perf_counter()
+
+    def total(self) -> float:
+        return time.perf_counter() - self.start
 
 
 def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

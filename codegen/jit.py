@@ -17,6 +17,18 @@ instance and frees its machine code. One LLJIT per module, rather than one
 library per module in a shared LLJIT, because a shared instance keeps ~9 KB
 per library that it never gives back; creating one costs about a millisecond.
 The object bytes are what the disk cache stores (`codegen.disk_cache`).
+
+Memory (measured 2026-12-01, tools/bench/bench_soak.py): compiling a distinct graph used to keep
+~92 KB for good. The O3 pipeline leaked whole: llvmlite 0.50's `ModulePassManager` and
+`FunctionPassManager` list `ffi.ObjectRef` before `NewPassManager` in their bases, so
+`ObjectRef._dispose` (a no-op) shadows the `_dispose` that deletes the C++ pass manager, and
+every pipeline built stays allocated with all its passes. `_dispose_pass_manager` deletes it
+(feature-detected, so a fixed llvmlite is left alone). Each module is also parsed into its own
+LLVMContext, disposed with it, so that the constants and types it uniques (a new constant per
+graph is common) do not pile up in the global context. What is left is ~1.5 KB per compile:
+`LLVMPY_CreatePassBuilder` allocates a `PassInstrumentationCallbacks` that nothing deletes. A
+pass builder cannot be reused to avoid it: each run registers callbacks into it that point into
+that run's stack frame.
 """
 from __future__ import annotations
 
@@ -25,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
 
 _lock = threading.Lock()
 _engine: "_Engine | None" = None
@@ -107,8 +120,7 @@ class JitModule:
 
     def asm(self) -> str:
         """Host assembly of the optimised module (re-emitted on demand)."""
-        mod = llvm.parse_assembly(self.llvm_ir)
-        with _lock:
+        with _parsed(self.llvm_ir) as mod, _lock:
             return engine().tm.emit_assembly(mod)
 
     def release(self) -> None:
@@ -121,27 +133,70 @@ class JitModule:
             lljit.close()
 
 
-def optimize(text: str, speed_level: int = 3) -> tuple[object, dict[str, float]]:
-    """Parse, verify and optimise `text` (O3 + vectorisers by default); the module and timings."""
+class _parsed:
+    """``with _parsed(text) as mod``: a module parsed into a fresh LLVMContext; module and context
+    are disposed on exit (nothing it uniqued stays in the global context)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.context = self.module = None
+
+    def __enter__(self):
+        self.context = llvm.create_context()
+        try:
+            self.module = llvm.parse_assembly(self.text, context=self.context)
+        except BaseException:
+            self.context.close()
+            raise
+        return self.module
+
+    def __exit__(self, *exc) -> None:
+        self.module.close()
+        self.context.close()
+
+
+def _dispose_pass_manager(pm) -> None:
+    """Delete the C++ pass manager behind `pm` (llvmlite 0.50 never does: see the module docstring)."""
+    if type(pm)._dispose is not ffi.ObjectRef._dispose:  # a fixed llvmlite disposes it itself
+        pm.close()
+        return
+    if isinstance(pm, llvm.ModulePassManager):
+        ffi.lib.LLVMPY_DisposeNewModulePassManger(pm)
+    else:
+        ffi.lib.LLVMPY_DisposeNewFunctionPassManger(pm)
+    pm.detach()
+
+
+def run_pipeline(mod, speed_level: int = 3) -> None:
+    """Run the default pipeline of `speed_level` (O3 + vectorisers by default) over `mod`, then free
+    the pass builder and pass manager."""
     e = engine()
-    t0 = time.perf_counter()
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    t1 = time.perf_counter()
-    pb = llvm.create_pass_builder(e.tm, e.pipeline(speed_level))
-    pb.getModulePassManager().run(mod, pb)
-    return mod, {"parse": t1 - t0, "llvm_opt": time.perf_counter() - t1}
+    pto = e.pipeline(speed_level)
+    pb = llvm.create_pass_builder(e.tm, pto)
+    pm = pb.getModulePassManager()
+    try:
+        pm.run(mod, pb)
+    finally:
+        _dispose_pass_manager(pm)
+        pb.close()
+        pto.close()
 
 
 def compile_ir(text: str, symbols: list[str], speed_level: int = 3) -> JitModule:
-    """Optimise `text`, emit its object code and link it; return the addresses of `symbols`."""
-    mod, timings = optimize(text, speed_level)
+    """Parse, verify and optimise `text`, emit its object code and link it; return the addresses
+    of `symbols`. Timings: parse (+verify), llvm_opt, codegen (object code), link."""
     t0 = time.perf_counter()
-    with _lock:  # one TargetMachine emits for every thread
-        obj = engine().tm.emit_object(mod)
-    timings["codegen"] = time.perf_counter() - t0
-    jm = link_object(obj, symbols, str(mod))
-    jm.timings.update(timings)
+    with _parsed(text) as mod:
+        mod.verify()
+        t1 = time.perf_counter()
+        run_pipeline(mod, speed_level)
+        t2 = time.perf_counter()
+        with _lock:  # one TargetMachine emits for every thread
+            obj = engine().tm.emit_object(mod)
+        optimised = str(mod)
+    t3 = time.perf_counter()
+    jm = link_object(obj, symbols, optimised)
+    jm.timings.update(parse=t1 - t0, llvm_opt=t2 - t1, codegen=t3 - t2)
     return jm
 
 

@@ -332,7 +332,7 @@ def typed_result(prim: Primitive, vals: Sequence[Value], attrs: dict) -> TensorT
     try:
         key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), tuple(attrs.items()) if attrs else None)
         out = _TYPES.get(key)
-    except TypeError:  # an unhashable attribute: checked every time
+    except (TypeError, AttributeError):  # an unhashable attribute or a tuple operand: checked every time
         return result_type(prim, [v.type for v in vals], attrs)
     if out is None:
         out = result_type(prim, [v.type for v in vals], attrs)

@@ -215,24 +215,36 @@ def _print_stats(out: TextIO, stages, exe) -> None:
     st = dict(getattr(exe, "stats", {}) or {})
     final = stages[-1].graph
     kernels = st.get("kernels", len(getattr(exe, "kernels", [])))
-    print(f"compile @{final.name}: {kernels} kernels after fusion of {len(final.nodes)} nodes", file=out)
-    parts = []
-    for key, label in (("schedule_s", "fusion/scheduling"), ("lower_s", "lowering to LLVM IR"),
-                       ("llvm_parse_s", "LLVM parse+verify"), ("llvm_opt_s", "LLVM optimisation"),
-                       ("codegen_s", "machine code + JIT"), ("total_s", "total")):
-        if key in st:
-            parts.append(f"{label} {_ms(st[key])}")
-    others = {k: v for k, v in st.items() if k not in {"schedule_s", "lower_s", "llvm_parse_s", "llvm_opt_s",
-                                                       "codegen_s", "total_s", "kernels"}}
-    if parts:
-        print("  " + "; ".join(parts), file=out)
-    for k, v in others.items():
-        print(f"  {k}: {_ms(v) if k.endswith('_s') else v}", file=out)
+    print(f"compile @{final.name}: {kernels} kernels after fusion of {len(final.nodes)} nodes "
+          f"({st.get('source', 'compiled')})", file=out)
+    _print_compile_phases(out, st)
+    shown = {"phases", "kernels", "source", "total_s", "schedule_s", "plan_s", "lower_s", "llvm_parse_s",
+             "llvm_opt_s", "codegen_s", "link_s"}  # the per-phase keys repeat the table
+    for k, v in st.items():
+        if k not in shown:
+            print(f"  {k}: {_ms(v) if k.endswith('_s') else v}", file=out)
     for k in getattr(exe, "kernels", []) or []:
         if isinstance(k, dict):
             nodes = k.get("nodes", [])
             print(f"  kernel {k.get('name', '?')}: {k.get('kind', '?')} over {list(k.get('domain', ()))}, "
                   f"{len(nodes)} node(s): {' '.join(map(str, nodes))}", file=out)
+
+
+_PHASE_LABELS = {"schedule": "fusion/scheduling", "plan": "buffer planning", "cache_lookup": "disk cache lookup",
+                 "llvm_ir": "LLVM IR build", "llvm_parse": "LLVM parse+verify", "llvm_opt": "LLVM optimisation",
+                 "codegen": "machine code", "link": "JIT link", "cache_store": "disk cache store",
+                 "prepare": "call setup"}
+
+
+def _print_compile_phases(out: TextIO, st: dict) -> None:
+    """One row per compile phase of `Executable.stats["phases"]`: time and share of the total."""
+    phases = st.get("phases") or {}
+    total = st.get("total_s") or sum(phases.values()) or 1.0
+    rows = [(_PHASE_LABELS.get(name, name), _ms(sec), f"{100 * sec / total:.1f}%") for name, sec in phases.items()]
+    rows.append(("total", _ms(total), "100.0%"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for label, ms, share in rows:
+        print(f"  {label.ljust(widths[0])}  {ms.rjust(widths[1])}  {share.rjust(widths[2])}", file=out)
 
 
 def cmd_dump(args) -> int:

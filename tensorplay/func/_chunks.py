@@ -259,14 +259,6 @@ def one_blas_thread() -> _OneBlasThread:
     return _ONE_BLAS_THREAD
 
 
-def openblas_threads():
-    """``(get, set)`` of numpy's bundled OpenBLAS thread count (process-wide), or None without it.
-
-    It works after numpy has loaded OpenBLAS, when OPENBLAS_NUM_THREADS no longer has an effect.
-    """
-    return _OneBlasThread()._lookup()
-
-
 class Placement:
     """Where one chunk's batched results go: samples `start` to `stop` of the map's outputs.
 

@@ -148,14 +148,6 @@ def apply_threads() -> None:
         ce._THREADS = THREADS  # read when an executable is compiled (`_chunks`) and by its pool
     except ImportError:
         pass
-    # Run as `python -m tensorplay.tools.bench.X`, numpy (and its OpenBLAS) is loaded before this
-    # module sets OPENBLAS_NUM_THREADS: set the count in the library itself. numpy's gemm and the
-    # compiled code's gemm calls use the same OpenBLAS.
-    from tensorplay.func._chunks import openblas_threads
-
-    api = openblas_threads()
-    if api is not None:
-        api[1](THREADS)
 
 
 def versions() -> str:
