@@ -134,8 +134,9 @@ def test_passes_are_pure():
     assert (str(g), list(g.nodes), list(g.inputs), list(g.outputs)) == before
 
 
-@pytest.mark.parametrize("s", DIFF_SAMPLES[::4], ids=lambda s: s.prim)
+@pytest.mark.parametrize("s", [s for s in DIFF_SAMPLES[::4] if s.prim != "while_loop"], ids=lambda s: s.prim)
 def test_simplify_preserves_backward_graphs(s):
+    """(Reverse mode through while_loop is an error by design: tests/ir/test_control_ad.py.)"""
     g, args, wrt = diff_case(s)
     parts = vjp(g, wrt)
     res = interpret(parts.forward, args)[1:]

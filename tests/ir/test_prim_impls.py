@@ -61,7 +61,7 @@ def _probe(s: Sample, d: dt.DType) -> bool:
 
 def _data_dtype(s: Sample) -> dt.DType:
     if not s.args:
-        return abstract(s).dtype  # operand-free (iota, full, constant): the result's dtype
+        return abstract(s)[0].dtype  # operand-free (iota, full, constant): the result's dtype
     prim = ir.get_primitive(s.prim)
     if prim.role(0) == "tuple":  # the args are the tuple's elements; the first one is switched by _probe
         return dt.from_numpy(s.args[0].dtype)
