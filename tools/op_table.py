@@ -198,14 +198,6 @@ def op_table() -> str:
 
 def update_doc(path: str) -> bool:
     """Rewrite the table between the markers in `path`; return True if the file changed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < 0 or end < start:
-        raise ValueError(f"{path} has no op table markers ({BEGIN!r} ... {END!r})")
-    new = text[:start] + op_table() + text[end + len(END):]
-    if new == text:
-        return False
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(new)
-    return True
+    from .cli_doctable import replace_table
+
+    return replace_table(path, BEGIN, END, op_table(), "op table")
