@@ -189,7 +189,7 @@ def forward_tangent_graph(bwd: Region, num_consts: int, num_res: int) -> Graph:
     n_ct = len(g.inputs) - num_consts - num_res
     try:
         return transpose(g, [False] * (num_consts + num_res) + [True] * n_ct)
-    except (NotImplementedError, AssertionError) as e:
+    except (NotImplementedError, AssertionError, TypeError) as e:  # TypeError: a cotangent reached a non-linear operand
         raise CustomRuleError(f"custom_vjp_call: forward-mode differentiation (jvp, jacfwd) of a custom_vjp function "
                               f"transposes its bwd, which must then be linear in the cotangents: {e}") from None
 

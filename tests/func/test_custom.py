@@ -367,3 +367,15 @@ def test_custom_rules_and_checkpoint_inside_a_batched_loop():
     got = npy(grad(lambda hs: vmap(f)(hs).sum())(t64(hs)))
     np.testing.assert_allclose(got, np.stack([npy(grad(f)(t64(h))) for h in hs]), rtol=1e-10)
     np.testing.assert_allclose(npy(vmap(grad(f))(t64(hs))), got, rtol=1e-10)
+
+
+def test_forward_mode_through_a_nonlinear_bwd_is_a_clear_error():
+    @custom_vjp
+    def f(x):
+        return tp.sin(x)
+
+    f.defvjp(lambda x: (tp.sin(x), tp.cos(x)), lambda c, g: (tp.clamp(g, -1.0, 1.0) * c,))
+    x = tp.ones(3, dtype=tp.float64)
+    np.testing.assert_allclose(grad(lambda x: f(x).sum())(x).numpy(), np.cos(1.0) * np.ones(3))
+    with pytest.raises(CustomRuleError, match="linear in the cotangents"):
+        jvp(f, (x,), (x,))
