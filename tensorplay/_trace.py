@@ -376,7 +376,7 @@ def bind(name: str | Primitive, *operands, **attrs):
                 out = top.emit(prim, operands, attrs)
             except (TypeError, ValueError, IndexError) as e:
                 raise _under_stack(e) from None
-            if not STATE.grad_enabled and _stops_gradient(top):
+            if not STATE.grad_enabled and STATE.stops_gradient(top):
                 out = top.emit(_STOP_GRADIENT, (out,), {})
             return out
     trace = _views.owning_trace(operands)

@@ -239,6 +239,8 @@ class Timing:
 
     @property
     def iqr_rel(self) -> float:
+        if not self.median:
+            return 0.0  # a phase that took no measurable time (e.g. a cache step that did not run)
         if len(self.samples) < 4:
             return (max(self.samples) - min(self.samples)) / self.median
         q = statistics.quantiles(self.samples, n=4)
