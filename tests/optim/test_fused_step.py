@@ -55,6 +55,21 @@ def test_a_changing_learning_rate_does_not_recompile():
     assert _fused._adam_compiled.trace_count == traces
 
 
+def test_cycled_momentum_does_not_recompile():
+    params = [tp.tensor(a) for a in _params()]
+    opt = optim.Adam(params, lr=0.01)
+    sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)  # cycles lr and beta1
+    opt.step([tp.tensor(g) for g in _grads(0)])
+    sched.step()
+    traces = _fused._adam_compiled.trace_count
+    betas = set()
+    for step in range(1, 6):
+        opt.step([tp.tensor(g) for g in _grads(step)])
+        betas.add(opt.param_groups[0]["betas"][0])
+        sched.step()
+    assert len(betas) > 1 and _fused._adam_compiled.trace_count == traces
+
+
 def test_parameters_without_a_gradient_are_left_alone():
     params = [tp.tensor(a) for a in _params()]
     before = [p.numpy().copy() for p in params]
