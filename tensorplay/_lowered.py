@@ -25,8 +25,8 @@ class Lowered:
       tensors, which the calls pass at their current values);
     - `as_text()`: the IR text, captured tensors printed as constants (it runs on its own, e.g.
       through ``tensorplay-ir run``);
-    - `executable`, `llvm_ir`, `asm`, `kernels`: the compiled code the calls run (compiled on first
-      use, shared with the calls through the compile cache); `compile()` returns the executable.
+    - `compile()`: the executable the calls run (compiled on first use, shared with the calls
+      through the compile cache); `llvm_ir`, `asm`, `kernels` describe it.
     """
 
     def __init__(self, closed: ClosedGraph, where: str):
@@ -49,10 +49,6 @@ class Lowered:
             raise RuntimeError(f"{self._where}.lower(...): the compiled stages need the compiled backend, but "
                                f"TENSORPLAY_BACKEND selects the interpreter")
         return runner(self.closed.graph)[0]
-
-    @property
-    def executable(self):
-        return self.compile()
 
     @property
     def llvm_ir(self) -> str:

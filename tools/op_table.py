@@ -71,10 +71,10 @@ def _samples() -> list[tuple]:
             (m, 0, 0, 2), (v, 0, (3, 1)), (3,), (3, 3), (0.0, 1.0, 5)]
 
 
-def sample_call(fn: Callable) -> tuple[tuple | None, bool]:
-    """``(args, traced)``: the first candidate on which `fn` runs eagerly, returns tensors and traces
-    to a graph with nodes (else the first that traces at all, else the first that runs eagerly:
-    ``traced`` False), or ``(None, False)`` when no candidate fits."""
+def sample_call(fn: Callable) -> tuple[tuple | None, object]:
+    """``(args, closed)``: the first candidate on which `fn` runs eagerly, returns tensors and traces
+    to a graph with nodes, with its traced `ClosedGraph` (else the first that traces at all, else the
+    first that runs eagerly, with ``closed`` None), or ``(None, None)`` when no candidate fits."""
     import tensorplay as tp
 
     eager_only = traced_empty = None
@@ -87,16 +87,16 @@ def sample_call(fn: Callable) -> tuple[tuple | None, bool]:
                                                and all(isinstance(o, tp.Tensor) for o in out))):
             continue
         try:
-            graph = tp.make_graph(_bound(fn, args), *_tensors(args)).graph
+            closed = tp.make_graph(_bound(fn, args), *_tensors(args))
         except Exception:  # noqa: BLE001 - fits eagerly, not under a trace: try the next one
             eager_only = eager_only or args
             continue
-        if graph.nodes:
-            return args, True
-        traced_empty = traced_empty or args
+        if closed.graph.nodes:
+            return args, closed
+        traced_empty = traced_empty or (args, closed)
     if traced_empty is not None:
-        return traced_empty, True
-    return eager_only, False
+        return traced_empty
+    return eager_only, None
 
 
 def _tensors(args: tuple) -> list:
@@ -136,19 +136,17 @@ def _public_ops() -> dict[str, Callable]:
 
 
 def _row(name: str, fn: Callable) -> OpRow:
-    import tensorplay as tp
     from tensorplay import ir
     from tensorplay.codegen import LOWERINGS
     from tensorplay.ir.passes.reverse import split
 
     if name in _NOT_TRACED:
         return OpRow(name, (), None, None, None, None, _NOT_TRACED[name])
-    args, traces = sample_call(fn)
+    args, closed = sample_call(fn)
     if args is None:
         return OpRow(name, (), None, None, None, None, "no generic sample: see its docstring")
-    if not traces:
+    if closed is None:
         return OpRow(name, (), False, False, False, False, "eager only: not traceable")
-    closed = tp.make_graph(_bound(fn, args), *_tensors(args))
     graph = closed.graph
     prims = tuple(dict.fromkeys(n.prim.name for n in graph.nodes))
     used = [ir.get_primitive(p) for p in prims]
