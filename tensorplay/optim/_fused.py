@@ -13,6 +13,7 @@ import numpy as np
 
 from .._state import STATE
 from .._tensor import Tensor
+from .._views import _eager_store
 from ..autograd._record import bump_version
 from ..compile import compile as tp_compile
 from ..ops import creation
@@ -51,12 +52,8 @@ def write_params(params: list[Tensor], values: list[Tensor]) -> None:
     """Store each new value into its parameter in place (an eager in-place write: the storage version
     is bumped, so autograd sees the change as torch's does)."""
     for p, new in zip(params, values):
-        data = p._data
-        if not data.flags.writeable:
-            p.copy_(new)  # the eager path explains what cannot be written (expanded tensors)
-            continue
+        _eager_store(p, new._data, "Adam.step")  # raises torch's errors for what cannot be written
         bump_version(p)
-        np.copyto(data, new._data)
 
 
 def adam_step(params: list[Tensor], grads: list[Tensor], states: list[dict], group: dict, decoupled: bool) -> None:
