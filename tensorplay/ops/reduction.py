@@ -193,7 +193,7 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
 
     The divisor is max(0, N - correction), so too few elements give NaN (or inf), as in PyTorch.
     """
-    from .elementwise import mul, sub
+    from .elementwise import abs, add, mul, sub
 
     if isinstance(dim, bool):  # var(x, False): the legacy `unbiased` overload
         dim, unbiased = None, dim
@@ -212,6 +212,10 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     centered = sub(x, mean(x, axes, keepdim=True))
     s = sum(mul(centered, centered), axes, keepdim=keepdim)
     denom = builtins.max(n - correction, 0)
+    if denom == 0:
+        # PyTorch accumulates in float64, where squares of tiny deviations do not underflow: the
+        # result is inf unless every deviation is exactly 0 (then NaN). |deviation| keeps that sign.
+        s = add(s, sum(abs(centered), axes, keepdim=keepdim))
     return s if denom == 1 else ebind(_DIV, s, constant(denom, d, shape_of(s), (s,)))
 
 
