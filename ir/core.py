@@ -28,11 +28,15 @@ MAX_BYTES = 2 ** 63 - 1
 class Graph:
     """A function in SSA form: typed inputs, nodes in topological order, outputs."""
 
-    def __init__(self, inputs: Iterable[Value], nodes: Iterable[Node], outputs: Iterable[Value], name: str = "f"):
+    def __init__(self, inputs: Iterable[Value], nodes: Iterable[Node], outputs: Iterable[Value], name: str = "f",
+                 arg_attrs: Mapping[Value, Mapping[str, Any]] | None = None):
         self.inputs = list(inputs)
         self.nodes = list(nodes)
         self.outputs = list(outputs)
         self.name = name
+        # Notes on inputs that change no semantics, printed after the input's type as in MLIR
+        # (``%arg1: tensor<2xi64> {tp.capture = "random_key"}``); passes may drop them.
+        self.arg_attrs: dict[Value, dict[str, Any]] = {v: dict(a) for v, a in (arg_attrs or {}).items() if a}
 
     @property
     def in_types(self) -> list[TensorType]:
@@ -130,10 +134,14 @@ class GraphBuilder:
         self.name = name
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
+        self.arg_attrs: dict[Value, dict[str, Any]] = {}
 
-    def add_input(self, type: TensorType) -> Value:
+    def add_input(self, type: TensorType, attrs: Mapping[str, Any] | None = None) -> Value:
+        """A new graph input of `type`; `attrs` are its notes (see `Graph.arg_attrs`)."""
         v = Value(type)
         self.inputs.append(v)
+        if attrs:
+            self.arg_attrs[v] = dict(attrs)
         return v
 
     def emit(self, prim, *inputs: Value, **attrs) -> Value:
@@ -195,7 +203,7 @@ class GraphBuilder:
         return [self.emit("tuple_get", v, index=i) for i in range(len(v.type.elements))]
 
     def build(self, outputs: Iterable[Value]) -> Graph:
-        return Graph(self.inputs, self.nodes, list(outputs), self.name)
+        return Graph(self.inputs, self.nodes, list(outputs), self.name, self.arg_attrs)
 
 
 def result_type(prim, in_types: list[TensorType], attrs: dict[str, Any]) -> TensorType:
@@ -247,7 +255,7 @@ def bind_constants(graph: Graph, values: Mapping[int, np.ndarray]) -> Graph:
     b = GraphBuilder(graph.name)
     env = {}
     for i, v in enumerate(graph.inputs):
-        env[v] = b.add_input(v.type) if i not in values else None
+        env[v] = b.add_input(v.type, graph.arg_attrs.get(v)) if i not in values else None
     for i, a in values.items():
         env[graph.inputs[i]] = b.emit("constant", value=DenseElements(a))
     for n in graph.nodes:

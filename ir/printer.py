@@ -164,12 +164,19 @@ def graph_lines(graph: Graph) -> list[str]:
     Never fails, even on a malformed graph (the verifier prints those).
     """
     names = _Names(value_names(graph))
-    args = ", ".join(f"{names[v]}: {_type_text(v)}" for v in graph.inputs)
+    args = ", ".join(f"{names[v]}: {_type_text(v)}{_arg_attrs_text(graph, v)}" for v in graph.inputs)
     lines = [f"func {_func_name(graph.name)}({args}) -> {_result_text(graph)} {{"]
     lines += ["  " + "\n  ".join(_lines_of(n, names)) for n in graph.nodes]
     lines.append("  " + _return_text(graph, names))
     lines.append("}")
     return lines
+
+
+def _arg_attrs_text(graph: Graph, v: Value) -> str:
+    attrs = getattr(graph, "arg_attrs", {}).get(v)
+    if not attrs:
+        return ""
+    return " {" + ", ".join(f"{k} = {_format_attr_lenient(attrs[k])}" for k in sorted(attrs)) + "}"
 
 
 def print_graph(graph: Graph) -> str:

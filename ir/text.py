@@ -42,6 +42,12 @@ refer to the enclosing graph::
         return %body.0, %body.arg0
     }
 
+An input may carry notes after its type, as MLIR's argument attributes do; they change nothing
+the graph computes. A traced function's dump marks its captured random keys this way (its captured
+tensors become constants)::
+
+    func @f(%arg0: tensor<3xf32>, %arg1: tensor<2xi64> {tp.capture = "random_key"}) -> tensor<3xf32> {
+
 The parser accepts any ``%name`` and ``//`` comments, rebuilds the graph
 through `GraphBuilder.emit` (so every shape rule runs again) and checks each
 annotated result type against the derived one. Errors are `ParseError`s with a
@@ -283,7 +289,8 @@ class _Parser:
             t = self.type()
             if not isinstance(t, TensorType):
                 raise self.error(f"argument {tok.text} has type {t}; arguments are tensors, never tuples", type_tok)
-            env[tok.text] = builder.add_input(t)
+            attrs = self.attr_dict() if self.at("punct", "{") else None
+            env[tok.text] = builder.add_input(t, attrs)
         self.expect("punct", ")")
 
     def block(self, builder: GraphBuilder, env: dict[str, Value], result_types: list) -> Graph:

@@ -511,7 +511,8 @@ class ClosedGraph:
 
     def self_contained_graph(self) -> Graph:
         """`graph` with the captured tensors as `constant` nodes holding their current values (random
-        keys stay inputs): its text runs on its own, e.g. through ``tensorplay-ir run``.
+        keys stay inputs, marked ``{tp.capture = "random_key"}``): its text runs on its own, e.g.
+        through ``tensorplay-ir run``, which draws a fresh key for each.
 
         >>> import tensorplay as tp
         >>> w = tp.tensor([1.0, 2.0])
@@ -520,7 +521,12 @@ class ClosedGraph:
         (2, 1)
         """
         values = {self.num_args + k: c.numpy() for k, c in enumerate(self.captures) if isinstance(c, Tensor)}
-        return bind_constants(self.graph, values) if values else self.graph
+        keys = {self.graph.inputs[self.num_args + k]: {"tp.capture": "random_key"}
+                for k, c in enumerate(self.captures) if isinstance(c, RandomKey)}
+        graph = self.graph
+        if keys:
+            graph = Graph(graph.inputs, graph.nodes, graph.outputs, graph.name, {**graph.arg_attrs, **keys})
+        return bind_constants(graph, values) if values else graph
 
     def __str__(self) -> str:
         return str(self.self_contained_graph())

@@ -36,8 +36,8 @@ def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
 
     Floats are standard normal, or uniform in [0.5, 2) for inputs that reach a
     log/sqrt/pow base/divisor; integers are in [-5, 5] (or [1, 5] for divisors);
-    int64 tensors with last dimension 2 (random keys) get arbitrary non-negative
-    values; booleans are fair coin flips.
+    random keys (inputs marked ``{tp.capture = "random_key"}``, or unmarked int64 tensors with
+    last dimension 2) get arbitrary non-negative values; booleans are fair coin flips.
     """
     rng = np.random.default_rng(seed)
     positive = positive_inputs(graph)
@@ -47,7 +47,8 @@ def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
         if dtype.is_floating_point:
             a = rng.uniform(0.5, 2.0, shape) if i in positive else rng.standard_normal(shape)
         elif dtype.is_integer:
-            if dtype.itemsize == 8 and shape and shape[-1] == 2:
+            marked_key = graph.arg_attrs.get(v, {}).get("tp.capture") == "random_key"
+            if marked_key or (dtype.itemsize == 8 and shape and shape[-1] == 2):
                 a = rng.integers(0, 2**31, shape)
             else:
                 a = rng.integers(1, 6, shape) if i in positive else rng.integers(-5, 6, shape)

@@ -201,3 +201,24 @@ def test_missing_attribute_is_named():
     text = GOOD.replace("tp.sin %0 :", "tp.reduce_sum %0 :").replace("%1 : tensor<3xf32>", "%1 : tensor<f32>")
     with pytest.raises(ParseError, match="missing attribute.*axes"):
         parse_graph(text)
+
+
+def test_argument_notes_round_trip_and_survive_bind_constants():
+    from tensorplay.ir.core import bind_constants
+
+    text = ('func @f(%arg0: tensor<2xf32>, %arg1: tensor<2xf32>, %arg2: tensor<2xi64> {tp.capture = "random_key"})'
+            ' -> tensor<2xf32> {\n'
+            '  %0 = tp.add %arg0, %arg1 : tensor<2xf32>\n'
+            '  return %0\n'
+            '}')
+    g = parse_graph(text)
+    assert print_graph(g) == text
+    assert g.arg_attrs == {g.inputs[2]: {"tp.capture": "random_key"}}
+    bound = bind_constants(g, {1: np.array([1.0, 2.0], np.float32)})
+    assert print_graph(bound).splitlines()[0] == (
+        'func @f(%arg0: tensor<2xf32>, %arg1: tensor<2xi64> {tp.capture = "random_key"}) -> tensor<2xf32> {')
+
+
+def test_argument_notes_syntax_errors_point_at_the_note():
+    with pytest.raises(ParseError, match="line 1"):
+        parse_graph('func @f(%arg0: tensor<2xf32> {tp.capture}) -> tensor<2xf32> {\n  return %arg0\n}')

@@ -73,3 +73,24 @@ def test_dump_to_stdout_says_where_elided_constants_go(tmp_path):
     p = cli(tmp_path, "dump", "consts_model:f", "--arg", "f32[3,6]")
     assert p.returncode == 0 and "dense_resource<c_" in p.stdout
     assert "--resources" in p.stderr
+
+
+RANDOM_MODULE = textwrap.dedent("""
+    import tensorplay as tp
+
+    def f(x):
+        return x + tp.rand(3)          # draws from a captured random key
+""")
+
+
+def test_a_captured_random_key_is_marked_in_the_dump_and_run_draws_one(tmp_path):
+    (tmp_path / "random_model.py").write_text(RANDOM_MODULE)
+    ir_file = tmp_path / "f.tpir"
+    p = cli(tmp_path, "dump", "random_model:f", "--arg", "f32[3]", "-o", str(ir_file))
+    assert p.returncode == 0, p.stderr
+    header = next(line for line in ir_file.read_text().splitlines() if line.startswith("func @"))
+    assert header.startswith('func @f(%arg0: tensor<3xf32>, %arg1: tensor<2xi64> {tp.capture = "random_key"})')
+    graph = parse_graph(ir_file.read_text())
+    assert [graph.arg_attrs.get(v) for v in graph.inputs] == [None, {"tp.capture": "random_key"}]
+    p = cli(tmp_path, "run", str(ir_file))
+    assert p.returncode == 0, (p.stdout, p.stderr)
