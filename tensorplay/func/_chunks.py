@@ -11,10 +11,14 @@ on slices of the batch. Each chunk is one call ``run_chunk(program, arrays, plac
   executable it was built from; elsewhere the worker parses the text and compiles it once per
   digest (`_WORKER_PROGRAMS`; the on-disk cache of `tensorplay.codegen` makes that a load).
 - `arrays` are numpy arrays: the chunk's slices of the batched inputs, the unbatched inputs
-  and the captured tensors whole. Only the chunk's results come back.
+  and the captured tensors whole. Only the chunk's results come back. On a dask executor the
+  program and the large unbatched arrays are scattered to the workers once per map
+  (`_Scattered`) and the chunks carry dask futures in their place.
 - `placement` says where the chunk's results go in the map's preallocated outputs. A worker
-  thread of this process has the compiled code write them there (`Executable(out=)`); pickled
-  for another process it becomes None, and the results are sent back and copied into place.
+  thread of this process has the compiled code write them there (`Executable(out=)`). With
+  workers in other processes the outputs are shared memory (`_shared.SharedOutputs`): a
+  worker on this machine maps them and writes there too; elsewhere the placement unpickles
+  as None, and the results are sent back and copied into place.
 
 A chunk on an executor runs single-threaded inside: the executable does not split its loops
 over its own pool (`codegen.executable.serial_calls`) and numpy's OpenBLAS is held at one
@@ -45,6 +49,7 @@ from tensorplay.ir.text import parse_graph, print_graph
 
 from .._exec import runner
 from . import _pipeline
+from ._shared import SharedOutputs, SharedRef
 
 __all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_here", "run_map",
            "footprint", "auto_chunk_size", "chunk_spans"]
@@ -153,11 +158,21 @@ class ChunkProgram:
         if self._graph is not None:
             with self._lock:  # threads running the first chunks at once compile it once
                 return runner(self._graph)
+        return runner(self.graph())
+
+    def graph(self) -> Graph:
+        """The batched graph: the one it was made from, or (in a worker) the text parsed once per digest."""
+        if self._graph is not None:
+            return self._graph
         cached = _WORKER_PROGRAMS.get(self.digest)
         if cached is None:
             cached = parse_graph(self.text)
             _WORKER_PROGRAMS.put(self.digest, cached)
-        return runner(cached)
+        return cached
+
+    def output_types(self) -> list[tuple[tuple[int, ...], np.dtype]]:
+        """``(shape, dtype)`` of each result."""
+        return [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
 
     def __getstate__(self):
         return {"text": self.text, "digest": self.digest}
@@ -177,11 +192,17 @@ _WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> pars
 def run_chunk(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
     """Run one chunk on an executor's worker: `run_here` with one thread for the executable and
     for numpy's OpenBLAS (the executor provides the parallelism). A module-level function, so
-    executors pickle it by reference."""
+    executors pickle it by reference. A placement attached to shared outputs in a worker process
+    is unmapped when the chunk is done."""
     from tensorplay.codegen.executable import serial_calls  # codegen loads on first use, as in `_exec`
 
-    with serial_calls(), one_blas_thread():
-        return run_here(program, arrays, placement)
+    attached = placement.attach() if placement is not None else None
+    try:
+        with serial_calls(), one_blas_thread():
+            return run_here(program, arrays, attached)
+    finally:
+        if attached is not None:
+            attached.release()
 
 
 def run_here(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Placement | None" = None) -> list:
@@ -263,15 +284,18 @@ class Placement:
     """Where one chunk's batched results go: samples `start` to `stop` of the map's outputs.
 
     A worker that shares the caller's memory (a thread) writes them there itself, so the copies
-    run in parallel like the chunks; pickled for another process, a placement becomes None and
-    the worker sends its results back instead.
+    run in parallel like the chunks. Pickled for another process, a placement carries the map's
+    `shared` outputs (`_shared.SharedRef`) when there are any: a worker process on the same
+    machine maps them and writes there too; elsewhere it becomes None and the worker sends its
+    results back instead.
     """
 
-    __slots__ = ("outs", "out_dims", "start", "stop", "kept")
+    __slots__ = ("outs", "out_dims", "start", "stop", "kept", "shared", "attached")
 
-    def __init__(self, outs: list, out_dims: list, start: int, stop: int):
-        self.outs, self.out_dims, self.start, self.stop = outs, out_dims, start, stop
+    def __init__(self, outs: list, out_dims: list, start: int, stop: int, shared: "SharedRef | None" = None):
+        self.outs, self.out_dims, self.start, self.stop, self.shared = outs, out_dims, start, stop, shared
         self.kept: list = []
+        self.attached = None  # the worker's mapping of `shared`, once attached
 
     def slot(self, k: int) -> np.ndarray:
         return _take(self.outs[k], self.out_dims[k], self.start, self.stop)
@@ -279,7 +303,7 @@ class Placement:
     def buffers(self, program: ChunkProgram) -> list[np.ndarray]:
         """One array per result of `program`: its slot, or (unbatched results) a fresh array kept here."""
         self.kept = [None if d is not None else np.empty(shape, dtype)
-                     for d, (shape, dtype) in zip(self.out_dims, _output_types(program))]
+                     for d, (shape, dtype) in zip(self.out_dims, program.output_types())]
         return [self.slot(k) if d is not None else self.kept[k] for k, d in enumerate(self.out_dims)]
 
     def put(self, results: list) -> list:
@@ -296,12 +320,39 @@ class Placement:
             kept.append(None)
         return kept
 
+    def attach(self) -> "Placement | None":
+        """This placement, ready to be written: in a worker process, the shared outputs mapped;
+        None when this process cannot map them (then the results are sent back)."""
+        if self.outs is not None:
+            return self
+        self.attached = self.shared.attach()
+        if self.attached is None:
+            return None
+        self.outs = self.attached.arrays
+        return self
+
+    def release(self) -> None:
+        """Unmap the shared outputs a worker process attached (nothing for the caller's own placements)."""
+        if self.attached is not None:
+            self.outs = None
+            self.attached.close()
+            self.attached = None
+
     def __reduce__(self):
-        return (_no_placement, ())
+        if self.shared is None:
+            return (_no_placement, ())
+        return (_attach_placement, (self.shared, self.out_dims, self.start, self.stop))
 
 
 def _no_placement() -> None:
     return None
+
+
+def _attach_placement(shared: "SharedRef", out_dims: list, start: int, stop: int) -> "Placement":
+    """A placement unpickled in another process: it maps the caller's shared outputs only when its
+    chunk runs (`attach`), so a copy that is unpickled and pickled again on the way (a scheduler)
+    stays a reference."""
+    return Placement(None, out_dims, start, stop, shared)
 
 
 def check_results(results, types: list) -> None:
@@ -383,28 +434,41 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
             arrays: list, in_dims: list, out_dims: list, executor: cf.Executor | None) -> list[np.ndarray]:
     """The graph outputs of the whole map: every chunk run (on `executor`, or here in order) and
     its results placed at their samples. `program_of(n)` is the program for chunks of n samples;
-    `in_dims` / `out_dims` give each input's / output's batch dim, or None when unbatched."""
+    `in_dims` / `out_dims` give each input's / output's batch dim, or None when unbatched.
+
+    The outputs are preallocated; with an executor whose workers are other processes they are
+    shared memory (`_shared.SharedOutputs`), which workers on this machine write into. On a dask
+    executor the programs and the unbatched inputs are scattered to the workers once per map
+    (`_Scattered`) instead of travelling with every chunk.
+    """
     size = spans[-1][1]
     n_chunks = len(spans)
-    outs: list = [None] * len(out_dims)
-    if n_chunks > 1:  # preallocated: each chunk's results are written straight into place
-        for k, ((shape, dtype), d) in enumerate(zip(_output_types(program_of(spans[0][1])), out_dims)):
-            if d is not None:
-                outs[k] = np.empty(shape[:d] + (size,) + shape[d + 1:], dtype)
+    programs: dict[int, tuple[ChunkProgram, list]] = {}  # chunk size -> (program, its output types)
 
-    def task(i: int) -> tuple:
-        start, stop = spans[i]
-        chunk = [a if d is None else _take(a, d, start, stop) for a, d in zip(arrays, in_dims)]
-        return program_of(stop - start), chunk, (Placement(outs, out_dims, start, stop) if n_chunks > 1 else None)
+    def program_for(n: int) -> tuple[ChunkProgram, list]:
+        made = programs.get(n)
+        if made is None:
+            program = program_of(n)
+            made = programs[n] = (program, program.output_types())
+        return made
+
+    outs: list = [None] * len(out_dims)
+    shared = None
+    if n_chunks > 1:  # preallocated: each chunk's results are written straight into place
+        whole = [None if d is None else (shape[:d] + (size,) + shape[d + 1:], dtype)
+                 for (shape, dtype), d in zip(program_for(spans[0][1] - spans[0][0])[1], out_dims)]
+        if executor is not None and not isinstance(executor, cf.ThreadPoolExecutor):
+            shared = SharedOutputs.create(whole)  # None where there is no shared memory to be had
+        outs = list(shared.arrays) if shared is not None else [t and np.empty(t[0], t[1]) for t in whole]
+    ref = shared.ref if shared is not None else None
 
     def failed(i: int, cause: BaseException) -> ChunkError:
         start, stop = spans[i]
         return ChunkError(f"{where}: chunk {i} of {n_chunks} (samples {start} to {stop - 1}) failed: "
                           f"{type(cause).__name__}: {cause}; no result was returned and no input was changed")
 
-    def collect(i: int, program: ChunkProgram, placement: Placement | None, results) -> None:
+    def collect(i: int, types: list, placement: Placement | None, results) -> None:
         """Take chunk i's results: placed by the worker (None entries), or sent back (arrays)."""
-        types = _output_types(program)
         if placement is None:  # the only chunk: its results are the outputs
             check_results(results, types)
             outs[:] = results
@@ -419,57 +483,103 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
             if out_dims[k] is None:
                 if i == 0:
                     outs[k] = results[k]
-            else:  # from a worker in another process
+            else:  # from a worker in another process, or on another machine
                 placement.slot(k)[...] = results[k]
 
-    def take(i: int, program, placement, get_results) -> None:
-        try:
-            results = get_results()
-            collect(i, program, placement, results)
-        except Exception as e:  # the chunk raised, its worker died, or it sent back something else
-            raise failed(i, e) from e
+    def task(i: int, ship=None) -> tuple:
+        start, stop = spans[i]
+        program, types = program_for(stop - start)
+        chunk = [(a if ship is None else ship.array(j, a)) if d is None else _take(a, d, start, stop)
+                 for j, (a, d) in enumerate(zip(arrays, in_dims))]
+        placement = Placement(outs, out_dims, start, stop, ref) if n_chunks > 1 else None
+        return (program if ship is None else ship.program(program)), types, chunk, placement
 
-    if executor is None:
-        for i in range(n_chunks):
-            program, chunk, placement = task(i)
-            take(i, program, placement, lambda: run_here(program, chunk, placement))
-        return outs
+    try:
+        if executor is None:
+            for i in range(n_chunks):
+                program, types, chunk, placement = task(i)
+                try:
+                    collect(i, types, placement, run_here(program, chunk, placement))
+                except Exception as e:  # the chunk raised
+                    raise failed(i, e) from e
+            return outs
+        return _run_on(executor, n_chunks, task, collect, failed, outs)
+    finally:
+        if shared is not None:
+            shared.close()  # the file goes; `outs` keep the mapping
 
-    window = 2 * _concurrency(executor)  # chunks in flight: enough to keep every worker busy
+
+def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list) -> list:
+    """Submit the chunks to `executor` (a bounded number in flight) and collect each as it completes."""
+    client = _dask_client(executor)
+    window = 2 * _concurrency(executor, client)  # chunks in flight: enough to keep every worker busy
     pending: dict = {}
     submitted = 0
     with one_blas_thread():  # for the whole map (not chunk by chunk) when the workers are threads
         try:
+            ship = _Scattered(client) if client is not None else None
             while submitted < n_chunks or pending:
                 while submitted < n_chunks and len(pending) < window:
-                    program, chunk, placement = task(submitted)
                     try:
+                        program, types, chunk, placement = task(submitted, ship)
                         future = executor.submit(run_chunk, program, chunk, placement)
                     except Exception as e:
                         raise failed(submitted, e) from e
-                    pending[future] = (submitted, program, placement)
+                    pending[future] = (submitted, types, placement)
                     submitted += 1
-                done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 for future in sorted(done, key=lambda f: pending[f][0]):
-                    i, program, placement = pending.pop(future)
-                    take(i, program, placement, future.result)
+                    i, types, placement = pending.pop(future)
+                    try:
+                        collect(i, types, placement, future.result())
+                    except Exception as e:  # the chunk raised, its worker died, or it sent back something else
+                        raise failed(i, e) from e
         finally:
             for future in pending:
                 future.cancel()
     return outs
 
 
-def _output_types(program: ChunkProgram) -> list[tuple[tuple[int, ...], np.dtype]]:
-    """(shape, dtype) of each result of a program made in this process."""
-    return [(v.type.shape, v.dtype.np) for v in program._graph.outputs]
+class _Scattered:
+    """A dask map's programs and unbatched inputs, scattered to every worker once (`client.scatter`
+    with ``broadcast=True``): the chunks then carry dask futures, which the workers resolve from
+    their own memory, instead of the IR text and the captured tensors each time. Small unbatched
+    arrays (under `MIN_BYTES`) travel with the chunks as before. Released with the map (the
+    futures go out of scope)."""
+
+    MIN_BYTES = 1 << 16
+
+    def __init__(self, client):
+        self.client = client
+        self._programs: dict = {}
+        self._arrays: dict = {}
+
+    def program(self, program: ChunkProgram):
+        future = self._programs.get(program.digest)
+        if future is None:
+            future = self._programs[program.digest] = self.client.scatter(program, broadcast=True, hash=False)
+        return future
+
+    def array(self, j: int, a: np.ndarray):
+        if a.nbytes < self.MIN_BYTES:
+            return a
+        future = self._arrays.get(j)
+        if future is None:
+            future = self._arrays[j] = self.client.scatter(a, broadcast=True, hash=False)
+        return future
 
 
-def _concurrency(executor: cf.Executor) -> int:
+def _dask_client(executor: cf.Executor):
+    """The `distributed.Client` behind a dask executor (``client.get_executor()``), else None."""
+    client = getattr(executor, "_client", None)
+    return client if hasattr(client, "scatter") and hasattr(client, "nthreads") else None
+
+
+def _concurrency(executor: cf.Executor, client=None) -> int:
     """How many chunks `executor` runs at once, as far as it tells (else the CPU count)."""
     n = getattr(executor, "_max_workers", None)  # ThreadPoolExecutor, ProcessPoolExecutor
     if isinstance(n, int) and n > 0:
         return n
-    client = getattr(executor, "_client", None)  # dask.distributed's ClientExecutor
     try:
         return max(1, sum(client.nthreads().values()))
     except Exception:  # not a dask executor, or its scheduler does not answer: a guess is enough here

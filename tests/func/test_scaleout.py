@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tensorplay as tp
-from tensorplay.func import _chunks, chunk_vmap, grad, jacrev, vmap
+from tensorplay.func import _chunks, _shared, chunk_vmap, grad, jacrev, vmap
 from tensorplay.func._chunks import ChunkError
 
 
@@ -271,7 +271,8 @@ def test_what_ships_is_ir_text_and_arrays_and_workers_parse_each_program_once():
     assert len(ex.shipped) == 3 and ex.chunk_sizes() == [3, 3, 1]
     fn, (program, arrays, placement), _ = pickle.loads(ex.shipped[0])
     assert fn is _chunks.run_chunk
-    assert placement is None  # results are written in place by threads only; a process sends them back
+    assert isinstance(placement.shared, _shared.SharedRef) and placement.outs is None  # a reference, not the outputs
+    assert placement.attach() is None  # the map is over: its shared outputs are gone, a late worker sends results back
     assert program.__getstate__().keys() == {"text", "digest"}
     assert program.text.startswith("func @per_sample(")
     assert all(type(a) is np.ndarray for a in arrays)

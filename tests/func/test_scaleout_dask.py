@@ -93,3 +93,41 @@ def test_a_failing_chunk_on_a_worker_fails_the_map_naming_the_chunk(client):
         within_timeout(lambda: vmap(lambda r, i: r.mul_(2)[i], chunk_size=3, executor=ex)(x, idx))
     assert isinstance(info.value.__cause__, IndexError)
     np.testing.assert_array_equal(x.numpy(), before)
+
+
+class Recording(cf.Executor):
+    """A dask executor that keeps what each chunk was given and what it returned."""
+
+    def __init__(self, inner):
+        self.inner, self._client = inner, inner._client
+        self.args: list = []
+        self.returned: list = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.args.append(args)
+        future = self.inner.submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda f: self.returned.append(f.exception() or f.result()))
+        return future
+
+
+def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_shared_memory(client):
+    import glob
+    import os
+
+    rec = Recording(client.get_executor(pure=False))
+    w = T(_data(200, 100, seed=1))  # 80 kB: scattered once per map
+    b = T(_data(200, seed=2))       # 800 bytes: travels with the chunks
+    x = T(_data(10, 100))
+    loss = lambda w, a: ((w @ a + b).tanh() ** 2).sum()  # noqa: E731
+    # the serial chunked map is the reference (its 200 x 100 products go to BLAS, which rounds per chunk size)
+    expected = vmap(grad(loss), in_dims=(None, 0), chunk_size=3)(w, x).numpy()
+    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=rec)(w, x).numpy())
+    np.testing.assert_array_equal(got, expected)
+    programs = {id(a[0]) for a in rec.args}
+    assert all(isinstance(a[0], distributed.Future) for a in rec.args) and len(programs) == 2  # sizes 3 and 1
+    big = [next(v for v in a[1] if isinstance(v, distributed.Future)) for a in rec.args]
+    assert len({id(f) for f in big}) == 1  # one future for w, shared by every chunk
+    assert sum(isinstance(v, np.ndarray) and v.shape == (200,) for v in rec.args[0][1]) == 1  # b
+    if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
+        assert all(r == [None] for r in rec.returned)
+        assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")

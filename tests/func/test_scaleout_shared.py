@@ -1,0 +1,169 @@
+"""Chunk results of worker processes written into shared memory (issue 17, `_shared`): the values
+are those of the unchunked map bit for bit, workers on this machine send nothing back, a worker
+that cannot map the outputs sends its results instead, nothing is left in /dev/shm, and failures
+still name the chunk without touching the caller's tensors."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import glob
+import multiprocessing as mp
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay.func import _chunks, _shared, grad, vmap
+from tensorplay.func._chunks import ChunkError
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm on this system")
+
+
+def T(a) -> tp.Tensor:
+    return tp.from_numpy(np.array(a, copy=True))
+
+
+def _data(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _leftovers() -> set[str]:
+    return set(glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*"))
+
+
+class Recording(cf.Executor):
+    """Delegates to `inner`, keeping what every chunk returned (None entries: placed by the worker)."""
+
+    def __init__(self, inner: cf.Executor):
+        self.inner = inner
+        self.returned: list = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = self.inner.submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda f: self.returned.append(f.exception() or f.result()))
+        return future
+
+
+class Pickling(cf.Executor):
+    """Runs each call here after `hops` pickle round trips, as a worker process on this machine gets
+    it (through a scheduler that unpickles and pickles the task again, with hops=2)."""
+
+    def __init__(self, hops: int = 1):
+        self.hops = hops
+
+    def submit(self, fn, /, *args, **kwargs):
+        for _ in range(self.hops):
+            fn, args, kwargs = pickle.loads(pickle.dumps((fn, args, kwargs)))
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as e:
+            future.set_exception(e)
+        return future
+
+
+@pytest.fixture(scope="module")
+def processes():
+    with cf.ProcessPoolExecutor(2, mp_context=mp.get_context("spawn")) as ex:
+        yield ex
+
+
+def loss(w, x):
+    return ((w @ x).tanh() ** 2).sum()
+
+
+def test_worker_processes_write_their_results_into_shared_memory(processes):
+    w, x = T(_data(5, 3, seed=1)), T(_data(13, 3))
+    expected = vmap(grad(loss), in_dims=(None, 0))(w, x).numpy()
+    rec = Recording(processes)
+    before = _leftovers()
+    got = vmap(grad(loss), in_dims=(None, 0), chunk_size=4, executor=rec)(w, x)
+    np.testing.assert_array_equal(got.numpy(), expected)
+    assert len(rec.returned) == 4 and all(r == [None] for r in rec.returned)  # nothing came back but None
+    assert _leftovers() == before  # the file is gone, the result is still readable
+    got.add_(1.0)  # an ordinary writable tensor
+    np.testing.assert_array_equal(got.numpy(), expected + 1.0)
+
+
+@pytest.mark.parametrize("hops", [1, 2])
+def test_unbatched_outputs_are_sent_back_and_batched_ones_placed(hops):
+    x = T(_data(6, 3))
+    rec = Recording(Pickling(hops))
+    def f(r):
+        return r.exp(), W2.sum(), r.sum()
+
+    out = vmap(f, out_dims=(1, None, 0), chunk_size=4, executor=rec)(x)
+    expected = vmap(f, out_dims=(1, None, 0))(x)
+    for got, want in zip(out, expected):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_allclose(out[0].numpy(), np.exp(x.numpy()).T, rtol=1e-6)
+    np.testing.assert_allclose(out[1].numpy(), W2.numpy().sum(), rtol=1e-6)
+    assert [(r[0], type(r[1]), r[2]) for r in rec.returned] == [(None, np.ndarray, None)] * 2
+
+
+W2 = T(_data(2, 2, seed=3))
+
+
+def test_a_worker_that_cannot_map_the_outputs_sends_its_results_back(monkeypatch):
+    monkeypatch.setattr(_shared.SharedRef, "attach", lambda self: None)  # as on another machine
+    w, x = T(_data(5, 3, seed=1)), T(_data(9, 3))
+    rec = Recording(Pickling())
+    got = vmap(grad(loss), in_dims=(None, 0), chunk_size=4, executor=rec)(w, x).numpy()
+    np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0))(w, x).numpy())
+    assert [r[0].shape for r in rec.returned] == [(4, 5, 3), (4, 5, 3), (1, 5, 3)]
+
+
+def test_without_shared_memory_the_outputs_are_plain_arrays(monkeypatch):
+    monkeypatch.setattr(_shared, "_DIR", "/nonexistent/shm")
+    x = T(_data(9, 3))
+    rec = Recording(Pickling())
+    got = vmap(lambda r: r.sin() * 2, chunk_size=4, executor=rec)(x).numpy()
+    np.testing.assert_array_equal(got, vmap(lambda r: r.sin() * 2)(x).numpy())
+    assert all(type(r[0]) is np.ndarray for r in rec.returned)
+
+
+def test_a_file_of_the_same_name_without_the_nonce_is_not_attached():
+    shared = _shared.SharedOutputs.create([((3,), np.dtype(np.float64))])
+    try:
+        ref = shared.ref
+        other = _shared.SharedRef(ref.path, b"x" * len(ref.nonce), ref.size, ref.layout)
+        assert other.attach() is None
+        assert _shared.SharedRef(ref.path, ref.nonce, ref.size + 1, ref.layout).attach() is None
+        attached = ref.attach()
+        attached.arrays[0][:] = [1.0, 2.0, 3.0]
+        attached.close()
+        np.testing.assert_array_equal(shared.arrays[0], [1.0, 2.0, 3.0])
+    finally:
+        shared.close()
+    assert shared.ref.attach() is None  # unlinked: nobody attaches any more
+    assert shared.arrays[0].tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_failing_chunk_in_a_worker_process_names_the_chunk_and_leaves_nothing_behind(processes):
+    x = T(_data(8, 3))
+    idx = T(np.array([0, 1, 2, 0, 1, 7, 0, 1], np.int64))  # sample 5 reads out of range
+    before, files = x.numpy().copy(), _leftovers()
+    with pytest.raises(ChunkError, match=r"chunk 2 of 4 \(samples 4 to 5\) failed: IndexError") as info:
+        vmap(lambda r, i: r.add_(1)[i], chunk_size=2, executor=processes)(x, idx)
+    assert isinstance(info.value.__cause__, IndexError)
+    np.testing.assert_array_equal(x.numpy(), before)
+    assert _leftovers() == files
+
+
+def test_placements_pickle_small():
+    """A chunk's placement is a path, a nonce and a layout, however large the outputs."""
+    shared = _shared.SharedOutputs.create([((4096, 256), np.dtype(np.float32))])
+    try:
+        placement = _chunks.Placement(shared.arrays, [0], 0, 2048, shared.ref)
+        assert len(pickle.dumps(placement)) < 1000
+    finally:
+        shared.close()
+
+
+@pytest.mark.parametrize("module", [_chunks, _shared])
+def test_docstring_examples_run(module):
+    import doctest
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
