@@ -503,13 +503,16 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
                 except Exception as e:  # the chunk raised
                     raise failed(i, e) from e
             return outs
-        return _run_on(executor, n_chunks, task, collect, failed, outs)
+        def scatter(client) -> _Scattered:
+            return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims)
+
+        return _run_on(executor, n_chunks, task, collect, failed, outs, scatter)
     finally:
         if shared is not None:
             shared.close()  # the file goes; `outs` keep the mapping
 
 
-def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list) -> list:
+def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
     """Submit the chunks to `executor` (a bounded number in flight) and collect each as it completes."""
     client = _dask_client(executor)
     window = 2 * _concurrency(executor, client)  # chunks in flight: enough to keep every worker busy
@@ -517,7 +520,10 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
     submitted = 0
     with one_blas_thread():  # for the whole map (not chunk by chunk) when the workers are threads
         try:
-            ship = _Scattered(client) if client is not None else None
+            try:
+                ship = scatter(client) if client is not None else None
+            except Exception as e:
+                raise failed(0, e) from e
             while submitted < n_chunks or pending:
                 while submitted < n_chunks and len(pending) < window:
                     try:
@@ -541,32 +547,25 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
 
 
 class _Scattered:
-    """A dask map's programs and unbatched inputs, scattered to every worker once (`client.scatter`
-    with ``broadcast=True``): the chunks then carry dask futures, which the workers resolve from
-    their own memory, instead of the IR text and the captured tensors each time. Small unbatched
-    arrays (under `MIN_BYTES`) travel with the chunks as before. Released with the map (the
-    futures go out of scope)."""
+    """A dask map's programs and large unbatched inputs, scattered to every worker in one
+    `client.scatter` call per map (``broadcast=True``): the chunks then carry dask futures, which
+    the workers resolve from their own memory, instead of the IR text and the captured tensors
+    each time. Unbatched arrays under `MIN_BYTES` travel with the chunks as before. Released with
+    the map (the futures go out of scope)."""
 
     MIN_BYTES = 1 << 16
 
-    def __init__(self, client):
-        self.client = client
-        self._programs: dict = {}
-        self._arrays: dict = {}
+    def __init__(self, client, programs: list[ChunkProgram], arrays: list, in_dims: list):
+        big = [j for j, (a, d) in enumerate(zip(arrays, in_dims)) if d is None and a.nbytes >= self.MIN_BYTES]
+        futures = client.scatter(list(programs) + [arrays[j] for j in big], broadcast=True, hash=False)
+        self._programs = {p.digest: f for p, f in zip(programs, futures)}
+        self._arrays = dict(zip(big, futures[len(programs):]))
 
     def program(self, program: ChunkProgram):
-        future = self._programs.get(program.digest)
-        if future is None:
-            future = self._programs[program.digest] = self.client.scatter(program, broadcast=True, hash=False)
-        return future
+        return self._programs[program.digest]
 
     def array(self, j: int, a: np.ndarray):
-        if a.nbytes < self.MIN_BYTES:
-            return a
-        future = self._arrays.get(j)
-        if future is None:
-            future = self._arrays[j] = self.client.scatter(a, broadcast=True, hash=False)
-        return future
+        return self._arrays.get(j, a)
 
 
 def _dask_client(executor: cf.Executor):

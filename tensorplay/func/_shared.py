@@ -11,9 +11,10 @@ code write its slice there; any other worker (another machine, another container
 
 The file is unlinked as soon as the map is over (`SharedOutputs.close`), whatever the outcome:
 the caller's arrays keep the mapping, and with it the memory, until they are freed; nothing is
-left behind in ``/dev/shm``. The space is reserved up front (`posix_fallocate`), so a full
-tmpfs makes `SharedOutputs.create` return None (plain arrays, results sent back) instead of
-faulting later.
+left behind in ``/dev/shm``. The file is sparse: its pages are allocated (and zeroed by the
+kernel) by the worker that first writes them, in parallel, not by the caller up front. So
+that a write cannot find the tmpfs full (a SIGBUS), `SharedOutputs.create` returns None (plain
+arrays, results sent back) unless the tmpfs has room for the outputs and 64 MB more.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ __all__ = ["SharedOutputs", "SharedRef", "Attached"]
 _DIR = "/dev/shm"
 _HEADER = 64  # the nonce, then padding
 _ALIGN = 4096  # each array starts on a page
+_SLACK = 64 << 20  # room left for others in /dev/shm
 
 
 class SharedRef:
@@ -128,11 +130,14 @@ class SharedOutputs:
             return None
         try:
             try:
-                os.posix_fallocate(fd, 0, size)  # reserve the pages now: a full tmpfs fails here, not later
+                free = os.statvfs(_DIR)
+                if free.f_bavail * free.f_frsize < size + _SLACK:
+                    raise OSError(f"{_DIR} has no room for {size} bytes")
+                os.ftruncate(fd, size)  # sparse: the pages are allocated by whoever writes them first
                 mm = mmap.mmap(fd, size)
             finally:
                 os.close(fd)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError):
             os.unlink(path)
             return None
         nonce = secrets.token_bytes(16)
