@@ -136,13 +136,14 @@ class ChunkProgram:
     [-1.0, -1.0]
     """
 
-    __slots__ = ("text", "digest", "_graph", "_lock")
+    __slots__ = ("text", "digest", "_graph", "_lock", "_types")
 
     def __init__(self, text: str, graph: Graph | None = None):
         self.text = text
         self.digest = hashlib.sha256(text.encode()).hexdigest()
         self._graph = graph
         self._lock = threading.Lock()
+        self._types = None
 
     @classmethod
     def of(cls, graph: Graph) -> "ChunkProgram":
@@ -171,8 +172,10 @@ class ChunkProgram:
         return cached
 
     def output_types(self) -> list[tuple[tuple[int, ...], np.dtype]]:
-        """``(shape, dtype)`` of each result."""
-        return [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
+        """``(shape, dtype)`` of each result (worked out once)."""
+        if self._types is None:
+            self._types = [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
+        return self._types
 
     def __getstate__(self):
         return {"text": self.text, "digest": self.digest}
@@ -181,6 +184,7 @@ class ChunkProgram:
         self.text, self.digest = state["text"], state["digest"]
         self._graph = None
         self._lock = threading.Lock()
+        self._types = None
 
     def __repr__(self) -> str:
         return f"<ChunkProgram {self.digest[:12]}: {len(self.text)} chars of IR>"
@@ -513,9 +517,12 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
 
 
 def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
-    """Submit the chunks to `executor` (a bounded number in flight) and collect each as it completes."""
+    """Submit the chunks to `executor` and collect each as it completes (a bounded number in
+    flight; on a thread pool, whose chunks are views of the caller's arrays, all of them at once
+    and collected in order, which keeps the calling thread's share of the work small)."""
     client = _dask_client(executor)
-    window = 2 * _concurrency(executor, client)  # chunks in flight: enough to keep every worker busy
+    threads = isinstance(executor, cf.ThreadPoolExecutor)
+    window = n_chunks if threads else 2 * _concurrency(executor, client)  # enough to keep every worker busy
     pending: dict = {}
     submitted = 0
     with one_blas_thread():  # for the whole map (not chunk by chunk) when the workers are threads
@@ -533,8 +540,12 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
                         raise failed(submitted, e) from e
                     pending[future] = (submitted, types, placement)
                     submitted += 1
-                done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: pending[f][0]):
+                if threads:  # in order: the first to fail is named, the others are cancelled
+                    done = list(pending)
+                else:
+                    done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                    done = sorted(done, key=lambda f: pending[f][0])
+                for future in done:
                     i, types, placement = pending.pop(future)
                     try:
                         collect(i, types, placement, future.result())

@@ -115,6 +115,56 @@ def gil_probe(args) -> str:
             f"in total); meanwhile the main thread ran {ticks} Python loop iterations")
 
 
+def serial_probe(args) -> str:
+    """Amdahl's law from CPU times, which a loaded machine does not distort as it does wall times:
+    on a 1-thread pool, the calling thread's CPU time per map is the serial part S (tracing, the
+    batched-graph lookup, submitting and collecting the chunks) and the chunk threads' CPU time is
+    the parallel part P (the compiled chunks, writing the result); 2 threads can at best take
+    S + P / 2. The note gives S, P and (S + P) / (S + P / 2), medians over the calls."""
+    import statistics
+    import threading
+    import time
+
+    from tensorplay.func import _chunks
+
+    sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
+    batch = 8 if args.quick else args.batch
+    chunk = 2 if args.quick else args.chunk
+    T = M.tensorplay_fns()
+    params = T.params(M.init_mlp(sizes))
+    x, y = (T.array(a) for a in M.batch(batch, sizes[0], sizes[-1]))
+    inside: list[float] = []
+    lock = threading.Lock()
+    run_here = _chunks.run_here
+
+    def timed(*a):
+        t0 = time.thread_time()
+        try:
+            return run_here(*a)
+        finally:
+            with lock:
+                inside.append(time.thread_time() - t0)
+
+    serial, parallel = [], []
+    with ThreadPoolExecutor(1) as one:
+        f = vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk, executor=one)
+        f(params, x, y)
+        _chunks.run_here = timed
+        try:
+            for _ in range(3 if args.quick else 31):
+                inside.clear()
+                t0 = time.thread_time()
+                f(params, x, y)
+                serial.append(time.thread_time() - t0)
+                parallel.append(sum(inside))
+        finally:
+            _chunks.run_here = run_here
+    S, P = statistics.median(serial), statistics.median(parallel)
+    return (f"serial part (CPU, 1-thread pool, B={batch}, chunk_size={chunk}): the calling thread {1e3 * S:.2f} ms "
+            f"per map, the chunks {1e3 * P:.2f} ms; Amdahl bound for 2 threads (S + P) / (S + P/2) = "
+            f"{(S + P) / (S + P / 2):.2f}x")
+
+
 # --- 2. dask ---------------------------------------------------------------------------------------
 def dask_suite(args) -> H.Suite | str:
     try:
@@ -246,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     if "threads" in args.parts:
         suites.append(threads_suite(args))
         notes.append(gil_probe(args))
+        notes.append(serial_probe(args))
     if "dask" in args.parts:
         result = dask_suite(args)
         (suites if isinstance(result, H.Suite) else notes).append(result)
