@@ -40,6 +40,8 @@ import hashlib
 import os
 import re
 import threading
+import time
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -585,15 +587,29 @@ def _dask_client(executor: cf.Executor):
     return client if hasattr(client, "scatter") and hasattr(client, "nthreads") else None
 
 
+_DASK_THREADS: dict = {}  # id(client) -> (weakref to it, when asked, thread count): a round trip per 10 s
+
+
 def _concurrency(executor: cf.Executor, client=None) -> int:
-    """How many chunks `executor` runs at once, as far as it tells (else the CPU count)."""
+    """How many chunks `executor` runs at once, as far as it tells (else the CPU count). A dask
+    cluster's thread count is asked at most every 10 seconds: it only bounds the chunks in flight."""
     n = getattr(executor, "_max_workers", None)  # ThreadPoolExecutor, ProcessPoolExecutor
     if isinstance(n, int) and n > 0:
         return n
-    try:
-        return max(1, sum(client.nthreads().values()))
-    except Exception:  # not a dask executor, or its scheduler does not answer: a guess is enough here
+    if client is None:
         return os.cpu_count() or 1
+    now = time.monotonic()
+    known = _DASK_THREADS.get(id(client))
+    if known is not None and known[0]() is client and now - known[1] < 10.0:
+        return known[2]
+    try:
+        n = max(1, sum(client.nthreads().values()))
+    except Exception:  # its scheduler does not answer: a guess is enough here
+        return os.cpu_count() or 1
+    if len(_DASK_THREADS) > 16:
+        _DASK_THREADS.clear()
+    _DASK_THREADS[id(client)] = (weakref.ref(client), now, n)
+    return n
 
 
 def _describe(x: Any) -> str:
