@@ -523,20 +523,19 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
     flight; on a thread pool, whose chunks are views of the caller's arrays, all of them at once
     and collected in order, which keeps the calling thread's share of the work small)."""
     client = _dask_client(executor)
+    if client is not None:
+        return _run_on_dask(client, getattr(executor, "_kwargs", None) or {}, n_chunks, task, collect, failed, outs,
+                            scatter)
     threads = isinstance(executor, cf.ThreadPoolExecutor)
     window = n_chunks if threads else 2 * _concurrency(executor, client)  # enough to keep every worker busy
     pending: dict = {}
     submitted = 0
     with one_blas_thread():  # for the whole map (not chunk by chunk) when the workers are threads
         try:
-            try:
-                ship = scatter(client) if client is not None else None
-            except Exception as e:
-                raise failed(0, e) from e
             while submitted < n_chunks or pending:
                 while submitted < n_chunks and len(pending) < window:
                     try:
-                        program, types, chunk, placement = task(submitted, ship)
+                        program, types, chunk, placement = task(submitted)
                         future = executor.submit(run_chunk, program, chunk, placement)
                     except Exception as e:
                         raise failed(submitted, e) from e
@@ -556,6 +555,40 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
         finally:
             for future in pending:
                 future.cancel()
+    return outs
+
+
+def _run_on_dask(client, options: dict, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
+    """The chunks on a dask cluster: the programs and large inputs scattered once (`_Scattered`),
+    every chunk submitted in one `client.map` (one message to the scheduler, not one per chunk),
+    the results collected in order. `options` are those the executor was made with
+    (``client.get_executor(**options)``: resources, retries, ...), except that the tasks are
+    never pure: a chunk writes into this map's outputs, so dask must not reuse an earlier result."""
+    try:
+        ship = scatter(client)
+    except Exception as e:
+        raise failed(0, e) from e
+    tasks = []
+    for i in range(n_chunks):
+        try:
+            tasks.append(task(i, ship))
+        except Exception as e:
+            raise failed(i, e) from e
+    try:
+        futures = client.map(run_chunk, [t[0] for t in tasks], [t[2] for t in tasks], [t[3] for t in tasks],
+                             **dict(options, pure=False))
+    except Exception as e:
+        raise failed(0, e) from e
+    try:
+        for i, (future, (_, types, _, placement)) in enumerate(zip(futures, tasks)):
+            try:
+                collect(i, types, placement, future.result())
+            except Exception as e:  # the chunk raised, its worker died, or it sent back something else
+                raise failed(i, e) from e
+    finally:
+        left = [f for f in futures if not f.done()]
+        if left:
+            client.cancel(left)
     return outs
 
 

@@ -95,39 +95,35 @@ def test_a_failing_chunk_on_a_worker_fails_the_map_naming_the_chunk(client):
     np.testing.assert_array_equal(x.numpy(), before)
 
 
-class Recording(cf.Executor):
-    """A dask executor that keeps what each chunk was given and what it returned."""
-
-    def __init__(self, inner):
-        self.inner, self._client = inner, inner._client
-        self.args: list = []
-        self.returned: list = []
-
-    def submit(self, fn, /, *args, **kwargs):
-        self.args.append(args)
-        future = self.inner.submit(fn, *args, **kwargs)
-        future.add_done_callback(lambda f: self.returned.append(f.exception() or f.result()))
-        return future
-
-
-def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_shared_memory(client):
+def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_shared_memory(client, monkeypatch):
     import glob
     import os
 
-    rec = Recording(client.get_executor(pure=False))
+    maps = []
+    real_map = client.map
+
+    def recording_map(fn, *iterables, **kwargs):  # what the map hands to dask, and what dask returns
+        futures = real_map(fn, *iterables, **kwargs)
+        maps.append((fn, [list(it) for it in iterables], kwargs, futures))
+        return futures
+
+    monkeypatch.setattr(client, "map", recording_map)
+    ex = client.get_executor()  # pure is not given: the map makes its tasks impure itself
     w = T(_data(200, 100, seed=1))  # 80 kB: scattered once per map
     b = T(_data(200, seed=2))       # 800 bytes: travels with the chunks
     x = T(_data(10, 100))
     loss = lambda w, a: ((w @ a + b).tanh() ** 2).sum()  # noqa: E731
     # the serial chunked map is the reference (its 200 x 100 products go to BLAS, which rounds per chunk size)
     expected = vmap(grad(loss), in_dims=(None, 0), chunk_size=3)(w, x).numpy()
-    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=rec)(w, x).numpy())
+    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)(w, x).numpy())
     np.testing.assert_array_equal(got, expected)
-    programs = {id(a[0]) for a in rec.args}
-    assert all(isinstance(a[0], distributed.Future) for a in rec.args) and len(programs) == 2  # sizes 3 and 1
-    big = [next(v for v in a[1] if isinstance(v, distributed.Future)) for a in rec.args]
+    assert len(maps) == 1  # every chunk in one submission
+    fn, (programs, arrays, placements), kwargs, futures = maps[0]
+    assert fn is _chunks.run_chunk and kwargs["pure"] is False and len(futures) == 4
+    assert all(isinstance(p, distributed.Future) for p in programs) and len({id(p) for p in programs}) == 2
+    big = [next(v for v in a if isinstance(v, distributed.Future)) for a in arrays]
     assert len({id(f) for f in big}) == 1  # one future for w, shared by every chunk
-    assert sum(isinstance(v, np.ndarray) and v.shape == (200,) for v in rec.args[0][1]) == 1  # b
+    assert sum(isinstance(v, np.ndarray) and v.shape == (200,) for v in arrays[0]) == 1  # b
     if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
-        assert all(r == [None] for r in rec.returned)
+        assert all(f.result() == [None] for f in futures)
         assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")
