@@ -86,6 +86,18 @@ def test_worker_processes_write_their_results_into_shared_memory(processes):
     np.testing.assert_array_equal(got.numpy(), expected + 1.0)
 
 
+def _mapped_in_worker(caller: int) -> list[str]:
+    with open("/proc/self/maps") as f:
+        return [line for line in f if f"tensorplay-{caller}-" in line]
+
+
+def test_worker_processes_unmap_the_outputs_after_each_chunk(processes):
+    x = T(_data(16, 3))
+    vmap(lambda r: r.cos(), chunk_size=4, executor=processes)(x)
+    for _ in range(4):  # ask every worker (there are two; some may be asked twice)
+        assert processes.submit(_mapped_in_worker, os.getpid()).result(timeout=60) == []
+
+
 @pytest.mark.parametrize("hops", [1, 2])
 def test_unbatched_outputs_are_sent_back_and_batched_ones_placed(hops):
     x = T(_data(6, 3))
