@@ -524,8 +524,9 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
     and collected in order, which keeps the calling thread's share of the work small)."""
     client = _dask_client(executor)
     if client is not None:
-        return _run_on_dask(client, getattr(executor, "_kwargs", None) or {}, n_chunks, task, collect, failed, outs,
-                            scatter)
+        if getattr(executor, "_shutdown", False):  # as its own submit would refuse
+            raise failed(0, RuntimeError("cannot schedule new futures after shutdown"))
+        return _run_on_dask(client, executor, n_chunks, task, collect, failed, outs, scatter)
     threads = isinstance(executor, cf.ThreadPoolExecutor)
     window = n_chunks if threads else 2 * _concurrency(executor, client)  # enough to keep every worker busy
     pending: dict = {}
@@ -558,12 +559,14 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
     return outs
 
 
-def _run_on_dask(client, options: dict, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
+def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
     """The chunks on a dask cluster: the programs and large inputs scattered once (`_Scattered`),
     every chunk submitted in one `client.map` (one message to the scheduler, not one per chunk),
-    the results collected in order. `options` are those the executor was made with
-    (``client.get_executor(**options)``: resources, retries, ...), except that the tasks are
-    never pure: a chunk writes into this map's outputs, so dask must not reuse an earlier result."""
+    the results collected in order. The options the executor was made with
+    (``client.get_executor(**options)``: resources, retries, ...) apply, except that the tasks are
+    never pure: a chunk writes into this map's outputs, so dask must not reuse an earlier result.
+    The futures are registered with the executor, so its `shutdown` waits for them."""
+    options = getattr(executor, "_kwargs", None) or {}
     try:
         ship = scatter(client)
     except Exception as e:
@@ -579,6 +582,9 @@ def _run_on_dask(client, options: dict, n_chunks: int, task, collect, failed, ou
                              **dict(options, pure=False))
     except Exception as e:
         raise failed(0, e) from e
+    registered = getattr(executor, "_futures", None)
+    if registered is not None:
+        registered.update(futures)
     try:
         for i, (future, (_, types, _, placement)) in enumerate(zip(futures, tasks)):
             try:

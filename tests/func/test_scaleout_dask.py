@@ -127,3 +127,10 @@ def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_sh
     if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
         assert all(f.result() == [None] for f in futures)
         assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")
+
+
+def test_a_shut_down_dask_executor_fails_naming_the_first_chunk(client):
+    ex = client.get_executor()
+    ex.shutdown(wait=False)
+    with pytest.raises(ChunkError, match=r"chunk 0 of 2 \(samples 0 to 1\) failed: RuntimeError: cannot schedule"):
+        within_timeout(lambda: vmap(tp.sin, chunk_size=2, executor=ex)(T(_data(3))))
