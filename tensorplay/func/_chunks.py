@@ -560,15 +560,16 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
 
 
 def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
-    """The chunks on a dask cluster: the programs and large inputs scattered once (`_Scattered`),
+    """The chunks on a dask cluster: the programs and large inputs scattered once (`_Scattered`,
+    when there are more chunks than worker threads),
     every chunk submitted in one `client.map` (one message to the scheduler, not one per chunk),
     the results collected in order. The options the executor was made with
     (``client.get_executor(**options)``: resources, retries, ...) apply, except that the tasks are
     never pure: a chunk writes into this map's outputs, so dask must not reuse an earlier result.
     The futures are registered with the executor, so its `shutdown` waits for them."""
     options = getattr(executor, "_kwargs", None) or {}
-    try:
-        ship = scatter(client)
+    try:  # with no more chunks than worker threads, each worker needs the inputs once anyway
+        ship = scatter(client) if n_chunks > _concurrency(executor, client) else None
     except Exception as e:
         raise failed(0, e) from e
     tasks = []

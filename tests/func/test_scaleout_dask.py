@@ -127,6 +127,12 @@ def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_sh
     if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
         assert all(f.result() == [None] for f in futures)
         assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")
+    # no more chunks than worker threads: nothing to gain from scattering, the chunks carry it all
+    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=5, executor=ex)(w, x).numpy())
+    np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=5)(w, x).numpy())
+    _, (programs, arrays, _), _, _ = maps[1]
+    assert all(isinstance(p, _chunks.ChunkProgram) for p in programs)
+    assert not any(isinstance(v, distributed.Future) for a in arrays for v in a)
 
 
 def test_a_shut_down_dask_executor_fails_naming_the_first_chunk(client):
