@@ -1,0 +1,135 @@
+"""The user-facing surface, and the op table it comes from.
+
+- `surface.txt` lists every public ``tp.`` name and every Tensor attribute (methods, operators,
+  properties). A refactor of how ops are exposed must not lose one: the test fails naming each
+  name that disappeared. New names are fine; set ``TENSORPLAY_UPDATE_GOLDEN=1`` to rewrite the
+  snapshot from the current surface (then review the diff).
+- Every row of the op table (`tensorplay/ops/_table.py`) is ``tp.<name>``, and, as flagged,
+  ``Tensor.<name>`` (the same function, so the same docstring) and ``Tensor.<name>_``.
+- The proof of issue 13 ("one primitive, one place"): each of the primitives added through the
+  one-declaration path is named in at most three files of the packages -- its declaration in
+  `ir/`, its lowering in `codegen/` and its op-table row in `tensorplay/` -- as
+  ``grep -rlw NAME ir codegen tensorplay tools`` would count them.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import types
+
+import pytest
+
+import tensorplay as tp
+from tensorplay import Tensor
+from tensorplay.ops._table import TABLE
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SNAPSHOT = os.path.join(HERE, "surface.txt")
+UPDATE = os.environ.get("TENSORPLAY_UPDATE_GOLDEN") == "1"
+
+
+def surface() -> list[str]:
+    """``tp.<name>`` for each public non-module attribute of tensorplay, ``Tensor.<name>`` for each
+    attribute Tensor defines or overrides (object's own, untouched, are left out)."""
+    names = [f"tp.{n}" for n in dir(tp) if not n.startswith("_") and not isinstance(getattr(tp, n), types.ModuleType)]
+    for n in dir(Tensor):
+        attr = inspect.getattr_static(Tensor, n)
+        if n.startswith("_") and not (n.startswith("__") and n.endswith("__")) and n != "_is_view":
+            continue  # private helpers (torch's own `_is_view` is public API)
+        if n in ("__dict__", "__weakref__", "__slots__", "__module__", "__doc__", "__annotations__"):
+            continue
+        if attr is inspect.getattr_static(object, n, None):
+            continue
+        names.append(f"Tensor.{n}")
+    return sorted(names)
+
+
+def _snapshot() -> list[str]:
+    with open(SNAPSHOT, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
+def test_no_name_of_the_surface_disappears():
+    now = surface()
+    if UPDATE:
+        with open(SNAPSHOT, "w", encoding="utf-8") as f:
+            f.write("# tp. names and Tensor attributes (tests/tensorplay/test_op_table_surface.py)\n")
+            f.write("\n".join(now) + "\n")
+        return
+    missing = sorted(set(_snapshot()) - set(now))
+    assert not missing, (f"{len(missing)} names of the user-facing surface disappeared: {', '.join(missing)} "
+                         f"(if intended, rerun with TENSORPLAY_UPDATE_GOLDEN=1 and review surface.txt)")
+
+
+def test_the_snapshot_is_not_trivial():
+    names = _snapshot()
+    assert len(names) > 400
+    for name in ("tp.sin", "tp.reshape", "tp.softmax", "tp.zeros", "Tensor.view", "Tensor.__add__", "Tensor.T"):
+        assert name in names
+
+
+def test_surface_sees_a_removed_method(monkeypatch):
+    monkeypatch.delattr(Tensor, "flip")
+    assert "Tensor.flip" not in surface()
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_each_row_is_a_function_and_its_method(name):
+    row = TABLE[name]
+    assert getattr(tp, name) is row.fn, f"tp.{name} is not the op table's function"
+    doc = inspect.getdoc(row.fn)
+    assert doc and doc.strip(), f"tp.{name} has no docstring"
+    if row.method:
+        method = getattr(Tensor, name)
+        assert inspect.getdoc(method) == doc, f"Tensor.{name} and tp.{name} have different docstrings"
+    else:
+        assert getattr(Tensor, name, None) is not row.fn
+    if row.inplace:
+        assert callable(getattr(Tensor, name + "_", None)), f"Tensor.{name}_ is missing"
+
+
+def test_the_table_rejects_a_second_row():
+    from tensorplay.ops._table import op
+
+    with pytest.raises(ValueError, match="op 'sin' is in the op table twice"):
+        op("sin", tp.sin)
+
+
+# --- the proof of "one primitive, one place" -----------------------------------------------------------
+PACKAGES = ("ir", "codegen", "tensorplay", "tools")
+ONE_PLACE = ("asinh", "acosh", "atanh", "cbrt", "hypot")
+
+
+def files_naming(word: str) -> list[str]:
+    """The files under the package folders whose text holds `word` as a whole word (``grep -rlw``)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])")
+    hits = []
+    for folder in PACKAGES:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, folder)):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for fname in filenames:
+                path = os.path.join(dirpath, fname)
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        text = f.read()
+                except (UnicodeDecodeError, OSError):
+                    continue  # binary files: grep would name them too, but none belong in the packages
+                if pattern.search(text):
+                    hits.append(os.path.relpath(path, ROOT))
+    return sorted(hits)
+
+
+def test_files_naming_finds_whole_words_only():
+    found = files_naming("asinh")
+    assert "ir/prims/elementwise.py" in found
+    assert not any(p.endswith("test_op_table_surface.py") for p in found)  # tests/ is not searched
+    assert len(files_naming("sin")) > len(found)  # "asinh" does not count as "sin"
+
+
+@pytest.mark.parametrize("name", ONE_PLACE)
+def test_a_new_primitive_touches_at_most_three_files(name):
+    found = files_naming(name)
+    assert len(found) <= 3, f"{name} is named in {len(found)} files: {found}"
+    assert any(p.startswith("ir/") for p in found) and any(p.startswith("codegen/") for p in found)
