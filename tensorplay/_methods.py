@@ -30,8 +30,9 @@ from ._tensor import Tensor
 from ._trace import bind
 from .autograd._record import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
-from .ops import creation, elementwise as ew, indexing, linalg, reduction, shape as sh
-from .ops import activation, cumulative, matrix, scattering, selection, sorting, statistics  # noqa: F401  (op table rows)
+from .ops import creation, elementwise as ew, indexing, linalg, shape as sh
+from .ops import activation, cumulative, matrix, reduction, scattering, selection, sorting, statistics  # noqa: F401
+# (the op modules above add the op table's rows; `attach` puts them on Tensor)
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
 from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
@@ -211,14 +212,6 @@ def _index_put_(self, indices, values, accumulate=False):
     return write_into(self, setitem_functional(self, key, _value_operand(values, self)), "index_put_", cast=True)
 
 
-def _max_method(self, dim=None, keepdim=False):
-    return reduction.max(self, dim, keepdim)
-
-
-def _min_method(self, dim=None, keepdim=False):
-    return reduction.min(self, dim, keepdim)
-
-
 METHODS = {
     # arithmetic operators
     "__add__": ew.add, "__radd__": _swap(ew.add), "__sub__": ew.sub, "__rsub__": _swap(ew.sub),
@@ -235,9 +228,8 @@ METHODS = {
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     # math: the elementwise ops are rows of the op table (added below)
     "where": lambda self, condition, other: ew.where(condition, self, other),
-    # reductions and linear algebra: rows of the op table (added below), but for max/min
-    "max": _max_method, "min": _min_method,
-    # shape, indexing, softmax/log_softmax, cov, diagflat, the in-place random fills: op table rows too
+    # reductions, linear algebra, shape, indexing, softmax/log_softmax, cov, diagflat, the in-place random
+    # fills: rows of the op table (added below)
     # conversion
     "to": _to, "type": lambda self, dtype=None, non_blocking=False: (
         self.dtype.name if dtype is None else convert(self, _as_dtype(dtype, "type"))),
