@@ -28,7 +28,7 @@ from tensorplay.ir import dtypes
 from . import _numpy_interop as _interop, _views
 from ._tensor import Tensor
 from ._trace import bind
-from .autograd._record import note_inplace
+from .autograd._engine import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
 from .ops import creation, elementwise as ew, indexing, linalg, shape as sh
 from .ops import activation, cumulative, matrix, reduction, scattering, selection, sorting, statistics  # noqa: F401

@@ -1,4 +1,4 @@
-"""No import cycles among the modules of `ir/`, `codegen/` and the tensorplay op modules.
+"""No import cycles among the modules of `ir/`, `codegen/`, `tools/` and `tensorplay/` (see `CHECKED`).
 
 The module graph is built from the source with `ast` (no imports run): an edge
 ``a -> b`` for every ``import b`` / ``from b import ...`` in module `a`,
@@ -22,9 +22,14 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # folder on disk -> the package it installs as
-PACKAGES = {"tensorplay": "tensorplay", "ir": "tensorplay.ir", "codegen": "tensorplay.codegen"}
-# modules whose mutual imports must be acyclic (prefix match on the dotted name)
-CHECKED = ("tensorplay.ir", "tensorplay.codegen", "tensorplay.ops", "tensorplay._")
+PACKAGES = {"tensorplay": "tensorplay", "ir": "tensorplay.ir", "codegen": "tensorplay.codegen",
+            "tools": "tensorplay.tools"}
+# modules whose mutual imports must be acyclic (prefix match on the dotted name): every package but
+# tensorplay.nn, whose functional <-> _attention pair (attention uses F.dropout/F.linear, functional
+# re-exports attention) is still a cycle.
+CHECKED = ("tensorplay.ir", "tensorplay.codegen", "tensorplay.tools", "tensorplay.ops", "tensorplay._",
+           "tensorplay.autograd", "tensorplay.func", "tensorplay.optim", "tensorplay.utils", "tensorplay.compile",
+           "tensorplay.linalg", "tensorplay.random", "tensorplay.serialization")
 # Modules left out of the assertion while a known cycle is being removed: none today. (Lazy,
 # function-level imports count: `tensorplay._args` and `tensorplay.ops._data` sit below the Tensor
 # class so that it, its repr and the ops share helpers without importing each other.)
@@ -141,3 +146,14 @@ def test_the_tensor_class_and_its_helpers_sit_below_the_ops(module):
     assert not deps & above, f"{module} depends on {sorted(deps & above)}"
     if module != "tensorplay.ops._data":
         assert not {d for d in deps if d.startswith("tensorplay.ops")}, f"{module} imports an op module"
+
+
+def test_the_check_sees_a_cycle():
+    """The assertion above is not vacuous: the graph holds the autograd tape and its engine, and an
+    edge back from the tape to the engine would be reported as a cycle."""
+    g = module_graph()
+    assert g.has_edge("tensorplay.autograd._engine", "tensorplay.autograd._record")
+    assert g.has_edge("tensorplay._trace", "tensorplay.autograd._record")
+    g.add_edge("tensorplay.autograd._record", "tensorplay.autograd._engine")
+    checked = g.subgraph([n for n in g if _checked(n)])
+    assert any(len(c) > 1 for c in nx.strongly_connected_components(checked))
