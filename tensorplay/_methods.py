@@ -226,10 +226,8 @@ METHODS = {
     "__eq__": lambda self, other: False if other is None else ew.eq(self, other),
     "__ne__": lambda self, other: True if other is None else ew.ne(self, other), "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
-    # math: the elementwise ops are rows of the op table (added below)
-    "where": lambda self, condition, other: ew.where(condition, self, other),
-    # reductions, linear algebra, shape, indexing, softmax/log_softmax, cov, diagflat, the in-place random
-    # fills: rows of the op table (added below)
+    # math, reductions, linear algebra, shape, indexing, softmax/log_softmax, cov, diagflat, the in-place
+    # random fills: rows of the op table (added below)
     # conversion
     "to": _to, "type": lambda self, dtype=None, non_blocking=False: (
         self.dtype.name if dtype is None else convert(self, _as_dtype(dtype, "type"))),
