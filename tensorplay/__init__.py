@@ -17,21 +17,12 @@ from . import _methods  # noqa: F401  (attaches Tensor methods)
 from ._trace import ClosedGraph, TracingError, trace_function
 from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator
 from .ops._common import get_default_dtype, set_default_dtype, result_type, broadcast_shapes
-from .ops.creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, zeros_like, ones_like,
-                           empty_like, full_like, arange, linspace, logspace, eye, rand, randn, rand_like,
-                           randn_like, randint, randperm, normal, bernoulli)
-from .ops import elementwise as _elementwise  # noqa: F401  (its ops are in the op table)
-from .ops import linalg as _linalg, reduction as _reduction  # noqa: F401  (op table rows)
-from .ops.shape import (reshape, view, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, movedim,
-                        moveaxis, squeeze, unsqueeze, expand, broadcast_to, broadcast_tensors, cat, concat,
-                        concatenate, stack, hstack, vstack, narrow, select, split, chunk, tensor_split, unbind,
-                        flip, roll, repeat_interleave, tile, diagonal)
-from .ops.indexing import index_select, take, gather, scatter_add, index_add, one_hot
-from .ops.activation import softmax, log_softmax
 from .compile import compile
 from .ops._table import exports as _table_exports
 
-globals().update(_table_exports())  # the op table's functions: tp.sin, tp.atan2, ... (tensorplay/ops/_table.py)
+# The op table's functions: tp.sin, tp.reshape, tp.zeros, tp.softmax, ... (tensorplay/ops/_table.py; the op
+# modules that add its rows are imported by `_methods`).
+globals().update(_table_exports())
 
 from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
@@ -41,8 +32,6 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
 from ._device import device
 from .serialization import save, load
 from ._numpy_interop import from_dlpack
-from .ops.creation import diagflat
-from .ops.statistics import cov
 from ._control import cond, while_loop, fori_loop, scan
 
 from . import compiler  # noqa: F401  (tp.compiler.reset())

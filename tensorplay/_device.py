@@ -166,8 +166,6 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[DType | None, bool]:
     >>> to_arguments(("cpu", tp.float64), {}), to_arguments((), {"copy": True})
     ((tensorplay.float64, False), (None, True))
     """
-    from ._tensor import Tensor
-
     unknown = sorted(set(kwargs) - set(_TO_KEYWORDS))
     if unknown:
         raise TypeError(f"to() got unexpected keyword arguments {unknown}")
@@ -178,7 +176,7 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[DType | None, bool]:
         dev = rest.pop(0)
         if rest and not isinstance(rest[0], bool):
             dtype = rest.pop(0)
-    elif rest and isinstance(rest[0], Tensor):
+    elif rest and isinstance(getattr(rest[0], "dtype", None), DType):  # a tensor (this module sits below Tensor)
         dtype = rest.pop(0).dtype
     elif rest and not isinstance(rest[0], bool):
         dtype = rest.pop(0)

@@ -28,10 +28,11 @@ from tensorplay.ir import dtypes
 from . import _numpy_interop as _interop, _views
 from ._tensor import Tensor
 from ._trace import bind
-from .autograd._record import note_inplace
+from .autograd._engine import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
-from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
-from .ops import cumulative, matrix, scattering, selection, sorting  # noqa: F401  (op table rows)
+from .ops import creation, elementwise as ew, indexing, linalg, shape as sh
+from .ops import activation, cumulative, matrix, reduction, scattering, selection, sorting, statistics  # noqa: F401
+# (the op modules above add the op table's rows; `attach` puts them on Tensor)
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
 from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
@@ -138,17 +139,6 @@ def _is_contiguous(self, memory_format=None) -> bool:
     return _views.is_contiguous(self)
 
 
-def _view(self, *shape):
-    """A view with a new shape; RuntimeError when the strides do not allow one (use reshape)."""
-    out = sh.view(self, *shape)
-    empty = out.numel() == 0  # no elements, so any strides do (as torch)
-    if out is not self and out.dtype is self.dtype and not empty and not _views.is_view_of(out, self):
-        raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
-                           f"dimension spans across two contiguous subspaces): viewing shape {tuple(self.shape)} "
-                           f"as {tuple(out.shape)}. Use .reshape(...) instead.")
-    return out
-
-
 def _reshaped_in_place(self, new: Tensor, op: str) -> Tensor:
     """Give `self` the shape of `new`, a reshape of it that only adds or drops size-1 dims (squeeze_, unsqueeze_).
 
@@ -174,16 +164,6 @@ def _squeeze_(self, dim=None):
 def _unsqueeze_(self, dim: int):
     """In-place `unsqueeze`: insert a size-1 dim at `dim` into this tensor's shape; returns self."""
     return _reshaped_in_place(self, sh.unsqueeze(self, dim), "unsqueeze_")
-
-
-def _diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    """The diagonal of the (dim1, dim2) planes as a new last dim: always a view, as in torch."""
-    from .ops._common import normalize_dim
-
-    a, b = normalize_dim(dim1, self.ndim, "diagonal"), normalize_dim(dim2, self.ndim, "diagonal")
-    if a == b:
-        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
-    return _views.make_diagonal(self, int(offset), a, b)
 
 
 def _is_view(self) -> bool:
@@ -232,14 +212,6 @@ def _index_put_(self, indices, values, accumulate=False):
     return write_into(self, setitem_functional(self, key, _value_operand(values, self)), "index_put_", cast=True)
 
 
-def _max_method(self, dim=None, keepdim=False):
-    return reduction.max(self, dim, keepdim)
-
-
-def _min_method(self, dim=None, keepdim=False):
-    return reduction.min(self, dim, keepdim)
-
-
 METHODS = {
     # arithmetic operators
     "__add__": ew.add, "__radd__": _swap(ew.add), "__sub__": ew.sub, "__rsub__": _swap(ew.sub),
@@ -254,24 +226,8 @@ METHODS = {
     "__eq__": lambda self, other: False if other is None else ew.eq(self, other),
     "__ne__": lambda self, other: True if other is None else ew.ne(self, other), "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
-    # math: the elementwise ops are rows of the op table (added below)
-    "where": lambda self, condition, other: ew.where(condition, self, other),
-    # reductions and linear algebra: rows of the op table (added below), but for max/min
-    "max": _max_method, "min": _min_method,
-    "softmax": activation.softmax, "log_softmax": activation.log_softmax,
-    # shape
-    "reshape": sh.reshape, "view": _view, "flatten": sh.flatten, "unflatten": sh.unflatten,
-    "permute": sh.permute, "transpose": sh.transpose, "swapaxes": sh.transpose, "t": sh.t,
-    "movedim": sh.movedim, "squeeze": sh.squeeze, "unsqueeze": sh.unsqueeze, "expand": sh.expand,
-    "expand_as": sh.expand_as, "broadcast_to": sh.broadcast_to, "split": sh.split, "chunk": sh.chunk,
-    "tensor_split": sh.tensor_split, "unbind": sh.unbind, "flip": sh.flip, "roll": sh.roll,
-    "narrow": sh.narrow, "select": sh.select, "repeat": sh.repeat, "tile": sh.tile,
-    "repeat_interleave": sh.repeat_interleave, "diagonal": _diagonal,
-    "view_as": lambda self, other: _view(self, tuple(other.shape)),
-    "reshape_as": lambda self, other: sh.reshape(self, tuple(other.shape)),
-    # indexing
-    "index_select": indexing.index_select, "gather": indexing.gather, "take": indexing.take,
-    "scatter_add": indexing.scatter_add, "index_add": indexing.index_add,
+    # math, reductions, linear algebra, shape, indexing, softmax/log_softmax, cov, diagflat, the in-place
+    # random fills: rows of the op table (added below)
     # conversion
     "to": _to, "type": lambda self, dtype=None, non_blocking=False: (
         self.dtype.name if dtype is None else convert(self, _as_dtype(dtype, "type"))),
@@ -287,14 +243,10 @@ METHODS = {
     "new_tensor": lambda self, data, dtype=None: creation.tensor(data, dtype=dtype or self.dtype),
     # in place
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_, "masked_fill_": _masked_fill_,
-    "uniform_": creation.uniform_, "normal_": creation.normal_, "bernoulli_": creation.bernoulli_,
-    "exponential_": creation.exponential_, "random_": creation.random_, "fill_diagonal_": creation.fill_diagonal_,
-    "diagflat": creation.diagflat, "cov": statistics.cov, "squeeze_": _squeeze_, "unsqueeze_": _unsqueeze_,
-    "index_fill_": _index_fill_, "index_put_": _index_put_,
+    "squeeze_": _squeeze_, "unsqueeze_": _unsqueeze_, "index_fill_": _index_fill_, "index_put_": _index_put_,
 }
 
 _INPLACE = {
-    "index_add_": indexing.index_add, "scatter_add_": indexing.scatter_add,
     "__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul, "__itruediv__": ew.div,
     "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
     "__iand__": ew.bitwise_and, "__ior__": ew.bitwise_or, "__ixor__": ew.bitwise_xor,
@@ -329,6 +281,7 @@ def attach() -> None:
         setattr(Tensor, name, fn)
     for name, fn in _INPLACE.items():
         setattr(Tensor, name, _inplace(fn, name))
+    Tensor._legacy_array = staticmethod(creation.legacy_constructor_array)  # Tensor(...), see _tensor
     Tensor.T = property(lambda self: sh.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: sh.transpose(self, -2, -1))
     Tensor.data = property(lambda self: bind("stop_gradient", self))

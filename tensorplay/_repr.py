@@ -13,6 +13,8 @@ import numpy as np
 
 from tensorplay.ir import dtypes
 
+from ._args import get_default_dtype
+
 PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
@@ -133,8 +135,6 @@ def tensor_repr(t, arr: np.ndarray | None) -> str:
     """The repr of tensor `t` with value `arr`, as torch prints it. A traced tensor whose value can
     be computed (see `Trace.concrete_array`) prints that value; one without (`arr` None: under
     `tp.compile`, or batched under vmap) shows its type and transform."""
-    from .ops._common import get_default_dtype
-
     if arr is None:
         return f"Tensor(shape={tuple(t.shape)}, dtype={t.dtype.name}, traced under {t._trace.transform})"
     dt = dtypes.from_numpy(arr.dtype)

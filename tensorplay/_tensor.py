@@ -70,11 +70,13 @@ class Tensor:
     _steps = ()    # the view primitives, as (name, attrs) pairs, that derive this tensor from `_base`
     _stamp = 0     # traced roots: bumped on every in-place write; traced views: the root stamp they reflect
 
-    def __init__(self, *args, dtype=None, device=None):
-        from .ops.creation import legacy_constructor_array
+    # `Tensor(...)` reads its arguments with `ops.creation.legacy_constructor_array`, which
+    # `tensorplay._methods` attaches here (the ops import this module, so it cannot import them).
+    _legacy_array = None
 
+    def __init__(self, *args, dtype=None, device=None):
         # as torch.Tensor(...): Tensor(*sizes), Tensor(Size), Tensor(data) in the default float dtype
-        self._data, self._trace, self._value = legacy_constructor_array(args, dtype, device), None, None
+        self._data, self._trace, self._value = self._legacy_array(args, dtype, device), None, None
         if _STATE.stack:
             _note_local(self)
 
@@ -119,7 +121,7 @@ class Tensor:
         """The shape, or the length of dimension `dim`."""
         if dim is None:
             return self.shape
-        from .ops._common import normalize_dim
+        from ._args import normalize_dim
 
         return self.shape[normalize_dim(dim, self.ndim, "size")]
 

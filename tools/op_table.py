@@ -121,11 +121,11 @@ def _bound(fn: Callable, args: tuple) -> Callable:
 
 
 def _public_ops() -> dict[str, Callable]:
-    """The op table's rows, then the other public functions of the `tensorplay.ops` modules."""
+    """The op table's exported rows, then the other public functions of the `tensorplay.ops` modules."""
     import tensorplay as tp
     from tensorplay.ops._table import TABLE
 
-    ops = {name: row.fn for name, row in TABLE.items() if name not in _UTILITIES}
+    ops = {name: row.fn for name, row in TABLE.items() if row.export and name not in _UTILITIES}
     for name in sorted(dir(tp)):
         obj = getattr(tp, name, None)
         if name.startswith("_") or name in ops or name in _UTILITIES or not inspect.isfunction(obj):

@@ -25,8 +25,9 @@ from tensorplay.ir.core import inline
 from tensorplay.ir.passes.reverse import vjp
 from tensorplay.ir.passes.simplify import simplify
 
+from .._state import STATE
 from .._tensor import Tensor
-from ._record import version
+from ._record import ACTIVE, RETAINED, bump_version, version
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -180,9 +181,47 @@ def leaves_of(records) -> list:
 
 def retained_of(records) -> list:
     """Non-leaf tensors of the tape `records` that called ``retain_grad()`` (and still hold that history)."""
-    from ._tensor_api import RETAINED
-
     if not RETAINED:
         return []
     recs = {id(r) for r in records}
     return [t for t in list(RETAINED.values()) if id(t.__dict__.get("_ag")) in recs]
+
+
+# --- in-place writes: the target takes over the value's history ----------------------------------------
+def note_inplace(target, value) -> None:
+    """An eager in-place write of `value` into `target` (before the copy): bump the storage version
+    and let `target` take over `value`'s history, with torch's errors for writes autograd cannot follow."""
+    bump_version(target)
+    if not ACTIVE[0] or not STATE.grad_enabled:
+        return  # under no_grad a write keeps the target's history, as in torch (the version says it changed)
+    td, vd = target.__dict__, value.__dict__
+    if not (td.get("_rg") or vd.get("_rg")):
+        return
+    if td.get("_rg") and td.get("_ag") is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = target._base
+    if base is not None and base.__dict__.get("_rg") and base.__dict__.get("_ag") is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and (base.__dict__.get("_rg") or vd.get("_rg")):
+        _write_through_view(target, base, value)
+        return
+    if vd.get("_rg"):
+        td["_ag"], td["_rg"] = vd.get("_ag"), True
+    else:  # a constant overwrote a tensor with history: it no longer depends on anything
+        td["_ag"], td["_rg"] = None, False
+
+
+def _write_through_view(view, base, value) -> None:
+    """Record a write of `value` into `view` of `base` as ops on `base`: the base's new value is the
+    view's inverse (`tensorplay._scatter`) applied to `value`, and the view becomes a view of it."""
+    from .._scatter import scatter
+    from .._trace import apply_steps
+
+    b = GraphBuilder("write_through_view")
+    old, new = b.add_input(base._type()), b.add_input(value._type())
+    graph = b.build([scatter(b, old, view._steps, new)])
+    (new_base,) = run_eagerly(graph, [base, value])
+    bd = base.__dict__
+    bd["_ag"], bd["_rg"] = new_base.__dict__.get("_ag"), True
+    view.__dict__["_ag"] = apply_steps(new_base, view._steps).__dict__.get("_ag")
+    view.__dict__["_rg"] = True

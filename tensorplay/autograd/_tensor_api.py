@@ -10,12 +10,10 @@ tensor([2., 4.])
 from __future__ import annotations
 
 import warnings
-import weakref
 
 from .._tensor import Tensor
 from . import _engine, _record
-
-RETAINED: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> non-leaf that retains grad
+from ._record import RETAINED
 
 
 def _get_requires_grad(self) -> bool:

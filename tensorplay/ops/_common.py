@@ -16,26 +16,14 @@ import numpy as np
 from tensorplay.ir import dtypes, get_primitive as _gp
 from tensorplay.ir.dtypes import DType
 
+from .._args import get_default_dtype, normalize_dim, normalize_dims, scalar_dtype, set_default_dtype  # noqa: F401
 from .._tensor import Tensor
 from .._state import STATE as _STATE
 from .._trace import bind
+from ._data import to_array
 
-_default_float: DType = dtypes.float32
 _NP2DT = {d.np: d for d in dtypes.ALL}
 _SCALARS = (bool, int, float, np.number, np.bool_)
-
-
-def get_default_dtype() -> DType:
-    """The dtype of float tensors made from Python floats (float32 unless changed)."""
-    return _default_float
-
-
-def set_default_dtype(d: DType) -> None:
-    """Set the default floating dtype (float32 or float64)."""
-    global _default_float
-    if d not in dtypes.FLOATS:
-        raise TypeError(f"set_default_dtype: only float32 and float64 are supported, got {d!r}")
-    _default_float = d
 
 
 # --- cheap metadata ------------------------------------------------------------------------------
@@ -94,41 +82,7 @@ def ebind(prim, *operands, **attrs):
     return out
 
 
-# --- dims ----------------------------------------------------------------------------------------
-def normalize_dim(dim: int, ndim: int, op: str) -> int:
-    """A dim in range(ndim); negative dims count from the end (0-d tensors accept 0 and -1)."""
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
-    n = builtins.max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return int(dim) % n
-
-
-def normalize_dims(dims, ndim: int, op: str) -> tuple[int, ...]:
-    if dims is None:
-        return tuple(range(ndim))
-    if isinstance(dims, (int, np.integer)):
-        dims = (dims,)
-    elif not isinstance(dims, (tuple, list)):
-        raise TypeError(f"{op}: dim must be an int or a sequence of ints, got {type(dims).__name__}")
-    out = tuple(normalize_dim(d, ndim, op) for d in dims)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
-    return tuple(d for d in out if d < ndim) if ndim == 0 else out
-
-
 # --- promotion -----------------------------------------------------------------------------------
-def scalar_dtype(x) -> DType:
-    if isinstance(x, (bool, np.bool_)):
-        return dtypes.bool_
-    if isinstance(x, (int, np.integer)):
-        return dtypes.int64
-    if isinstance(x, (float, np.floating)):
-        return _default_float
-    raise TypeError(f"unsupported operand type {type(x).__name__}")
-
-
 _CAT = {d: dtypes.category(d) for d in dtypes.ALL}
 
 
@@ -159,7 +113,7 @@ def result_type(*operands, op: str | None = None) -> DType:
     if zero is not None and (res is None or _CAT[zero] > _CAT[res]):
         res = zero
     if scalar_cat >= 0 and (res is None or scalar_cat > _CAT[res]):
-        res = (dtypes.bool_, dtypes.int64, _default_float)[scalar_cat]
+        res = (dtypes.bool_, dtypes.int64, get_default_dtype())[scalar_cat]
     return res
 
 
@@ -258,9 +212,7 @@ def as_tensor_operand(x, dtype: DType | None = None) -> Tensor:
         return x
     if isinstance(x, _SCALARS):
         return Tensor._wrap(np.array(x, dtype=(dtype or scalar_dtype(x)).np))
-    from .creation import tensor
-
-    return tensor(x, dtype=dtype)
+    return Tensor._wrap(to_array(x, dtype))
 
 
 def prepare(operands, op: str, dtype: DType | None = None):

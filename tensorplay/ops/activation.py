@@ -10,6 +10,7 @@ from tensorplay.ir import get_primitive as _gp
 
 from .._tensor import Tensor
 from ._common import as_tensor_operand, convert, copy, dtype_of, ebind, normalize_dim, shape_of
+from ._table import op
 from .elementwise import exp, sub, div, log
 from .reduction import amax, sum
 
@@ -50,3 +51,8 @@ def softmax(input, dim: int, dtype=None):
 def log_softmax(input, dim: int, dtype=None):
     """x - logsumexp(x) along `dim`."""
     return _normalized(input, dim, dtype, "log_softmax", _log_softmax)
+
+
+# === the op table: `tp.` functions and Tensor methods (tensorplay/ops/_table.py) =====================
+for _name in ("softmax", "log_softmax"):
+    op(_name, globals()[_name])

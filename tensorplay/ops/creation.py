@@ -20,6 +20,8 @@ from .._device import as_dtype, check_device
 from .._tensor import Tensor
 from .._trace import RandomKey, bind
 from ._common import get_default_dtype, scalar_dtype
+from ._data import to_array
+from ._table import op
 
 _MAX_BYTES = (1 << 63) - 1
 
@@ -50,62 +52,6 @@ def allocating(op: str, shape: tuple[int, ...], dtype: DType):
                           f"{list(shape)}") from None
 
 
-def _infer_dtype(data) -> DType:
-    """The dtype PyTorch would pick for nested Python data."""
-    kinds = set()
-
-    def walk(x):
-        if isinstance(x, Tensor):
-            kinds.add(x.dtype)
-        elif isinstance(x, np.ndarray):
-            kinds.add(dtypes.from_numpy(x.dtype))
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        else:
-            try:
-                kinds.add(scalar_dtype(x))
-            except TypeError:
-                raise TypeError(f"tensor: could not infer a dtype for an element of type {type(x).__name__} "
-                                f"({x!r:.40}): expected numbers, bools, tensors, numpy arrays or (nested) "
-                                f"sequences of them") from None
-
-    walk(data)
-    if not kinds:
-        return get_default_dtype()
-    out = None
-    for k in kinds:
-        out = k if out is None else dtypes.promote(out, k)
-    return out
-
-
-def _to_array(data, dtype: DType | None, copy: bool = True) -> np.ndarray:
-    if isinstance(data, Tensor):
-        arr = data._concrete("tensor(data)")
-        target = dtype or data.dtype
-        return np.array(arr, dtype=target.np, copy=True) if copy else arr.astype(target.np, copy=False)
-    if isinstance(data, np.ndarray):
-        target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
-        return np.array(data, dtype=target.np, copy=True) if copy else data.astype(target.np, copy=False)
-    if isinstance(data, np.generic):  # numpy scalars keep their dtype, as in torch.tensor(np.float64(1))
-        data = np.asarray(data)
-        target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
-        return np.array(data, dtype=target.np)
-    target = dtype or _infer_dtype(data)
-
-    def unwrap(x):
-        if isinstance(x, Tensor):
-            return x._concrete("tensor(data)")
-        if isinstance(x, (list, tuple)):
-            return [unwrap(y) for y in x]
-        return x
-
-    try:
-        return np.array(unwrap(data), dtype=target.np)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"tensor: cannot build a tensor from {type(data).__name__}: {e}") from None
-
-
 def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays or tensors).
@@ -117,7 +63,7 @@ def tensor(data, *, dtype: DType | None = None, device=None, requires_grad: bool
     dtype = _options("tensor", dtype, device)
     if pin_memory:
         raise RuntimeError("tensor: pin_memory=True needs an accelerator; tensorplay runs on the CPU only")
-    return Tensor._wrap(_to_array(data, dtype))
+    return Tensor._wrap(to_array(data, dtype))
 
 
 def as_tensor(data, dtype: DType | None = None, device=None) -> Tensor:
@@ -125,7 +71,7 @@ def as_tensor(data, dtype: DType | None = None, device=None) -> Tensor:
     dtype = _options("as_tensor", dtype, device)
     if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
         return data
-    return Tensor._wrap(_to_array(data, dtype, copy=False))
+    return Tensor._wrap(to_array(data, dtype, copy=False))
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -490,7 +436,7 @@ def legacy_constructor_array(args: tuple, dtype=None, device=None) -> np.ndarray
     if len(args) != 1:
         raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got "
                         f"({', '.join(type(a).__name__ for a in args)})")
-    return _to_array(args[0], dtype)
+    return to_array(args[0], dtype)
 
 
 def _fill_with(self: Tensor, sample: Tensor, op: str) -> Tensor:
@@ -690,4 +636,17 @@ for _name in ("tensor", "full", "zeros", "ones", "empty", "zeros_like", "ones_li
               "arange", "linspace", "logspace", "eye", "rand", "randn", "rand_like", "randn_like", "randint",
               "randperm", "normal"):
     globals()[_name] = _honours_requires_grad(globals()[_name])
+del _name
+
+
+# === the op table ===================================================================================
+# The factories are `tp.` functions only; the in-place random fills are Tensor methods only; diagflat is
+# both (tensorplay/ops/_table.py).
+for _name in ("tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+              "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand", "randn", "rand_like",
+              "randn_like", "randint", "randperm", "normal", "bernoulli"):
+    op(_name, globals()[_name], method=False)
+for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "random_", "fill_diagonal_"):
+    op(_name, globals()[_name], export=False)
+op("diagflat", diagflat)
 del _name

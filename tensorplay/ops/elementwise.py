@@ -588,9 +588,20 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     return bitwise_or(close, bitwise_and(isfinite(err), le(err, allowed)))
 
 
+def where_method(self, condition, other):
+    """``Tensor.where``: `self` where `condition` holds, else `other` (``tp.where(condition, self, other)``).
+
+    >>> import tensorplay as tp
+    >>> tp.tensor([1.0, 2.0]).where(tp.tensor([True, False]), 0.0)
+    tensor([1., 0.])
+    """
+    return where(condition, self, other)
+
+
 # === the op table ===================================================================================
-# The rest of this module's user-facing ops: (name, Tensor method?, in-place method?). Each row is a
-# `tp.` function and, as flagged, `Tensor.<name>` and `Tensor.<name>_` (tensorplay/ops/_table.py).
+# The rest of this module's user-facing ops: (name, Tensor method: True (the function), False, or the
+# method itself, in-place method?). Each row is a `tp.` function and, as flagged, `Tensor.<name>` and
+# `Tensor.<name>_` (tensorplay/ops/_table.py).
 for _name, _method, _inplace in (
     ("neg", True, True), ("negative", True, False), ("abs", True, True), ("sign", True, True),
     ("floor", True, True), ("ceil", True, True), ("round", True, True), ("relu", True, True),
@@ -603,7 +614,7 @@ for _name, _method, _inplace in (
     ("greater_equal", False, False), ("not_equal", False, False),
     ("bitwise_and", True, True), ("bitwise_or", True, True), ("bitwise_xor", True, True),
     ("bitwise_not", True, True), ("logical_not", True, True), ("logical_and", True, False),
-    ("logical_or", True, False), ("where", False, False), ("clamp", True, True), ("clip", True, True),
+    ("logical_or", True, False), ("where", where_method, False), ("clamp", True, True), ("clip", True, True),
     ("clamp_min", True, True), ("clamp_max", True, True),
     ("square", True, True), ("reciprocal", True, True), ("isnan", True, False), ("isfinite", True, False),
     ("lerp", True, True), ("addcmul", True, True), ("addcdiv", True, True), ("isclose", True, False),

@@ -12,6 +12,7 @@ from tensorplay.ir import dtypes
 from .._tensor import Tensor
 from .._trace import bind
 from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, constant, convert, normalize_dim
+from ._table import op
 from .shape import flatten, movedim, narrow, permute, reshape, select, slice_dim
 
 
@@ -231,3 +232,11 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
     classes = bind("iota", shape=tuple(t.shape) + (num_classes,), dtype=t.dtype, dimension=t.ndim)
     tb = bind("broadcast_in_dim", t, shape=tuple(t.shape) + (num_classes,), broadcast_dimensions=tuple(range(t.ndim)))
     return convert(bind("eq", tb, classes), dtypes.int64)
+
+
+# === the op table: (name, Tensor method?, in-place method?) =========================================
+for _name, _method, _inplace in (
+    ("index_select", True, False), ("take", True, False), ("gather", True, False), ("scatter_add", True, True),
+    ("index_add", True, True), ("one_hot", False, False),
+):
+    op(_name, globals()[_name], method=_method, inplace=_inplace)

@@ -304,9 +304,9 @@ def equal(input, other) -> bool:
 
 # === the op table ===================================================================================
 # (name, Tensor method?): each row is a `tp.` function and, as flagged, a Tensor method
-# (tensorplay/ops/_table.py). `Tensor.max`/`Tensor.min` are written in tensorplay/_methods.py.
+# (tensorplay/ops/_table.py).
 for _name, _method in (
-    ("sum", True), ("prod", True), ("mean", True), ("max", False), ("min", False), ("amax", True),
+    ("sum", True), ("prod", True), ("mean", True), ("max", True), ("min", True), ("amax", True),
     ("amin", True), ("argmax", True), ("argmin", True), ("logsumexp", True), ("var", True), ("std", True),
     ("all", True), ("any", True), ("norm", True), ("allclose", True), ("equal", True),
 ):

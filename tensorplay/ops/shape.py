@@ -10,9 +10,11 @@ import numpy as np
 
 from tensorplay.ir import get_primitive as _gp
 
+from .. import _views
 from .._tensor import Tensor
 from ._common import (as_tensor_operand, broadcast_to_shape, convert, copy, ebind, normalize_dim,
                       normalize_dims, result_type, shape_of)
+from ._table import op
 
 _RESHAPE, _TRANSPOSE, _SLICE, _CONCAT = _gp("reshape"), _gp("transpose"), _gp("slice"), _gp("concatenate")
 _BROADCAST, _REV, _TAKE = _gp("broadcast_in_dim"), _gp("rev"), _gp("take")
@@ -204,6 +206,7 @@ def broadcast_to(input, shape) -> Tensor:
 
 
 def expand_as(input, other) -> Tensor:
+    """`input` expanded to `other`'s shape (``Tensor.expand_as``)."""
     return expand(input, tuple(other.shape))
 
 
@@ -452,6 +455,7 @@ def repeat(input, *sizes) -> Tensor:
 
 
 def tile(input, dims) -> Tensor:
+    """`input` repeated `dims[i]` times along each dim; missing leading dims count as 1 (like torch.tile)."""
     x = _arg(input)
     dims = _shape_arg((tuple(dims) if not isinstance(dims, (int, np.integer)) else (dims,),), "tile")
     return repeat(x, (1,) * (len(shape_of(x)) - len(dims)) + dims)
@@ -522,3 +526,62 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     else:
         diag = slice_dim(flat, a, start, start + (rows - 1) * (m + 1) + 1, m + 1)
     return movedim(diag, a, -1)
+
+
+# === Tensor methods that differ from their functions ================================================
+def view_method(self, *shape) -> Tensor:
+    """``Tensor.view``: a view with a new shape; RuntimeError when the strides do not allow one (use reshape).
+
+    >>> import tensorplay as tp
+    >>> x = tp.zeros(2, 3)
+    >>> x.view(3, 2)._base is x
+    True
+    """
+    out = view(self, *shape)
+    empty = out.numel() == 0  # no elements, so any strides do (as torch)
+    if out is not self and out.dtype is self.dtype and not empty and not _views.is_view_of(out, self):
+        raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
+                           f"dimension spans across two contiguous subspaces): viewing shape {tuple(self.shape)} "
+                           f"as {tuple(out.shape)}. Use .reshape(...) instead.")
+    return out
+
+
+def view_as(self, other) -> Tensor:
+    """``Tensor.view_as``: a view of `self` with `other`'s shape."""
+    return view_method(self, tuple(other.shape))
+
+
+def reshape_as(self, other) -> Tensor:
+    """``Tensor.reshape_as``: `self` reshaped to `other`'s shape."""
+    return reshape(self, tuple(other.shape))
+
+
+def diagonal_method(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """``Tensor.diagonal``: the diagonal of the (dim1, dim2) planes as a new last dim, always a view (as torch).
+
+    >>> import tensorplay as tp
+    >>> x = tp.arange(4.0).reshape(2, 2)
+    >>> x.diagonal(), x.diagonal()._base is x
+    (tensor([0., 3.]), True)
+    """
+    a, b = normalize_dim(dim1, self.ndim, "diagonal"), normalize_dim(dim2, self.ndim, "diagonal")
+    if a == b:
+        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
+    return _views.make_diagonal(self, int(offset), a, b)
+
+
+# === the op table ===================================================================================
+# (name, Tensor method: True (the function), False, or the method itself): each row is a `tp.` function
+# and, as flagged, `Tensor.<name>` (tensorplay/ops/_table.py). Rows with export=False are methods only.
+for _name, _method in (
+    ("reshape", True), ("view", view_method), ("flatten", True), ("unflatten", True), ("permute", True),
+    ("transpose", True), ("swapaxes", True), ("swapdims", False), ("t", True), ("movedim", True),
+    ("moveaxis", False), ("squeeze", True), ("unsqueeze", True), ("expand", True), ("broadcast_to", True),
+    ("broadcast_tensors", False), ("cat", False), ("concat", False), ("concatenate", False), ("stack", False),
+    ("hstack", False), ("vstack", False), ("narrow", True), ("select", True), ("split", True), ("chunk", True),
+    ("tensor_split", True), ("unbind", True), ("flip", True), ("roll", True), ("repeat_interleave", True),
+    ("tile", True), ("diagonal", diagonal_method),
+):
+    op(_name, globals()[_name], method=_method)
+for _name in ("expand_as", "repeat", "view_as", "reshape_as"):
+    op(_name, globals()[_name], export=False)

@@ -9,6 +9,7 @@ from . import linalg as _la
 from . import reduction as _red
 from . import shape as _sh
 from ._common import as_tensor_operand, convert, get_default_dtype
+from ._table import op
 
 
 def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:
@@ -73,3 +74,6 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:
     right = centered if w is None else ew.mul(centered, w)
     c = ew.div(_la.matmul(centered, _sh.transpose(right, 0, 1)), norm)
     return _sh.squeeze(c)
+
+
+op("cov", cov)  # the op table: tp.cov and Tensor.cov (tensorplay/ops/_table.py)

@@ -1,4 +1,4 @@
-"""No import cycles among the modules of `ir/`, `codegen/` and the tensorplay op modules.
+"""No import cycles among the modules of `ir/`, `codegen/`, `tools/` and `tensorplay/` (see `CHECKED`).
 
 The module graph is built from the source with `ast` (no imports run): an edge
 ``a -> b`` for every ``import b`` / ``from b import ...`` in module `a`,
@@ -22,13 +22,18 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # folder on disk -> the package it installs as
-PACKAGES = {"tensorplay": "tensorplay", "ir": "tensorplay.ir", "codegen": "tensorplay.codegen"}
-# modules whose mutual imports must be acyclic (prefix match on the dotted name)
-CHECKED = ("tensorplay.ir", "tensorplay.codegen", "tensorplay.ops", "tensorplay._")
-# Modules left out of the assertion until their (lazy, function-level) cycle is removed: the
-# creation helpers (ops._common <-> ops.creation, whose factories import elementwise ops lazily)
-# and _device, whose parsing of Tensor.to's overloads imports Tensor lazily.
-EXEMPT = {"tensorplay.ops._common", "tensorplay.ops.creation", "tensorplay._device"}
+PACKAGES = {"tensorplay": "tensorplay", "ir": "tensorplay.ir", "codegen": "tensorplay.codegen",
+            "tools": "tensorplay.tools"}
+# modules whose mutual imports must be acyclic (prefix match on the dotted name): every package but
+# tensorplay.nn, whose functional <-> _attention pair (attention uses F.dropout/F.linear, functional
+# re-exports attention) is still a cycle.
+CHECKED = ("tensorplay.ir", "tensorplay.codegen", "tensorplay.tools", "tensorplay.ops", "tensorplay._",
+           "tensorplay.autograd", "tensorplay.func", "tensorplay.optim", "tensorplay.utils", "tensorplay.compile",
+           "tensorplay.linalg", "tensorplay.random", "tensorplay.serialization")
+# Modules left out of the assertion while a known cycle is being removed: none today. (Lazy,
+# function-level imports count: `tensorplay._args` and `tensorplay.ops._data` sit below the Tensor
+# class so that it, its repr and the ops share helpers without importing each other.)
+EXEMPT: set[str] = set()
 
 
 def _modules() -> dict[str, str]:
@@ -127,3 +132,28 @@ def test_rule_and_registry_modules_depend_only_on_the_core(module):
                "tensorplay.ir.regions"}
     deps = set(nx.descendants(g, module))
     assert deps <= allowed, f"{module} depends on {sorted(deps - allowed)}"
+
+
+@pytest.mark.parametrize("module", ["tensorplay._args", "tensorplay._device", "tensorplay._repr",
+                                    "tensorplay._tensor", "tensorplay.ops._data"])
+def test_the_tensor_class_and_its_helpers_sit_below_the_ops(module):
+    """Tensor, its repr, dims/default-dtype and device reading, and data conversion import no op
+    module and no trace machinery: the ops and the trace are built on them, never the reverse."""
+    g = module_graph()
+    above = {"tensorplay.ops._common", "tensorplay.ops.creation", "tensorplay._trace", "tensorplay._views",
+             "tensorplay._methods"}
+    deps = set(nx.descendants(g, module)) | {module}
+    assert not deps & above, f"{module} depends on {sorted(deps & above)}"
+    if module != "tensorplay.ops._data":
+        assert not {d for d in deps if d.startswith("tensorplay.ops")}, f"{module} imports an op module"
+
+
+def test_the_check_sees_a_cycle():
+    """The assertion above is not vacuous: the graph holds the autograd tape and its engine, and an
+    edge back from the tape to the engine would be reported as a cycle."""
+    g = module_graph()
+    assert g.has_edge("tensorplay.autograd._engine", "tensorplay.autograd._record")
+    assert g.has_edge("tensorplay._trace", "tensorplay.autograd._record")
+    g.add_edge("tensorplay.autograd._record", "tensorplay.autograd._engine")
+    checked = g.subgraph([n for n in g if _checked(n)])
+    assert any(len(c) > 1 for c in nx.strongly_connected_components(checked))
