@@ -160,11 +160,16 @@ class Transform(NamedTuple):
 
 
 def transform_chain(func: Callable) -> tuple[tuple[Transform, ...], Callable]:
-    """The same-argument transforms wrapped around `func`, outermost first, and the user's function."""
+    """The same-argument transforms wrapped around `func`, outermost first, and the user's function.
+
+    A transform wrapper names the function it wraps twice (``spec.func`` and ``__wrapped__``);
+    a wrapper that only copied another one's attributes (``functools.wraps`` copies ``__dict__``,
+    so ``vmap(grad(f))`` carries grad's ``_tp_transform``) is not that transform, and ends the chain.
+    """
     chain = []
     while True:
         spec = getattr(func, "_tp_transform", None)
-        if spec is None:
+        if spec is None or getattr(func, "__wrapped__", None) is not spec.func:
             return tuple(chain), func
         chain.append(spec)
         func = spec.func

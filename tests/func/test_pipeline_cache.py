@@ -183,3 +183,17 @@ def test_vmap_out_dims_are_checked_on_every_call():
             vmap(f, out_dims=bad)(XB)
     out = vmap(f, out_dims=[1, 0])(XB)
     assert tuple(out[0].shape) == (3, 5) and tuple(out[1].shape) == (5, 2)
+
+
+def test_a_wrapper_that_copies_a_transforms_attributes_is_not_that_transform():
+    """functools.wraps copies __dict__, so vmap(grad(f)) carries grad's transform attributes: the
+    outer chain must still see the vmap (per-sample gradients of sum(x)^2 are 2, not 2 * sum(x))."""
+    def f(x):
+        return x.sum() ** 2
+
+    x = tp.tensor([1.0, 2.0])
+    expected = np.diag([2.0, 2.0])
+    for _ in range(2):  # the cached call too
+        np.testing.assert_allclose(jacrev(vmap(grad(f)))(x).numpy(), expected)
+        np.testing.assert_allclose(jacfwd(vmap(grad(f)))(x).numpy(), expected)
+    np.testing.assert_allclose(tp.compile(jacrev(vmap(grad(f))))(x).numpy(), expected)
