@@ -250,7 +250,8 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     user_name = getattr(user_fn, "__name__", None)
     positions = None
     if per_sample is None:
-        user = trace_function(user_fn, args, kwargs, transform=name, name=user_name)
+        user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
+                              flat=_tensor_tree(arg_key, tensors, args, kwargs))
     else:
         leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
         types_key = (chain[0].key, arg_key)
@@ -285,6 +286,25 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         if key is not None:
             _OUTERMOST.put(key, entry)
     return entry(tensors, user)
+
+
+_IN_TREES: dict = {}  # argument signature -> the TreeDef of (args, kwargs) when every leaf is a tensor, else False
+_IN_TREES_LIMIT = 4096
+
+
+def _tensor_tree(arg_key, tensors: list, args, kwargs):
+    """``(tensors, in_tree)`` for `trace_function` when every leaf of ``(args, kwargs)`` is a tensor
+    (`tensors` are then the leaves, in flatten order), else None. The tree comes from the argument
+    signature, which determines it."""
+    tree = _IN_TREES.get(arg_key)
+    if tree is None:
+        leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        if len(leaves) != len(tensors) or any(a is not b for a, b in zip(leaves, tensors)):
+            tree = False
+        if len(_IN_TREES) >= _IN_TREES_LIMIT:
+            _IN_TREES.clear()
+        _IN_TREES[arg_key] = tree
+    return None if tree is False else (tensors, tree)
 
 
 def _mapped_types(per_sample: Callable, args, kwargs, leaves: list) -> tuple:
