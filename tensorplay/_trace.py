@@ -182,21 +182,21 @@ class Trace:
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
-        vals = []
-        push = vals.append
-        for t in operands:  # `lift`, inlined for this trace's own roots (the common operand)
-            push(t._value if t._trace is self and t._base is None else self.lift(t))
+        # `lift`, inlined for this trace's own roots (the common operand)
+        vals = tuple([t._value if t._trace is self and t._base is None else self.lift(t) for t in operands])
         out = _new_tensor(Tensor)  # Tensor._symbolic, inlined
-        out._data, out._trace, out._value = None, self, self.append(prim, tuple(vals), attrs)
+        out._data, out._trace, out._value = None, self, self.append(prim, vals, attrs)
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
 
     def append(self, prim: Primitive, vals: tuple, attrs: dict) -> Value:
         """Append the node `prim(*vals)` (values of this graph; `attrs` frozen, kept by the node)."""
-        node = Node.typed(prim, vals, attrs, typed_result(prim, vals, attrs))
+        node = _new_node(Node)  # Node.typed, inlined: the type comes from the memoised shape rule
+        node.prim, node.inputs, node.attrs = prim, vals, attrs
+        node.out = value = Value(typed_result(prim, vals, attrs), node)
         self.builder.nodes.append(node)
-        return node.out
+        return value
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
@@ -318,6 +318,7 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
 
 
 _new_tensor = object.__new__
+_new_node = object.__new__
 _TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
 _TYPES_LIMIT = 8192
 
@@ -357,14 +358,23 @@ def _check(prim: Primitive, types, attrs) -> TensorType:
         raise _under_stack(e) from None
 
 
+_FROZEN_CLASSES = frozenset({int, float, bool, str, type(None), dtypes.DType})  # attribute values frozen as they are
+
+
 def bind(name: str | Primitive, *operands, **attrs):
     """Apply primitive `name` to tensors: eagerly via its impl, or by emitting into the owning trace."""
-    if isinstance(name, str):
+    if name.__class__ is str:
         prim = REGISTRY.get(name) or get_primitive(name)
+    elif isinstance(name, str):
+        prim = get_primitive(name)
     else:
         prim = name
-    if attrs:
-        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+    if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
+        for k, v in attrs.items():
+            if v.__class__ not in _FROZEN_CLASSES:
+                f = freeze_attr(v)
+                if f is not v:
+                    attrs[k] = f
     stack = STATE.stack
     if stack and operands:  # the common traced case: every operand is a tensor of the innermost trace
         top = stack[-1]
