@@ -163,17 +163,68 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
 
 
 def tree_unflatten(treedef: TreeDef, leaves) -> Any:
-    """Rebuild a pytree of structure `treedef` from `leaves` (in flatten order)."""
+    """Rebuild a pytree of structure `treedef` from `leaves` (in flatten order).
+
+    >>> leaves, td = tree_flatten(([1, 2], {"a": 3}))
+    >>> tree_unflatten(td, [10, 20, 30])
+    ([10, 20], {'a': 30})
+    """
     build = treedef._build
-    if build is None:  # compiled once per treedef: a tree of closures, each rebuilding one node
-        build = _builder(treedef)
+    if build is None:  # generated once per treedef (interned: once per structure)
+        build = _generated(treedef)
         object.__setattr__(treedef, "_build", build)
-    it = iter(leaves)
-    out = build(it)
-    rest = list(it)
-    if rest:
-        raise ValueError(f"tree_unflatten: {len(rest)} leaves left over for structure {treedef}")
-    return out
+    if leaves.__class__ is not list and leaves.__class__ is not tuple:
+        leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"tree_unflatten: structure {treedef} takes {treedef.num_leaves} leaves, "
+                         f"got {len(leaves)}")
+    return build(leaves)
+
+
+_MAX_GENERATED_DEPTH = 40     # deeper or larger trees are rebuilt by closures (Python's parser nests
+_MAX_GENERATED_LEAVES = 2000  # only so deep, and a huge expression costs more to compile than it saves)
+
+
+def _generated(td: TreeDef) -> Callable:
+    """A function taking the list of leaves and returning the tree of structure `td`: one Python
+    expression indexing the list (``lambda l: ((l[0], [l[1], l[2]]), {})``), compiled once."""
+    if _depth(td) > _MAX_GENERATED_DEPTH or td.num_leaves > _MAX_GENERATED_LEAVES:
+        build = _builder(td)
+        return lambda leaves: build(iter(leaves))
+    names: dict = {}
+    counter = iter(range(td.num_leaves))
+
+    def name(obj) -> str:  # a namespace entry for a class, default factory or key tuple
+        n = f"_c{len(names)}"
+        names[n] = obj
+        return n
+
+    def expr(t: TreeDef) -> str:
+        kind = t.kind
+        if kind == "leaf":
+            return f"l[{next(counter)}]"
+        if kind == "none":
+            return "None"
+        kids = [expr(c) for c in t.children]
+        if kind == "tuple":
+            return "(" + "".join(k + ", " for k in kids) + ")"
+        if kind == "list":
+            return "[" + ", ".join(kids) + "]"
+        if kind == "dict":
+            cls, factory = t.container
+            if cls is dict:
+                return "{" + ", ".join(f"{name(k)}: {v}" for k, v in zip(t.meta, kids)) + "}"
+            pairs = "zip(" + name(t.meta) + ", (" + "".join(k + ", " for k in kids) + "))"
+            if cls is defaultdict:
+                return f"{name(defaultdict)}({name(factory)}, {pairs})"
+            return f"{name(cls)}({pairs})"
+        return f"{name(t.meta)}(" + ", ".join(kids) + ")"  # namedtuple
+
+    return eval("lambda l: " + expr(td), names)  # noqa: S307 -- text built above from the treedef only
+
+
+def _depth(td: TreeDef) -> int:
+    return 1 + max((_depth(c) for c in td.children), default=0) if td.children else 1
 
 
 def _builder(td: TreeDef) -> Callable:

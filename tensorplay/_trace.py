@@ -182,21 +182,21 @@ class Trace:
     def emit(self, prim: Primitive, operands: Sequence, attrs: dict):
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
-        vals = []
-        push = vals.append
-        for t in operands:  # `lift`, inlined for this trace's own roots (the common operand)
-            push(t._value if t._trace is self and t._base is None else self.lift(t))
+        # `lift`, inlined for this trace's own roots (the common operand)
+        vals = tuple([t._value if t._trace is self and t._base is None else self.lift(t) for t in operands])
         out = _new_tensor(Tensor)  # Tensor._symbolic, inlined
-        out._data, out._trace, out._value = None, self, self.append(prim, tuple(vals), attrs)
+        out._data, out._trace, out._value = None, self, self.append(prim, vals, attrs)
         if prim.name not in VIEW_PRIMS:
             return out
         return _views.traced_result(prim, attrs, operands, out)
 
     def append(self, prim: Primitive, vals: tuple, attrs: dict) -> Value:
         """Append the node `prim(*vals)` (values of this graph; `attrs` frozen, kept by the node)."""
-        node = Node.typed(prim, vals, attrs, typed_result(prim, vals, attrs))
+        node = _new_node(Node)  # Node.typed, inlined: the type comes from the memoised shape rule
+        node.prim, node.inputs, node.attrs = prim, vals, attrs
+        node.out = value = Value(typed_result(prim, vals, attrs), node)
         self.builder.nodes.append(node)
-        return node.out
+        return value
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
@@ -318,6 +318,7 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
 
 
 _new_tensor = object.__new__
+_new_node = object.__new__
 _TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
 _TYPES_LIMIT = 8192
 
@@ -357,14 +358,23 @@ def _check(prim: Primitive, types, attrs) -> TensorType:
         raise _under_stack(e) from None
 
 
+_FROZEN_CLASSES = frozenset({int, float, bool, str, type(None), dtypes.DType})  # attribute values frozen as they are
+
+
 def bind(name: str | Primitive, *operands, **attrs):
     """Apply primitive `name` to tensors: eagerly via its impl, or by emitting into the owning trace."""
-    if isinstance(name, str):
+    if name.__class__ is str:
         prim = REGISTRY.get(name) or get_primitive(name)
+    elif isinstance(name, str):
+        prim = get_primitive(name)
     else:
         prim = name
-    if attrs:
-        attrs = {k: freeze_attr(v) for k, v in attrs.items()}
+    if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
+        for k, v in attrs.items():
+            if v.__class__ not in _FROZEN_CLASSES:
+                f = freeze_attr(v)
+                if f is not v:
+                    attrs[k] = f
     stack = STATE.stack
     if stack and operands:  # the common traced case: every operand is a tensor of the innermost trace
         top = stack[-1]
@@ -564,25 +574,39 @@ class _Static:
 
 
 def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, transform: str = "trace",
-                   in_types: Sequence[TensorType | None] | None = None, name: str | None = None) -> ClosedGraph:
+                   in_types: Sequence[TensorType | None] | None = None, name: str | None = None,
+                   flat: tuple | None = None) -> ClosedGraph:
     """Trace `fn(*args, **kwargs)` into a ClosedGraph.
 
     Tensor leaves of the arguments become graph inputs (with `in_types[i]` when given, e.g. the
     per-sample type under vmap); other leaves are passed to `fn` unchanged. Unless `transform`
     is one of `SYMBOLIC_TRANSFORMS`, traced tensors have values on demand (see the module doc);
     an argument given a type of another shape (a per-sample slice) has none.
+
+    `flat` is ``(leaves, in_tree)`` when the caller has flattened ``(args, kwargs)`` already and
+    every leaf is a tensor (the pipeline cache's call path): the arguments are not walked again.
+
+    >>> import tensorplay as tp
+    >>> closed = trace_function(lambda x, ws: ws[0] * x + ws[1], (tp.ones(2), [tp.ones(2), tp.ones(2)]))
+    >>> closed.num_args, [n.prim.name for n in closed.graph.nodes]
+    (3, ['mul', 'add'])
     """
     kwargs = kwargs or {}
-    flat = not kwargs and all(a.__class__ is Tensor for a in args)  # the common call: tensors only
-    if flat:
+    if flat is not None:
+        leaves, in_tree = flat
+        tensor_pos = range(len(leaves))
+        all_tensors = True
+    elif not kwargs and all(a.__class__ is Tensor for a in args):  # the common call: tensors only
         leaves = list(args)
         in_tree = _ARG_TREES.get(len(leaves))
         if in_tree is None:
             in_tree = _ARG_TREES[len(leaves)] = _pytree.tree_flatten((tuple(args), {}))[1]
         tensor_pos = range(len(leaves))
+        all_tensors = flat = True
     else:
         leaves, in_tree = _pytree.tree_flatten((tuple(args), kwargs))
         tensor_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+        all_tensors = len(tensor_pos) == len(leaves)
     if in_types is not None and len(in_types) != len(tensor_pos):
         raise ValueError(f"{transform}: {len(in_types)} input types for {len(tensor_pos)} tensor arguments")
     fname = name or getattr(fn, "__name__", "f")
@@ -591,15 +615,33 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
     with Trace(transform, fname, concrete=concrete) as trace:
         traced_leaves = list(leaves)
+        new_arg = trace.new_arg
+        arg_types = _ARG_TYPES
         for k, i in enumerate(tensor_pos):
             leaf = leaves[i]
-            typ = in_types[k] if in_types is not None and in_types[k] is not None else leaf._type()
-            same_shape = typ.shape == (leaf._data.shape if leaf._trace is None else leaf._value.type.shape)
-            traced_leaves[i] = arg = trace.new_arg(typ, leaf, batched=not same_shape)
-            lay = _views.outside_layout(leaf) if same_shape else None
+            typ = in_types[k] if in_types is not None else None
+            data = leaf._data
+            if leaf._trace is None:  # a concrete caller tensor (the common case): its type, memoised
+                shape = data.shape
+                if typ is None:
+                    typ = arg_types.get((shape, data.dtype))
+                    if typ is None:
+                        typ = leaf._type()
+                        if len(arg_types) >= _TYPES_LIMIT:
+                            arg_types.clear()
+                        arg_types[(shape, data.dtype)] = typ
+                same_shape = typ.shape == shape
+                plain = data.flags.c_contiguous
+            else:
+                if typ is None:
+                    typ = leaf._value.type
+                same_shape = typ.shape == leaf._value.type.shape
+                plain = False
+            traced_leaves[i] = arg = new_arg(typ, leaf, batched=not same_shape)
+            lay = None if plain or not same_shape else _views.outside_layout(leaf)
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
                 trace.views.layouts[id(arg)] = lay
-        if flat:
+        if flat is True:
             out = fn(*traced_leaves)
         else:
             targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
@@ -610,12 +652,16 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             out_leaves, out_tree = _pytree.tree_flatten(out)
             out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
         graph = trace.finish(out_tensors)
+    n_out = len(out_leaves)
+    out_static = [None] * n_out if len(out_tensors) == n_out else [
+        None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
     return ClosedGraph(graph, len(tensor_pos), list(trace.capture_sources), in_tree, out_tree,
-                       [None] * len(leaves) if flat else [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
-                       [None if isinstance(o, Tensor) else _Static(o) for o in out_leaves],
-                       trace.mutated, trace.output_aliases)
+                       [None] * len(leaves) if all_tensors else
+                       [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
+                       out_static, trace.mutated, trace.output_aliases)
 
 
+_ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType
 _ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
 
 

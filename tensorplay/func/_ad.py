@@ -638,8 +638,17 @@ def hessian(func: Callable, argnums=0) -> Callable:
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return _transform(jacfwd(jacrev(func, argnums), argnums, randomness="same"), func, "hessian",
-                      ("hessian", argnums), f"hessian({_argnums_str(argnums)})", lambda g: hessian(g, argnums))
+    name = f"hessian({_argnums_str(argnums)})"
+    built: list = []
+
+    def call(*args, **kwargs):
+        # built on first use: a top-level call of a fresh hessian (a loop body) replays the cached
+        # chain and never needs it
+        if not built:
+            built.append(jacfwd(jacrev(func, argnums), argnums, randomness="same"))
+        return built[0](*args, **kwargs)
+
+    return _transform(call, func, "hessian", ("hessian", argnums), name, lambda g: hessian(g, argnums))
 
 
 # --- helpers of the Jacobians ----------------------------------------------------------------------

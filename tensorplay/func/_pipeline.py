@@ -12,9 +12,11 @@ Two levels use it:
   forward and backward graphs, ``vmap``'s batched graph, ...). Inside an outer transform the
   cached result is inlined into the outer trace, so nested transforms hit the cache too.
 - `call_outermost`: a chain of same-argument transforms (``grad``, ``jacrev``, ``jacfwd``,
-  ``hessian`` and their nests, e.g. ``jacfwd(jacrev(f))``) called with concrete tensors. The
-  user's function is traced once; on a miss the whole transform is built by *replaying* that
-  graph (the function itself is not run again) and compiled as one executable; a hit runs it.
+  ``hessian`` and their nests, e.g. ``jacfwd(jacrev(f))``), optionally under one ``vmap`` at its
+  head (``vmap(grad(f))``: the user's function is then traced per sample), called with concrete
+  tensors. The user's function is traced once; on a miss the whole transform is built by
+  *replaying* that graph (the function itself is not run again) and compiled as one executable;
+  a hit runs it.
 
 All caches are bounded LRUs; `clear()` empties every one of them.
 """
@@ -160,11 +162,16 @@ class Transform(NamedTuple):
 
 
 def transform_chain(func: Callable) -> tuple[tuple[Transform, ...], Callable]:
-    """The same-argument transforms wrapped around `func`, outermost first, and the user's function."""
+    """The same-argument transforms wrapped around `func`, outermost first, and the user's function.
+
+    A transform wrapper names the function it wraps twice (``spec.func`` and ``__wrapped__``);
+    a wrapper that only copied another one's attributes (``functools.wraps`` copies ``__dict__``,
+    so ``vmap(grad(f))`` carries grad's ``_tp_transform``) is not that transform, and ends the chain.
+    """
     chain = []
     while True:
         spec = getattr(func, "_tp_transform", None)
-        if spec is None:
+        if spec is None or getattr(func, "__wrapped__", None) is not spec.func:
             return tuple(chain), func
         chain.append(spec)
         func = spec.func
@@ -188,9 +195,10 @@ class _Replayed:
         self.fast = self.fresh and not closed.mutated and all(a is None for a in closed.output_aliases)
 
     def __call__(self, tensors: list, user: ClosedGraph):
-        captured = user.capture_tensors() if self.sources else ()
-        inputs = tensors + [captured[s] if s.__class__ is int else
-                            s.materialize() if isinstance(s, RandomKey) else s for s in self.sources]
+        # only the captures the transform reads, in its order: a random key the transform replaced
+        # (vmap's per-sample keys) is not drawn
+        caps = user.captures
+        inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
         wrap = Tensor._wrap
         outs = [wrap(a) for a in self.run(*[t._data for t in inputs])]
         closed = self.closed
@@ -201,14 +209,28 @@ class _Replayed:
         return closed.unflatten_outputs(closed.write_back(inputs, outs))
 
 
+def _current(source):
+    """A capture's value at this call: the tensor itself, or a fresh key for a random draw."""
+    return source.materialize() if source.__class__ is RandomKey else source
+
+
 _OUTERMOST = LRU("outermost")
+_PER_SAMPLE = LRU("outermost_per_sample_types")
 
 
-def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Callable):
+def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Callable,
+                   per_sample: Callable | None = None):
     """Call the transform `wrapper` at top level through the pipeline cache (see the module docstring).
 
     `fallback(*args, **kwargs)` is the uncached call, used when the call cannot be keyed (a
     non-hashable non-tensor argument or output).
+
+    `per_sample(args, kwargs)`, given for a mapping transform at the head of the chain (`vmap`),
+    checks the arguments and returns ``(positions, types)``: the mapped leaves (positions in the
+    flattened ``(args, kwargs)``) and the per-sample type the user's function sees for each; it
+    runs once per argument signature. The user's function is traced once on per-sample tensors
+    (the other arguments reach it as they are), and the whole chain, the mapping included, is
+    replayed and compiled as one executable.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import jacrev
@@ -225,18 +247,86 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         return fallback(*args, **kwargs)
     if not concrete:
         return fallback(*args, **kwargs)
-    user = trace_function(user_fn, args, kwargs, transform=name, name=getattr(user_fn, "__name__", None))
+    user_name = getattr(user_fn, "__name__", None)
+    positions = None
+    if per_sample is None:
+        user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
+                              flat=_tensor_tree(arg_key, tensors, args, kwargs))
+    else:
+        leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        types_key = (chain[0].key, arg_key)
+        mapped = _PER_SAMPLE.get(types_key)
+        if mapped is None:
+            mapped = _mapped_types(per_sample, args, kwargs, leaves)  # raises the transform's own errors
+            _PER_SAMPLE.put(types_key, mapped)
+        positions, types, leaf_types = mapped
+        if len(chain) > 1:  # the transforms inside take every tensor argument as theirs
+            positions = None
+            user = trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name)
+        else:  # vmap(f): the arguments that are not mapped reach `f` as they are
+            user = trace_function(_per_sample_call(user_fn, leaves, tree, positions),
+                                  tuple(leaves[i] for i in positions), transform=name, in_types=types, name=user_name)
     key = (tuple(t.key for t in chain), arg_key, user.graph.structural_key(), user.out_tree,
            tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
            tuple(isinstance(s, RandomKey) for s in user.captures))
     try:
         entry = _OUTERMOST.get(key)
     except TypeError:  # a non-hashable non-tensor output
-        return _replay_call(chain, user, args, kwargs, name)(tensors, user)
+        key = None
+        entry = None
     if entry is None:
-        entry = _replay_call(chain, user, args, kwargs, name)
-        _OUTERMOST.put(key, entry)
+        try:
+            entry = _replay_call(chain, user, args, kwargs, name, user_name, positions)
+        except Exception:
+            if per_sample is None:
+                raise
+            # a mapping's errors name the caller's arguments, which the replay does not see:
+            # the uncached call raises the error as it words it
+            return fallback(*args, **kwargs)
+        if key is not None:
+            _OUTERMOST.put(key, entry)
     return entry(tensors, user)
+
+
+_IN_TREES: dict = {}  # argument signature -> the TreeDef of (args, kwargs) when every leaf is a tensor, else False
+_IN_TREES_LIMIT = 4096
+
+
+def _tensor_tree(arg_key, tensors: list, args, kwargs):
+    """``(tensors, in_tree)`` for `trace_function` when every leaf of ``(args, kwargs)`` is a tensor
+    (`tensors` are then the leaves, in flatten order), else None. The tree comes from the argument
+    signature, which determines it."""
+    tree = _IN_TREES.get(arg_key)
+    if tree is None:
+        leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        if len(leaves) != len(tensors) or any(a is not b for a, b in zip(leaves, tensors)):
+            tree = False
+        if len(_IN_TREES) >= _IN_TREES_LIMIT:
+            _IN_TREES.clear()
+        _IN_TREES[arg_key] = tree
+    return None if tree is False else (tensors, tree)
+
+
+def _mapped_types(per_sample: Callable, args, kwargs, leaves: list) -> tuple:
+    """(mapped leaf positions, their per-sample types, the type of every tensor leaf: per-sample
+    for a mapped one, None for the others)."""
+    positions, types = per_sample(args, kwargs)
+    of = dict(zip(positions, types))
+    return (tuple(positions), tuple(types),
+            tuple(of.get(i) for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)))
+
+
+def _per_sample_call(fn: Callable, leaves: list, tree, positions) -> Callable:
+    """`fn` called on the arguments `leaves` (of structure `tree`) with the leaves at `positions`
+    replaced by the given tensors."""
+    def call(*xs):
+        filled = list(leaves)
+        for i, x in zip(positions, xs):
+            filled[i] = x
+        args, kwargs = _pytree.tree_unflatten(tree, filled)
+        return fn(*args, **kwargs)
+
+    return call
 
 
 def _freeze_alias(alias):
@@ -251,23 +341,31 @@ def _pytree_freeze(x):
     return x
 
 
-def replay(closed: ClosedGraph) -> Callable:
+def replay(closed: ClosedGraph, name: str | None = None, positions=None) -> Callable:
     """A function that behaves as the traced function `closed`: it inlines its graph into the
-    active trace (or runs it), with the captures `closed` read, and performs its in-place writes."""
+    active trace (or runs it), with the captures `closed` read, and performs its in-place writes.
+    `name` is its ``__name__`` (as the messages of the transforms around it show it). The graph's
+    arguments are the tensor leaves of the call, or the leaves at `positions` when given (the
+    others were captures when `closed` was traced)."""
     def replayed(*args, **kwargs):
         leaves = _pytree.tree_flatten((args, kwargs))[0]
-        inputs = [x for x in leaves if isinstance(x, Tensor)] + closed.capture_tensors()
+        if positions is None:
+            args = [x for x in leaves if isinstance(x, Tensor)]
+        else:
+            args = [leaves[i] for i in positions]
+        inputs = args + closed.capture_tensors()
         return closed.unflatten_outputs(closed.write_back(inputs, call_graph(closed.graph, inputs)))
 
-    replayed.__name__ = closed.graph.name
+    replayed.__name__ = name or closed.graph.name
     return replayed
 
 
-def _replay_call(chain: tuple[Transform, ...], user: ClosedGraph, args, kwargs, name: str) -> _Replayed:
+def _replay_call(chain: tuple[Transform, ...], user: ClosedGraph, args, kwargs, name: str,
+                 user_name: str | None = None, positions=None) -> _Replayed:
     """The transform chain applied to the replay of `user`, traced as one graph and compiled."""
     from tensorplay.ir.passes.simplify import simplify
 
-    fn = replay(user)
+    fn = replay(user, user_name, positions)
     for t in reversed(chain):
         fn = t.apply(fn)
     whole = trace_function(fn, args, kwargs, transform=name, name=user.graph.name)

@@ -46,6 +46,7 @@ from tensorplay.ir import TensorType, dtypes
 from tensorplay.ir.passes.batching import RANDOMNESS, batch_graph, batched_outputs
 
 from .. import _pytree
+from .._state import STATE
 from .._tensor import Tensor
 from .._trace import RandomKey, bind, call_graph, trace_function, transform_stack
 from .._views import owning_trace, own_outputs
@@ -90,11 +91,58 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     _check_options("vmap", func, randomness)
     budget = _chunks.check_options("vmap", chunk_size, executor, max_memory)
 
-    @functools.wraps(func)
-    def wrapped(*args, **kwargs):
+    def call(*args, **kwargs):
         return _VmapCall("vmap", func, args, kwargs, in_dims, out_dims, randomness).run(chunk_size, executor, budget)
 
+    key = _hashable(("vmap", _out_dims_key(in_dims), _out_dims_key(out_dims), randomness))
+    if chunk_size is not None or executor is not None or key is None or None in key[1:3]:
+        return _unchained(functools.wraps(func)(call))
+
+    def per_sample(args, kwargs):
+        """The mapped leaves and their per-sample types (checks the arguments as an uncached call does)."""
+        c = _VmapCall("vmap", func, args, kwargs, in_dims, out_dims, randomness)
+        types = []
+        for i, d in c.batched:
+            t = c.leaves[i]._type()
+            types.append(TensorType(t.shape[:d] + t.shape[d + 1:], t.dtype))
+        return [i for i, _ in c.batched], types
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        if STATE.stack:
+            return call(*args, **kwargs)
+        return _pipeline.call_outermost(wrapped, args, kwargs, call, per_sample)
+
+    # at top level the same-argument transforms inside (grad, jacrev, ...) and vmap itself are one
+    # cached executable: the user's function is traced per sample (`_pipeline.call_outermost`)
+    spec = _pipeline.Transform(key, f"vmap(in_dims={in_dims!r})", func,
+                               lambda g: vmap(g, in_dims, out_dims, randomness))
+    inner, user_fn = _pipeline.transform_chain(func)
+    _unchained(wrapped)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
     return wrapped
+
+
+def _unchained(wrapped):
+    """`wrapped` without the transform attributes `functools.wraps` copied from the function it wraps
+    (a vmap is not the grad it maps)."""
+    wrapped.__dict__.pop("_tp_transform", None)
+    wrapped.__dict__.pop("_tp_chain", None)
+    return wrapped
+
+
+def _named_errors(func):
+    """`func` raising its TypeError / ValueError / IndexError with the active transforms named, as
+    the per-sample function of an uncached vmap call does."""
+    @functools.wraps(func)
+    def per_sample(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (TypeError, ValueError, IndexError) as e:
+            if type(e) not in (TypeError, ValueError, IndexError) or "(under " in str(e):
+                raise
+            raise type(e)(f"{e} (under {transform_stack()})") from None
+
+    return _unchained(per_sample)
 
 
 def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
@@ -120,7 +168,7 @@ def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: 
         call = _VmapCall("chunk_vmap", func, args, kwargs, in_dims, out_dims, randomness)
         return call.run(max(1, math.ceil(call.size / chunks)), executor)
 
-    return wrapped
+    return _unchained(wrapped)
 
 
 _BATCHED = _pipeline.LRU("vmap")

@@ -183,3 +183,65 @@ def test_vmap_out_dims_are_checked_on_every_call():
             vmap(f, out_dims=bad)(XB)
     out = vmap(f, out_dims=[1, 0])(XB)
     assert tuple(out[0].shape) == (3, 5) and tuple(out[1].shape) == (5, 2)
+
+
+def test_a_wrapper_that_copies_a_transforms_attributes_is_not_that_transform():
+    """functools.wraps copies __dict__, so vmap(grad(f)) carries grad's transform attributes: the
+    outer chain must still see the vmap (per-sample gradients of sum(x)^2 are 2, not 2 * sum(x))."""
+    def f(x):
+        return x.sum() ** 2
+
+    x = tp.tensor([1.0, 2.0])
+    expected = np.diag([2.0, 2.0])
+    for _ in range(2):  # the cached call too
+        np.testing.assert_allclose(jacrev(vmap(grad(f)))(x).numpy(), expected)
+        np.testing.assert_allclose(jacfwd(vmap(grad(f)))(x).numpy(), expected)
+    np.testing.assert_allclose(tp.compile(jacrev(vmap(grad(f))))(x).numpy(), expected)
+
+
+def test_top_level_vmap_is_one_cached_executable():
+    """vmap(grad(f)) at top level traces f once per call (per sample) and runs one executable;
+    the values match the loop over samples, on the first and the cached calls."""
+    g = vmap(grad(loss))
+    first = g(XB).numpy()
+    entries = _pipeline.stats()["outermost"][2]
+    again = g(XB).numpy()
+    assert _pipeline.stats()["outermost"][2] == entries
+    loop = np.stack([grad(loss)(XB[i]).numpy() for i in range(XB.shape[0])])
+    np.testing.assert_allclose(first, loop, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(first, again)
+
+
+def test_top_level_vmap_random_draws_match_the_uncached_map():
+    """randomness='different' / 'same' through the cached call draw the keys the uncached
+    (chunked) call draws: same generator state, same values; the next call draws afresh."""
+    def noisy(x):
+        return x + tp.rand(3)
+
+    for randomness in ("different", "same"):
+        fast = vmap(noisy, randomness=randomness)
+        chunked = vmap(noisy, randomness=randomness, chunk_size=2)
+        fast(XB)  # build the cached entry
+        tp.manual_seed(7)
+        a = fast(XB).numpy()
+        b = fast(XB).numpy()
+        tp.manual_seed(7)
+        c = chunked(XB).numpy()
+        np.testing.assert_array_equal(a, c)
+        assert not np.array_equal(a, b)
+        rows_equal = np.allclose(a - XB.numpy(), (a - XB.numpy())[0])
+        assert rows_equal == (randomness == "same")
+
+
+def test_top_level_vmap_errors_name_the_callers_arguments_on_every_call():
+    """A mapping error found while building the cached call is the uncached call's error."""
+    y = tp.zeros(3)
+
+    def write(x, y):
+        y.add_(x)
+        return x
+
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"in-place write into args\[1\] \(in_dim None\)"):
+            vmap(write, in_dims=(0, None))(XB, y)
+    np.testing.assert_array_equal(y.numpy(), np.zeros(3, np.float32))
