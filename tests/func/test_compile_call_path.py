@@ -88,3 +88,48 @@ def test_a_tensor_at_a_static_position_is_an_error():
     np.testing.assert_array_equal(f(tp.ones(2), 2).numpy(), [2, 2])
     with pytest.raises(TypeError, match="argument 1 is in static_argnums but is a tensor"):
         f(tp.ones(2), tp.ones(2))
+
+
+def test_nested_arguments_take_the_fast_path_with_their_structure():
+    w = tp.full((2,), 3.0)
+    calls = []
+
+    def f(ps, x):
+        calls.append(type(ps))
+        (a, b), c = ps
+        return [(a * x, b + w), None, c.sum() * 2, "tag"]
+
+    g = tp.compile(f)
+    ps = ((tp.ones(2), tp.arange(2.0)), tp.full((3,), 2.0))
+    x = tp.tensor([1.0, -1.0])
+    first = g(ps, x)
+    assert len(g._fast) == 1  # the nested signature is registered for the fast path
+    for _ in range(3):
+        out = g(ps, x)
+    assert g.trace_count == 1 and len(calls) == 1
+    assert isinstance(out, list) and isinstance(out[0], tuple) and out[1] is None and out[3] == "tag"
+    np.testing.assert_array_equal(out[0][0].numpy(), [1.0, -1.0])
+    np.testing.assert_array_equal(out[0][1].numpy(), [3.0, 4.0])
+    assert out[2].item() == 12.0
+    out[0][0].add_(100.0)  # outputs are fresh buffers: writing one changes no later result
+    np.testing.assert_array_equal(first[0][0].numpy(), [1.0, -1.0])
+    np.testing.assert_array_equal(g(ps, x)[0][0].numpy(), [1.0, -1.0])
+    w.mul_(0.0)  # a captured tensor updated in place is read by the fast path
+    np.testing.assert_array_equal(g(ps, x)[0][1].numpy(), [0.0, 1.0])
+    as_lists = [[tp.ones(2), tp.arange(2.0)], tp.full((3,), 2.0)]  # lists, not tuples: its own signature
+    np.testing.assert_array_equal(g(as_lists, x)[0][1].numpy(), [0.0, 1.0])
+    assert g.trace_count == 2 and calls[-1] is list
+    strided = ((tp.ones(4)[::2], tp.arange(2.0)), tp.full((3,), 2.0))  # not contiguous: the general path
+    np.testing.assert_array_equal(g(strided, x)[0][0].numpy(), [1.0, -1.0])
+
+
+def test_fast_path_rebuilds_dict_and_namedtuple_outputs():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "lo hi")
+    g = tp.compile(lambda xs: {"p": Pair(xs[0] - 1, xs[0] + 1), "n": (xs[0] * 0,)})
+    for _ in range(2):
+        out = g([tp.tensor([1.0, 2.0])])  # a list argument: the fast path
+    assert isinstance(out["p"], Pair) and isinstance(out["n"], tuple) and len(out["n"]) == 1
+    np.testing.assert_array_equal(out["p"].hi.numpy(), [2.0, 3.0])
+    np.testing.assert_array_equal(out["n"][0].numpy(), [0.0, 0.0])
