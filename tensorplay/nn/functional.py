@@ -20,7 +20,7 @@ from math import prod
 
 import numpy as np
 
-from tensorplay.ir import dtypes
+from tensorplay.ir import dtypes, get_primitive
 
 from .._tensor import Tensor
 from .._trace import bind, transform_stack
@@ -30,7 +30,7 @@ from ..ops import indexing as _idx
 from ..ops import linalg as _la
 from ..ops import reduction as _red
 from ..ops import shape as _sh
-from ..ops._common import as_tensor_operand, constant, convert, filled, get_default_dtype, iota
+from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, get_default_dtype, iota
 from ..ops.creation import rand
 
 __all__ = [
@@ -658,6 +658,16 @@ def _class_targets(input: Tensor, target: Tensor, op: str):
     return input, target, unbatched
 
 
+_SELECT, _TAKE, _BROADCAST, _STOP_GRADIENT = (get_primitive(n) for n in ("select", "take", "broadcast_in_dim",
+                                                                         "stop_gradient"))
+
+
+def _where0(cond: Tensor, x: Tensor) -> Tensor:
+    """where(cond, x, 0) for `cond` of x's shape, the zero a `full` node (a fixed constant of the
+    loss, not user data: no graph input under the plain transforms)."""
+    return ebind(_SELECT, cond, x, filled(0, x.dtype, tuple(x.shape), (x, cond)))
+
+
 def _class_weights(x: Tensor, target: Tensor, weight, ignore_index: int, op: str):
     """(valid mask, per-element class weight, 0 where ignored) for class indices `target` (N, *) of
     `x` (N, C, *).
@@ -682,11 +692,11 @@ def _class_weights(x: Tensor, target: Tensor, weight, ignore_index: int, op: str
             raise ValueError(f"{op}: weight should be a 1-D tensor of {C} class weights, got shape {tuple(w.shape)}")
         w = convert(w, x.dtype)
     valid = ew.ne(target, ignore_index)
-    safe = ew.where(valid, target, 0)
+    safe = _where0(valid, target)
     if C == 0:  # no class to take from: every target is out of range (or ignored, or there are none)
         return valid, filled(0.0, x.dtype, tuple(target.shape), (x, target))
-    wt = bind("take", w, _sh.reshape(safe, (-1,)), axis=0)
-    return valid, ew.where(valid, _sh.reshape(wt, tuple(target.shape)), 0.0)
+    wt = ebind(_TAKE, w, _sh.reshape(safe, (-1,)), axis=0)
+    return valid, _where0(valid, _sh.reshape(wt, tuple(target.shape)))
 
 
 def _pick_class(x: Tensor, target: Tensor) -> Tensor:
@@ -696,9 +706,9 @@ def _pick_class(x: Tensor, target: Tensor) -> Tensor:
     shape = tuple(x.shape)
     classes = iota(shape, 1, dtypes.int64, (x, target))
     t = convert(target, dtypes.int64)
-    t = bind("broadcast_in_dim", t, shape=shape, broadcast_dimensions=(0,) + tuple(range(2, x.ndim)))
+    t = ebind(_BROADCAST, t, shape=shape, broadcast_dimensions=(0,) + tuple(range(2, x.ndim)))
     hit = ew.eq(classes, t)
-    return _red.sum(ew.where(hit, x, 0.0), 1)
+    return _red.sum(_where0(hit, x), 1)
 
 
 def _reduce_weighted(loss: Tensor, wt: Tensor, reduction: str, unbatched: bool, op: str) -> Tensor:
@@ -777,7 +787,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     valid, wt = _class_weights(x, t, weight, ignore_index, "cross_entropy")
     x = x if x.dtype.is_floating_point else convert(x, get_default_dtype())
     # logsumexp(x) - x[t] = log(sum(exp(x - m))) - (x - m)[t], with m the (constant) row maximum
-    m = bind("stop_gradient", _red.amax(x, 1, keepdim=True))
+    m = ebind(_STOP_GRADIENT, _red.amax(x, 1, keepdim=True))
     shifted = ew.sub(x, m)
     lse = ew.log(_red.sum(ew.exp(shifted), 1))
     loss = ew.mul(ew.sub(lse, _pick_class(shifted, t)), wt)
@@ -788,7 +798,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     lp = ew.sub(shifted, _sh.unsqueeze(lse, 1))
     terms = lp if weight is None else ew.mul(lp, _sh.reshape(convert(as_tensor_operand(weight), x.dtype),
                                                             (C,) + (1,) * (x.ndim - 2)))
-    smooth = ew.where(valid, ew.neg(_red.sum(terms, 1)), 0.0)
+    smooth = _where0(valid, ew.neg(_red.sum(terms, 1)))
     if reduction == "none":
         smooth = _sh.squeeze(smooth, 0) if unbatched else smooth
     elif reduction == "sum":
