@@ -133,3 +133,80 @@ def test_fast_path_rebuilds_dict_and_namedtuple_outputs():
     assert isinstance(out["p"], Pair) and isinstance(out["n"], tuple) and len(out["n"]) == 1
     np.testing.assert_array_equal(out["p"].hi.numpy(), [2.0, 3.0])
     np.testing.assert_array_equal(out["n"][0].numpy(), [0.0, 0.0])
+
+
+# --- the Executable's generated call ---------------------------------------------------------------
+def _executable(fn, *example):
+    from tensorplay import codegen
+
+    return codegen.compile_graph(tp.compile(fn).get_graph(*example).graph)
+
+
+def test_executable_fast_call_checks_every_input_and_falls_back():
+    exe = _executable(lambda x, y: (x * y + 1.0, x.sum()), tp.ones(2, 3), tp.ones(2, 3))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = np.full((2, 3), 2.0, np.float32)
+    prod, total = exe(x, y)
+    np.testing.assert_array_equal(prod, x * y + 1)
+    assert total == 15.0
+    again = exe(x, y)[0]
+    assert again is not prod and not np.shares_memory(again, prod)  # fresh outputs on every call
+    strided = np.arange(12, dtype=np.float32).reshape(2, 6)[:, ::2]  # not contiguous: copied first
+    np.testing.assert_array_equal(exe(strided, y)[0], strided * y + 1)
+    np.testing.assert_array_equal(exe(np.asmatrix(x), y)[0], x * y + 1)  # a subclass: copied to a base array
+    with pytest.raises(TypeError, match=r"input 1: expected tensor<2x3xf32>.*dtype float64"):
+        exe(x, y.astype(np.float64))
+    with pytest.raises(TypeError, match=r"input 0: expected .*shape \(2, 3\)"):
+        exe(x.reshape(3, 2), y)
+    with pytest.raises(TypeError):
+        exe(x)
+
+
+def test_executable_status_error_from_the_fast_call_leaves_it_usable():
+    exe = _executable(lambda x, i: tp.take(x, i) * 2.0, tp.ones(4), tp.tensor([0, 1]))
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(IndexError, match="index out of range"):
+        exe(x, np.array([0, 9]))
+    np.testing.assert_array_equal(exe(x, np.array([3, 1]))[0], [6.0, 2.0])
+
+
+def test_executable_calls_from_threads_get_their_own_scratch():
+    exe = _executable(lambda x: (tp.tanh(x @ x) @ x).sum(1), tp.ones(16, 16))
+    assert exe.arena_bytes > 0  # the intermediates live in the pooled arena
+    inputs = [np.random.default_rng(s).standard_normal((16, 16)).astype(np.float32) for s in range(4)]
+    expected = [exe(a)[0] for a in inputs]
+    errors = []
+
+    def run(k):
+        try:
+            for _ in range(200):
+                np.testing.assert_array_equal(exe(inputs[k])[0], expected[k])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_executable_is_freed_without_the_cycle_collector():
+    import gc
+    import weakref
+
+    from tensorplay.codegen import Executable
+    from tensorplay.ir import GraphBuilder, TensorType, float32
+
+    b = GraphBuilder()
+    x = b.add_input(TensorType((3,), float32))
+    exe = Executable(b.build([b.neg(x)]))
+    np.testing.assert_array_equal(exe(np.ones(3, np.float32))[0], [-1, -1, -1])
+    ref = weakref.ref(exe)
+    gc.disable()
+    try:
+        del exe
+        assert ref() is None  # the generated call holds no strong reference back to it
+    finally:
+        gc.enable()
