@@ -8,11 +8,11 @@ read at every call, so in-place updates to them are seen.
 The cached call is the hot path: the key is built in one walk over the arguments
 (`call_signature`, no `TreeDef`s), and a graph that writes no input and returns no
 view of one runs its `Executable` and wraps the fresh output buffers directly. A
-call whose arguments are C-contiguous concrete tensors, possibly in tuples and lists (the
-common case: `f(x)`, `grad(loss)(params, x, y)`), is keyed by their structure, shapes and
-dtypes alone (`_fast_walk`), skips even that walk, and rebuilds its result with one generated
-expression (`_finisher`): about 1 us over the bare `Executable` for `x + 1`, 4 us for a tiny
-MLP's gradient of 8 leaves.
+call whose arguments are C-contiguous concrete tensors, possibly in tuples, lists and
+dicts (the common case: `f(x)`, `grad(loss)(params, x, y)`, a dict of parameters), is
+keyed by their structure, shapes and dtypes alone (`_fast_walk`), skips even that walk,
+and rebuilds its result with one generated expression (`_finisher`): about 1 us over the
+bare `Executable` for `x + 1`, 4 us for a tiny MLP's gradient of 8 leaves.
 
 The first call of a signature traces under a per-function lock, so two threads
 making it at once trace the function once.
@@ -112,8 +112,9 @@ def _finisher(closed: ClosedGraph) -> Callable[[list], Any]:
 def _fast_walk(items, push, keep) -> bool:
     """Append the fast key of `items` (the positional arguments, or a tuple / list inside them) to
     `push` and their arrays to `keep`; False unless every leaf is a concrete C-contiguous Tensor,
-    inside plain tuples and lists only. The key -- (type, arity) per container, each tensor's
-    shape and dtype -- determines `call_signature`'s key on that domain, so it can stand for it."""
+    inside plain tuples, lists and dicts only. The key -- (type, arity) per sequence, (dict, keys)
+    per dict, each tensor's shape and dtype -- determines `call_signature`'s key on that domain,
+    so it can stand for it."""
     for a in items:
         cls = a.__class__
         if cls is Tensor:
@@ -129,6 +130,10 @@ def _fast_walk(items, push, keep) -> bool:
             push((cls, len(a)))
             if not _fast_walk(a, push, keep):
                 return False
+        elif cls is dict:  # keys in insertion order, as `call_signature`: {a, b} and {b, a} differ
+            push((dict, tuple(a)))
+            if not _fast_walk(a.values(), push, keep):
+                return False
         else:
             return False
     return True
@@ -136,7 +141,7 @@ def _fast_walk(items, push, keep) -> bool:
 
 def _fast_key(args) -> tuple | None:
     """The key of a call whose positional arguments are concrete C-contiguous tensors, possibly in
-    tuples and lists (None for any other call)."""
+    tuples, lists and dicts (None for any other call)."""
     key: list = []
     return tuple(key) if _fast_walk(args, key.append, [].append) else None
 

@@ -210,3 +210,24 @@ def test_executable_is_freed_without_the_cycle_collector():
         assert ref() is None  # the generated call holds no strong reference back to it
     finally:
         gc.enable()
+
+
+def test_dict_arguments_take_the_fast_path_keyed_by_key_order():
+    seen = []
+
+    def f(params, x):
+        seen.append(tuple(params))
+        return params["w"] * x + params["b"]
+
+    g = tp.compile(f)
+    x = tp.tensor([1.0, 2.0])
+    wb = {"w": tp.full((2,), 3.0), "b": tp.ones(2)}
+    for _ in range(3):
+        out = g(wb, x)
+    assert len(g._fast) == 1 and g.trace_count == 1
+    np.testing.assert_array_equal(out.numpy(), [4.0, 7.0])
+    bw = {"b": tp.ones(2), "w": tp.full((2,), 3.0)}  # other key order: its own signature, same values
+    np.testing.assert_array_equal(g(bw, x).numpy(), [4.0, 7.0])
+    assert g.trace_count == 2 and seen[-1] == ("b", "w")
+    np.testing.assert_array_equal(g({"w": tp.zeros(2), "b": tp.ones(2)}, x).numpy(), [1.0, 1.0])
+    assert g.trace_count == 2
