@@ -76,15 +76,9 @@ def ebind(prim, *operands, **attrs):
     """
     if _STATE.stack or prim.random:
         return bind(prim, *operands, **attrs)
+    arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
-        if len(operands) == 2:  # the common binary case without the generic comprehensions
-            a, b = operands[0]._data, operands[1]._data
-            arrays = (a, b)
-            sig = ((a.shape, a.dtype), (b.shape, b.dtype))
-        else:
-            arrays = [t._data for t in operands]
-            sig = tuple([(a.shape, a.dtype) for a in arrays])
-        key = (prim, sig, tuple(attrs.items()) if attrs else None)
+        key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else None)
         hit = key in _CHECKED
     except (AttributeError, TypeError):
         return bind(prim, *operands, **attrs)

@@ -27,11 +27,13 @@ def _float_operand(x, op: str = "") -> Tensor:
     return x if dtype_of(x).is_floating_point else convert(x, get_default_dtype())
 
 
-_PY_CATEGORY = {bool: 0, int: 1, float: 2}  # Python and numpy scalars: bool < integer < float, as `scalar_dtype`
+_PY_CATEGORY = {bool: 0, int: 1, float: 2}
+_CATEGORY = {d: dtypes.category(d) for d in dtypes.ALL}
+
+# numpy scalars have the categories `scalar_dtype` gives them: bool < integer < float
 _PY_CATEGORY.update({t: 0 for t in (np.bool_,)})
 _PY_CATEGORY.update({t: 1 for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)})
 _PY_CATEGORY.update({t: 2 for t in (np.float16, np.float32, np.float64, np.longdouble)})
-_CATEGORY = {d: dtypes.category(d) for d in dtypes.ALL}
 _BROADCAST = _P["broadcast_in_dim"]
 
 
