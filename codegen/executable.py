@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 
@@ -122,6 +123,7 @@ class Executable:
         ranges = [ctypes.c_int64] * 2 if self._size else []
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
             self._jit.addresses[entry])
+        self._fast = None if self._size else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
         self.stats = {"source": "disk cache" if cached is not None else "compiled",
@@ -152,6 +154,60 @@ class Executable:
             first_pos.setdefault(v, pos)
         self._recipe = recipe
         self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(plan.out_values)
+        self._arenas: list[np.ndarray] = []  # scratch arenas not in use (a call pops one, then returns it)
+
+    def _fast_call(self) -> Callable[[tuple], list[np.ndarray]]:
+        """The call without `out` on one thread, generated for this executable's signature.
+
+        Each input is checked inline against its precomputed (shape, strides, dtype); any other
+        argument goes to the general path (`_call`, which coerces or raises). The outputs are the
+        only allocations (the scratch arena is reused from a pool), and the result is built by the
+        output recipe without a loop, e.g. for two inputs and one output::
+
+            def call(arrays):
+                a0, a1 = arrays
+                if (a0.__class__ is not ND or a0.shape != S0 or a0.strides != T0
+                        or (a0.dtype is not D0 and a0.dtype != D0)) or (...a1...):
+                    return me()._call(arrays, None)
+                o0 = empty(O0, E0)
+                status = entry(id(a0), id(a1), id(o0))
+                if status:
+                    raise me()._runtime_error(status)
+                return [o0]
+        """
+        # `me` is a weak reference: the function must not keep the executable (and its machine code) alive
+        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._entry, "me": weakref.ref(self),
+                     "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
+        ins = [f"a{i}" for i in range(self._n_in)]
+        checks = []
+        for i, (shape, dtype, strides) in enumerate(self._in_sig):
+            env[f"S{i}"], env[f"D{i}"], env[f"T{i}"] = shape, dtype, strides
+            checks.append(f"a{i}.__class__ is not ND or a{i}.shape != S{i} or a{i}.strides != T{i} "
+                          f"or (a{i}.dtype is not D{i} and a{i}.dtype != D{i})")
+        lines = ["def call(arrays):"]
+        if ins:
+            lines.append(f"    {', '.join(ins)}, = arrays")
+        if checks:
+            lines += [f"    if {' or '.join(checks)}:", "        return me()._call(arrays, None)"]
+        outs = []
+        for j, (shape, dtype) in enumerate(self._alloc):
+            env[f"O{j}"], env[f"E{j}"] = shape, dtype
+            lines.append(f"    o{j} = empty(O{j}, E{j})")
+            outs.append(f"o{j}")
+        ptrs = [f"id({n})" for n in ins + outs]
+        if self._arena_bytes:
+            lines.append("    arena = pool.pop() if pool else empty(NB, U8)")
+            ptrs.append("id(arena)")
+        lines.append(f"    status = entry({', '.join(ptrs)})")
+        if self._arena_bytes:
+            lines.append("    pool.append(arena)")
+        lines += ["    if status:", "        raise me()._runtime_error(status)"]
+        result = []
+        for kind, i in self._recipe:
+            result.append(f"o{i}" if kind == "slot" else f"a{i}.copy()" if kind == "input" else f"{result[i]}.copy()")
+        lines.append(f"    return [{', '.join(result)}]")
+        exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
+        return env["call"]
 
     def __call__(self, *arrays: np.ndarray, out: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise).
@@ -160,6 +216,12 @@ class Executable:
         (and return), e.g. slices of a larger buffer; they must not overlap the inputs. Contiguous
         ones are written by the compiled code itself, others receive a copy.
         """
+        if out is None and self._fast is not None and len(arrays) == self._n_in:
+            return self._fast(arrays)
+        return self._call(arrays, out)
+
+    def _call(self, arrays: tuple, out: list[np.ndarray] | None) -> list[np.ndarray]:
+        """The general call: coerces inputs (or raises), writes into `out`, splits over threads."""
         if len(arrays) != self._n_in:
             check_arguments(self.graph, arrays)
         i = 0
@@ -173,7 +235,7 @@ class Executable:
         outs = list(out) if direct else [np.empty(shape, dtype) for shape, dtype in self._alloc]
         ptrs = [*map(id, arrays), *map(id, outs)]
         if self._arena_bytes:
-            arena = np.empty(self._arena_bytes, np.uint8)
+            arena = self._arenas.pop() if self._arenas else np.empty(self._arena_bytes, np.uint8)
             ptrs.append(id(arena))
         if not self._size:
             status = self._entry(*ptrs)
@@ -184,6 +246,8 @@ class Executable:
             status = self._entry(*ptrs, *self._chunks[0])
             for f in pending:
                 status = status or f.result()
+        if self._arena_bytes:
+            self._arenas.append(arena)
         if status:
             raise self._runtime_error(status)
         if self._simple:

@@ -8,8 +8,11 @@ read at every call, so in-place updates to them are seen.
 The cached call is the hot path: the key is built in one walk over the arguments
 (`call_signature`, no `TreeDef`s), and a graph that writes no input and returns no
 view of one runs its `Executable` and wraps the fresh output buffers directly. A
-call whose arguments are all C-contiguous concrete tensors (the common case) is
-keyed by their shapes and dtypes alone (`_fast_key`) and skips even that walk.
+call whose arguments are C-contiguous concrete tensors, possibly in tuples, lists and
+dicts (the common case: `f(x)`, `grad(loss)(params, x, y)`, a dict of parameters), is
+keyed by their structure, shapes and dtypes alone (`_fast_walk`), skips even that walk,
+and rebuilds its result with one generated expression (`_finisher`): about 1 us over the
+bare `Executable` for `x + 1`, 4 us for a tiny MLP's gradient of 8 leaves.
 
 The first call of a signature traces under a per-function lock, so two threads
 making it at once trace the function once.
@@ -31,6 +34,7 @@ from ._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from ._views import layout_key
 
 _wrap = Tensor._wrap
+_new = object.__new__
 
 
 class _Entry:
@@ -50,28 +54,96 @@ class _Entry:
         self.finish = _finisher(closed) if self.fast else None
 
 
+def _fresh(array) -> Tensor:
+    """A concrete Tensor around an executable's output buffer: `Tensor._wrap` without its checks
+    (the buffer has a graph dtype, so a supported one, and the fast path never runs under a trace)."""
+    t = _new(Tensor)
+    t._data = array
+    t._trace = t._value = None
+    return t
+
+
 def _finisher(closed: ClosedGraph) -> Callable[[list], Any]:
-    """The function turning the executable's output arrays into the result of a fast call."""
-    if closed.out_tree.kind == "leaf" and closed.out_static == [None]:
-        return lambda arrays: _wrap(arrays[0])
-    unflatten = closed.unflatten_outputs
-    return lambda arrays: unflatten([_wrap(a) for a in arrays])
+    """The function turning the executable's output arrays into the result of a fast call.
+
+    Output trees of tuples, lists and None with tensor or static leaves (the common results: a
+    tensor, a tuple of them, the gradient of a list of (weight, bias) pairs) are rebuilt by one
+    generated expression, e.g. ``lambda a: [(W(a[0]), W(a[1])), (W(a[2]), W(a[3]))]``; other
+    trees go through `ClosedGraph.unflatten_outputs`.
+
+    >>> import tensorplay as tp
+    >>> f = tp.compile(lambda x: (x + 1, [x * 2, None], 3))
+    >>> _ = f(tp.ones(2))
+    >>> f(tp.ones(2))
+    (tensor([2., 2.]), [tensor([2., 2.]), None], 3)
+    """
+    statics = iter(closed.out_static)
+    consts: list = []
+    slot = [0]
+
+    def expr(td) -> str | None:
+        kind = td.kind
+        if kind == "leaf":
+            s = next(statics)
+            if s is None:
+                slot[0] += 1
+                return f"W(a[{slot[0] - 1}])"
+            consts.append(s.value)
+            return f"K[{len(consts) - 1}]"
+        if kind == "none":
+            return "None"
+        if kind not in ("tuple", "list"):
+            return None
+        parts = [expr(c) for c in td.children]
+        if any(p is None for p in parts):
+            return None
+        body = ", ".join(parts)
+        if kind == "list":
+            return f"[{body}]"
+        return f"({body},)" if len(parts) == 1 else f"({body})"
+
+    code = expr(closed.out_tree) if len(closed.out_static) <= 256 else None  # huge trees: no deep eval
+    if code is None:
+        unflatten = closed.unflatten_outputs
+        return lambda arrays: unflatten([_fresh(a) for a in arrays])
+    return eval(f"lambda a: {code}", {"W": _fresh, "K": consts})  # noqa: S307 - the text is built above
+
+
+def _fast_walk(items, push, keep) -> bool:
+    """Append the fast key of `items` (the positional arguments, or a tuple / list inside them) to
+    `push` and their arrays to `keep`; False unless every leaf is a concrete C-contiguous Tensor,
+    inside plain tuples, lists and dicts only. The key -- (type, arity) per sequence, (dict, keys)
+    per dict, each tensor's shape and dtype -- determines `call_signature`'s key on that domain,
+    so it can stand for it."""
+    for a in items:
+        cls = a.__class__
+        if cls is Tensor:
+            if a._trace is not None:
+                return False
+            d = a._data
+            if not d.flags.c_contiguous:
+                return False
+            push(d.shape)
+            push(d.dtype)
+            keep(d)
+        elif cls is tuple or cls is list:
+            push((cls, len(a)))
+            if not _fast_walk(a, push, keep):
+                return False
+        elif cls is dict:  # keys in insertion order, as `call_signature`: {a, b} and {b, a} differ
+            push((dict, tuple(a)))
+            if not _fast_walk(a.values(), push, keep):
+                return False
+        else:
+            return False
+    return True
 
 
 def _fast_key(args) -> tuple | None:
-    """The key of a call whose positional arguments are all concrete C-contiguous tensors: their
-    shapes and dtypes (None for any other call)."""
-    key = []
-    push = key.append
-    for a in args:
-        if a.__class__ is not Tensor or a._trace is not None:
-            return None
-        d = a._data
-        if not d.flags.c_contiguous:
-            return None
-        push(d.shape)
-        push(d.dtype)
-    return tuple(key)
+    """The key of a call whose positional arguments are concrete C-contiguous tensors, possibly in
+    tuples, lists and dicts (None for any other call)."""
+    key: list = []
+    return tuple(key) if _fast_walk(args, key.append, [].append) else None
 
 
 def call_signature(args, kwargs, where: str) -> tuple[tuple, list, bool]:
@@ -242,27 +314,19 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if kwargs or STATE.stack:
             return self._call(args, kwargs)
-        key = []  # `_fast_key`, inlined: this is the hot path
-        push = key.append
-        arrays = []
-        keep = arrays.append
-        for a in args:
-            if a.__class__ is not Tensor or a._trace is not None:
-                return self._call(args, kwargs)
-            d = a._data
-            if not d.flags.c_contiguous:
-                return self._call(args, kwargs)
-            push(d.shape)
-            push(d.dtype)
-            keep(d)
+        key: list = []  # `_fast_key`, keeping the arrays: this is the hot path
+        arrays: list = []
+        if not _fast_walk(args, key.append, arrays.append):
+            return self._call(args, kwargs)
         entry = self._fast.get(tuple(key))
         if entry is None:
             return self._call(args, kwargs)
         caps = entry.captures
         if caps:
-            if any(c._trace is not None for c in caps):
-                return self._call(args, kwargs)
-            arrays += [c._data for c in caps]
+            for c in caps:
+                if c._trace is not None:
+                    return self._call(args, kwargs)
+                arrays.append(c._data)
         return entry.finish(entry.run(*arrays))
 
     def _call(self, args, kwargs):

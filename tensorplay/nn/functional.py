@@ -20,6 +20,7 @@ from math import prod
 
 import numpy as np
 
+from tensorplay.ir import dtypes, get_primitive
 
 from .._tensor import Tensor
 from .._trace import bind, transform_stack
@@ -29,7 +30,7 @@ from ..ops import indexing as _idx
 from ..ops import linalg as _la
 from ..ops import reduction as _red
 from ..ops import shape as _sh
-from ..ops._common import as_tensor_operand, constant, convert, get_default_dtype
+from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, get_default_dtype, iota
 from ..ops.creation import rand
 
 __all__ = [
@@ -657,8 +658,25 @@ def _class_targets(input: Tensor, target: Tensor, op: str):
     return input, target, unbatched
 
 
-def _picked_weights(target: Tensor, weight, ignore_index: int, C: int, op: str):
-    """(valid mask, safe target, per-element class weight with ignored entries zeroed)."""
+_SELECT, _TAKE, _BROADCAST, _STOP_GRADIENT = (get_primitive(n) for n in ("select", "take", "broadcast_in_dim",
+                                                                         "stop_gradient"))
+
+
+def _where0(cond: Tensor, x: Tensor) -> Tensor:
+    """where(cond, x, 0) for `cond` of x's shape, the zero a `full` node (a fixed constant of the
+    loss, not user data: no graph input under the plain transforms)."""
+    return ebind(_SELECT, cond, x, filled(0, x.dtype, tuple(x.shape), (x, cond)))
+
+
+def _class_weights(x: Tensor, target: Tensor, weight, ignore_index: int, op: str):
+    """(valid mask, per-element class weight, 0 where ignored) for class indices `target` (N, *) of
+    `x` (N, C, *).
+
+    The weight is read with a bounds-checked `take` of the class weights (ones without `weight`) at
+    the target, so a target outside [0, C) that is not `ignore_index` raises IndexError: eagerly
+    here, naming the target, and in compiled code through the executable's index error flag.
+    """
+    C = x.shape[1]
     if target.dtype.is_floating_point or target.dtype.is_bool:
         raise TypeError(f"{op}: expected class indices of an integer dtype as target, got {target.dtype.name}")
     if target._trace is None and target.numel():
@@ -666,40 +684,63 @@ def _picked_weights(target: Tensor, weight, ignore_index: int, C: int, op: str):
         bad = arr[((arr < 0) | (arr >= C)) & (arr != ignore_index)]
         if bad.size:
             raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (number of classes: {C})")
-    valid = ew.ne(target, ignore_index)
-    safe = ew.where(valid, target, 0)
     if weight is None:
-        return valid, safe, None
-    w = as_tensor_operand(weight)
-    if tuple(w.shape) != (C,):
-        raise ValueError(f"{op}: weight should be a 1-D tensor of {C} class weights, got shape {tuple(w.shape)}")
-    wt = _sh.reshape(_idx.index_select(w, 0, _sh.reshape(safe, (-1,))), tuple(safe.shape))
-    return valid, safe, ew.where(valid, wt, 0.0)
+        w = filled(1.0, x.dtype, (C,), (x, target))
+    else:
+        w = as_tensor_operand(weight)
+        if tuple(w.shape) != (C,):
+            raise ValueError(f"{op}: weight should be a 1-D tensor of {C} class weights, got shape {tuple(w.shape)}")
+        w = convert(w, x.dtype)
+    valid = ew.ne(target, ignore_index)
+    safe = _where0(valid, target)
+    if C == 0:  # no class to take from: every target is out of range (or ignored, or there are none)
+        return valid, filled(0.0, x.dtype, tuple(target.shape), (x, target))
+    wt = ebind(_TAKE, w, _sh.reshape(safe, (-1,)), axis=0)
+    return valid, _where0(valid, _sh.reshape(wt, tuple(target.shape)))
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
-             reduction: str = "mean") -> Tensor:
-    """Negative log likelihood of class indices `target` under log-probabilities `input` ``(N, C, *)`` or ``(C,)``.
+def _pick_class(x: Tensor, target: Tensor) -> Tensor:
+    """x[n, target[n, ...], ...] for x (N, C, *) and target (N, *), as a one-hot pick: the sum over
+    C of where(class == target, x, 0). Gather-free, it fuses into one reduction, and its gradient
+    is a select, not a scatter. A target outside [0, C) picks 0 (`_class_weights` reports it)."""
+    shape = tuple(x.shape)
+    classes = iota(shape, 1, dtypes.int64, (x, target))
+    t = convert(target, dtypes.int64)
+    t = ebind(_BROADCAST, t, shape=shape, broadcast_dimensions=(0,) + tuple(range(2, x.ndim)))
+    hit = ew.eq(classes, t)
+    return _red.sum(_where0(hit, x), 1)
 
-    With ``reduction="mean"`` the sum is divided by the total weight of the non-ignored targets.
-    """
-    if size_average is not None or reduce is not None:
-        raise TypeError("nll_loss: size_average and reduce are deprecated; use reduction=")
-    x, t = as_tensor_operand(input), as_tensor_operand(target)
-    x, t, unbatched = _class_targets(x, t, "nll_loss")
-    C = x.shape[1]
-    valid, safe, wt = _picked_weights(t, weight, ignore_index, C, "nll_loss")
-    picked = _sh.squeeze(_idx.gather(x, 1, _sh.unsqueeze(safe, 1)), 1)
-    if wt is None:
-        wt = convert(valid, x.dtype)
-    loss = ew.neg(ew.mul(picked, wt))
+
+def _reduce_weighted(loss: Tensor, wt: Tensor, reduction: str, unbatched: bool, op: str) -> Tensor:
     if reduction == "none":
         return _sh.squeeze(loss, 0) if unbatched else loss
     if reduction == "sum":
         return _red.sum(loss)
     if reduction == "mean":
         return ew.div(_red.sum(loss), _red.sum(wt))
-    raise ValueError(f"nll_loss: {reduction!r} is not a valid value for reduction")
+    raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction (expected 'mean', 'sum' or 'none')")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+             reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of class indices `target` under log-probabilities `input` ``(N, C, *)`` or ``(C,)``.
+
+    With ``reduction="mean"`` the sum is divided by the total weight of the non-ignored targets;
+    a target outside ``[0, C)`` that is not `ignore_index` raises IndexError (also when traced or
+    compiled: at the call).
+
+    >>> import tensorplay as tp
+    >>> import tensorplay.nn.functional as F
+    >>> F.nll_loss(tp.tensor([[-1.0, -2.0], [-3.0, -4.0]]), tp.tensor([0, 1]))
+    tensor(2.5000)
+    """
+    if size_average is not None or reduce is not None:
+        raise TypeError("nll_loss: size_average and reduce are deprecated; use reduction=")
+    x, t = as_tensor_operand(input), as_tensor_operand(target)
+    x, t, unbatched = _class_targets(x, t, "nll_loss")
+    valid, wt = _class_weights(x, t, weight, ignore_index, "nll_loss")
+    loss = ew.neg(ew.mul(_pick_class(x, t), wt))
+    return _reduce_weighted(loss, wt, reduction, unbatched, "nll_loss")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -708,6 +749,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
 
     Class-index targets support `weight`, `ignore_index` and `label_smoothing`; probability
     targets (a float tensor of the input's shape) support `weight` and `label_smoothing`.
+    For class indices the loss is ``logsumexp(x) - x[target]``, the pick taken as a one-hot
+    sum (no gather: the graph fuses, and its gradient is a select); a target outside ``[0, C)``
+    that is not `ignore_index` raises IndexError, also when traced or compiled.
 
     >>> import tensorplay as tp
     >>> import tensorplay.nn.functional as F
@@ -724,12 +768,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         raise ValueError("cross_entropy: input must have at least 1 dim (C,), got a 0-d tensor")
     cdim = 0 if x.ndim == 1 else 1
     C = x.shape[cdim]
-    logp = _act.log_softmax(x, cdim)
     wshape = (C,) + (1,) * (x.ndim - cdim - 1)
     if t.dtype.is_floating_point:
         if tuple(t.shape) != tuple(x.shape):
             raise ValueError(f"cross_entropy: probability targets must have the input's shape {tuple(x.shape)}, "
                              f"got {tuple(t.shape)}")
+        logp = _act.log_softmax(x, cdim)
         if label_smoothing > 0:
             t = ew.add(ew.mul(t, 1.0 - label_smoothing), label_smoothing / C)
         terms = ew.mul(logp, t)
@@ -739,20 +783,28 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         if reduction == "mean":
             return ew.div(_red.sum(loss), float(max(x.numel() // C, 1))) if x.numel() else _red.sum(loss)
         return _reduce_loss(loss, reduction, "cross_entropy")
-    nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
+    x, t, unbatched = _class_targets(x, t, "cross_entropy")
+    valid, wt = _class_weights(x, t, weight, ignore_index, "cross_entropy")
+    x = x if x.dtype.is_floating_point else convert(x, get_default_dtype())
+    # logsumexp(x) - x[t] = log(sum(exp(x - m))) - (x - m)[t], with m the (constant) row maximum
+    m = ebind(_STOP_GRADIENT, _red.amax(x, 1, keepdim=True))
+    shifted = ew.sub(x, m)
+    lse = ew.log(_red.sum(ew.exp(shifted), 1))
+    loss = ew.mul(ew.sub(lse, _pick_class(shifted, t)), wt)
+    nll = _reduce_weighted(loss, wt, reduction, unbatched, "cross_entropy")
     if label_smoothing == 0.0:
         return nll
-    lp, tt, unbatched = _class_targets(logp, t, "cross_entropy")
-    valid, _, wt = _picked_weights(tt, weight, ignore_index, C, "cross_entropy")
-    terms = lp if weight is None else ew.mul(lp, _sh.reshape(weight, (C,) + (1,) * (lp.ndim - 2)))
-    smooth = ew.where(valid, ew.neg(_red.sum(terms, 1)), 0.0)
+    # the uniform part: -sum_c w_c logp_c = sum_c w_c (lse - shifted_c), zero where ignored
+    lp = ew.sub(shifted, _sh.unsqueeze(lse, 1))
+    terms = lp if weight is None else ew.mul(lp, _sh.reshape(convert(as_tensor_operand(weight), x.dtype),
+                                                            (C,) + (1,) * (x.ndim - 2)))
+    smooth = _where0(valid, ew.neg(_red.sum(terms, 1)))
     if reduction == "none":
         smooth = _sh.squeeze(smooth, 0) if unbatched else smooth
     elif reduction == "sum":
         smooth = _red.sum(smooth)
     else:
-        denom = _red.sum(convert(valid, smooth.dtype)) if wt is None else _red.sum(wt)
-        smooth = ew.div(_red.sum(smooth), denom)
+        smooth = ew.div(_red.sum(smooth), _red.sum(wt))
     return ew.add(ew.mul(nll, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / C))
 
 

@@ -170,6 +170,20 @@ def filled(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) 
     return ebind(_FULL, **attrs)
 
 
+def iota(shape: Sequence[int], dimension: int, dtype: DType, like: Sequence = ()) -> Tensor:
+    """0, 1, 2, ... along `dimension`, broadcast to `shape`: a graph node when one of `like` is
+    traced (so it fuses into its consumers instead of becoming a captured input), else concrete.
+
+    >>> iota((2, 3), 1, dtypes.int64).tolist()
+    [[0, 1, 2], [0, 1, 2]]
+    """
+    attrs = {"shape": tuple(shape), "dtype": dtype, "dimension": dimension}
+    top = _top_trace(like)
+    if top is not None:
+        return top.emit(_IOTA, (), attrs)
+    return ebind(_IOTA, **attrs)
+
+
 def _py(value, dtype: DType):
     if dtype.is_bool:
         return bool(value)
@@ -246,5 +260,6 @@ def prepare(operands, op: str, dtype: DType | None = None):
 
 
 _FULL = _gp("full")
+_IOTA = _gp("iota")
 _CONVERT = _gp("convert_element_type")
 _BROADCAST = _gp("broadcast_in_dim")

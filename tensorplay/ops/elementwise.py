@@ -14,8 +14,8 @@ from tensorplay.ir import REGISTRY as _P, dtypes
 
 from .._tensor import Tensor
 from ._table import op
-from ._common import (_SCALARS, as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,
-                      get_default_dtype, prepare, result_type, shape_of)
+from ._common import (_SCALARS, as_tensor_operand, broadcast_shapes, constant, convert, copy, dtype_of, ebind,
+                      filled, get_default_dtype, prepare, result_type, shape_of)
 
 def _tensor_arg(x) -> Tensor:
     return x if isinstance(x, Tensor) else as_tensor_operand(x)
@@ -30,26 +30,56 @@ def _float_operand(x, op: str = "") -> Tensor:
 _PY_CATEGORY = {bool: 0, int: 1, float: 2}
 _CATEGORY = {d: dtypes.category(d) for d in dtypes.ALL}
 
+# numpy scalars have the categories `scalar_dtype` gives them: bool < integer < float
+_PY_CATEGORY.update({t: 0 for t in (np.bool_,)})
+_PY_CATEGORY.update({t: 1 for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)})
+_PY_CATEGORY.update({t: 2 for t in (np.float16, np.float32, np.float64, np.longdouble)})
+_BROADCAST = _P["broadcast_in_dim"]
+
+
+def _broadcast2(sa: tuple, sb: tuple, op: str) -> tuple:
+    """The broadcast of two shapes; one being a suffix of the other (a bias) is the fast case."""
+    na, nb = len(sa), len(sb)
+    if na >= nb and sa[na - nb:] == sb:
+        return sa
+    if nb > na and sb[nb - na:] == sa:
+        return sb
+    return broadcast_shapes(sa, sb, op=op)
+
+
+def _expand(t: Tensor, s: tuple, shape: tuple) -> Tensor:
+    """`t` (of shape `s`, broadcastable to `shape`) broadcast to `shape`, as `broadcast_to_shape`."""
+    if s == shape:
+        return t
+    return ebind(_BROADCAST, t, shape=shape, broadcast_dimensions=tuple(range(len(shape) - len(s), len(shape))))
+
 
 def _operands(input, other, op: str, dtype=None):
     """(a, b, dtype): the two operands promoted and broadcast.
 
-    Fast paths for the common cases -- two tensors of one shape and dtype, a tensor and a Python
-    number -- give the same result as the general `result_type` + `prepare`.
+    Fast paths for the common cases -- two tensors (one shape, or broadcast against each other),
+    a tensor and a Python or numpy number -- give the same result as the general `result_type` +
+    `prepare`: the same conversions and the same broadcast_in_dim nodes, in the same order.
     """
     if isinstance(input, Tensor):
         if isinstance(other, Tensor):
             da, db = dtype_of(input), dtype_of(other)
-            if da is db and (dtype is None or dtype is da) and shape_of(input) == shape_of(other):
-                return input, other, da
-        else:
-            cat = _PY_CATEGORY.get(type(other))
-            if cat is not None:
-                d = dtype_of(input)
-                if dtype is None:
-                    dtype = d if cat <= _CATEGORY[d] else (dtypes.int64 if cat == 1 else get_default_dtype())
-                a = input if d is dtype else convert(input, dtype)
-                return a, constant(other, dtype, shape_of(a), (a,)), dtype
+            if dtype is None:
+                dtype = da if da is db else result_type(input, other, op=op)
+            a = input if da is dtype else convert(input, dtype)
+            b = other if db is dtype else convert(other, dtype)
+            sa, sb = shape_of(a), shape_of(b)
+            if sa == sb:
+                return a, b, dtype
+            shape = _broadcast2(sa, sb, op)
+            return _expand(a, sa, shape), _expand(b, sb, shape), dtype
+        cat = _PY_CATEGORY.get(type(other))
+        if cat is not None:
+            d = dtype_of(input)
+            if dtype is None:
+                dtype = d if cat <= _CATEGORY[d] else (dtypes.int64 if cat == 1 else get_default_dtype())
+            a = input if d is dtype else convert(input, dtype)
+            return a, constant(other, dtype, shape_of(a), (a,)), dtype
     elif isinstance(other, Tensor):
         cat = _PY_CATEGORY.get(type(input))
         if cat is not None:

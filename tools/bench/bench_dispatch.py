@@ -2,7 +2,7 @@
 
     python -m tensorplay.tools.bench.bench_dispatch
 
-Each op runs on tensors so small (8 elements, 8x8 for matmul) that the time is almost
+Each op runs on tensors so small (8 elements, 8x8 for matmul and the broadcast bias add) that the time is almost
 entirely the per-call cost of the Python/C++ dispatch path: tensorplay eager (Tensor ->
 primitive -> numpy impl -> Tensor), numpy, torch eager and jax eager (`jax.numpy`
 without jit: one XLA dispatch per op). Ratios are against numpy (the floor tensorplay's
@@ -28,6 +28,7 @@ def ops(m):
         import torch
         return [("x + y", lambda x, y, a, b, i: x + y), ("sin(x)", lambda x, y, a, b, i: torch.sin(x)),
                 ("x.sum()", lambda x, y, a, b, i: x.sum()), ("a @ b (8x8)", lambda x, y, a, b, i: a @ b),
+                ("a + x (8x8 + 8)", lambda x, y, a, b, i: a + x),
                 ("x[1:5]", lambda x, y, a, b, i: x[1:5]), ("a[2]", lambda x, y, a, b, i: a[2]),
                 ("x[idx]", lambda x, y, a, b, i: x[i]),
                 ("x * 2 + 1", lambda x, y, a, b, i: x * 2 + 1),
@@ -36,6 +37,7 @@ def ops(m):
         import jax.numpy as jnp
         return [("x + y", lambda x, y, a, b, i: x + y), ("sin(x)", lambda x, y, a, b, i: jnp.sin(x)),
                 ("x.sum()", lambda x, y, a, b, i: x.sum()), ("a @ b (8x8)", lambda x, y, a, b, i: a @ b),
+                ("a + x (8x8 + 8)", lambda x, y, a, b, i: a + x),
                 ("x[1:5]", lambda x, y, a, b, i: x[1:5]), ("a[2]", lambda x, y, a, b, i: a[2]),
                 ("x[idx]", lambda x, y, a, b, i: x[i]),
                 ("x * 2 + 1", lambda x, y, a, b, i: x * 2 + 1),
@@ -44,6 +46,7 @@ def ops(m):
     exp = np.exp if m == "numpy" else tp.exp
     return [("x + y", lambda x, y, a, b, i: x + y), ("sin(x)", lambda x, y, a, b, i: sin(x)),
             ("x.sum()", lambda x, y, a, b, i: x.sum()), ("a @ b (8x8)", lambda x, y, a, b, i: a @ b),
+            ("a + x (8x8 + 8)", lambda x, y, a, b, i: a + x),
             ("x[1:5]", lambda x, y, a, b, i: x[1:5]), ("a[2]", lambda x, y, a, b, i: a[2]),
             ("x[idx]", lambda x, y, a, b, i: x[i]),
             ("x * 2 + 1", lambda x, y, a, b, i: x * 2 + 1),
