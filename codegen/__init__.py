@@ -5,7 +5,7 @@
 
 Pipeline: `schedule` (fuse nodes into kernels) -> `lowerings/*` (one lowering
 per primitive, in the `registry`; `vecmath` for transcendentals) -> `module` (one
-LLVM module, one entry function) -> `jit` (O3 + vectorisers, object code, one
+LLVM module, one entry function) -> `jit` (O2 + vectorisers, object code, one
 ORC LLJIT per module) -> `executable`; `cache` (in memory) and `disk_cache`
 (object code shared by processes) in front. Set TENSORPLAY_DEBUG=1 to print each compilation's kernels and
 timings, =2 to also print the optimised LLVM IR.
