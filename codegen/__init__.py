@@ -5,22 +5,23 @@
 
 Pipeline: `schedule` (fuse nodes into kernels) -> `lowerings/*` (one lowering
 per primitive, in the `registry`; `vecmath` for transcendentals) -> `module` (one
-LLVM module, one entry function) -> `jit` (O3 + vectorisers, object code, one
+LLVM module, one entry function) -> `jit` (O2 + vectorisers, object code, one
 ORC LLJIT per module) -> `executable`; `cache` (in memory) and `disk_cache`
 (object code shared by processes) in front. Set TENSORPLAY_DEBUG=1 to print each compilation's kernels and
 timings, =2 to also print the optimised LLVM IR.
 
-`releases_jit_memory` is the gate of the RSS soak of `tools.fuzz`. Dropping an executable now gives
-its memory back (its LLJIT, its LLVM module and context, and the pass pipeline: see `jit`; ~1.5 KB
-per compile stays inside llvmlite), and the soak passes when run on its own (`python -m
-tensorplay.tools.fuzz --soak 1500`: ~270 B per compile). Under pytest the same soak still grows by
-~9-11 KB per compile, for a reason not yet found (not warnings, pytest's plugins, hypothesis or the
-disk cache), so the gate stays closed until that is understood.
+`releases_jit_memory` (True) is the gate of the RSS soak of `tools.fuzz`. Dropping or evicting an
+executable gives its memory back at once: its LLJIT, its LLVM module and context, and the pass
+pipeline (see `jit`). An executable keeps a graph object of its own, never the caller's (which
+carries the caller's runner: `tensorplay._exec`), so no reference cycle defers the release to the
+cyclic collector; under pytest that deferral let hundreds of dead LLJITs pile up between full
+collections and fragmented the heap (the soak grew ~10 KB per compile there, ~50 B alone). What
+stays is ~1.5 KB per compile inside llvmlite (`jit`), well inside the soak's 4 KB bound.
 """
 from .cache import clear_cache, compile_count, compile_graph
 from .executable import Executable
 from .lower import LOWERINGS
 
-releases_jit_memory = False
+releases_jit_memory = True
 
 __all__ = ["releases_jit_memory", "compile_graph", "compile_count", "clear_cache", "Executable", "LOWERINGS"]

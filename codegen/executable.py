@@ -85,7 +85,10 @@ class Executable:
 
     def __init__(self, graph: Graph):
         clock = _PhaseClock()
-        self.graph = graph
+        # A graph object of our own (same values and nodes): callers keep their runner on the graph
+        # they compiled (`tensorplay._exec`), and holding that object would make a reference cycle,
+        # so a dropped executable (and its machine code) would wait for the cyclic collector.
+        self.graph = Graph(graph.inputs, graph.nodes, graph.outputs, graph.name, graph.arg_attrs)
         self.name = graph.name
         graph = normalize(graph)  # the graph compiled (the same one unless it has tuples to fold)
         kernels = schedule(graph)

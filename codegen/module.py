@@ -44,6 +44,8 @@ ARRAY_DATA_OFFSET = _array_data_offset()
 # LLVM prefers 256-bit vectors on AVX-512 CPUs by default; our kernels are long
 # straight-line loops where 512-bit vectors win (see tools/bench).
 VECTOR_WIDTH = 512
+# Fused elementwise loops over at most this many elements are optimised for size (`optimised_for_size`).
+SMALL_KERNEL_ELEMENTS = 1 << 14
 
 
 @dataclass
@@ -221,6 +223,8 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
         # llvmlite only knows a fixed set of function attributes; this one is a string attribute
         text = text.replace(") nounwind\n", f') nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
         text = text.replace(") noinline nounwind\n", f') noinline nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
+        text = text.replace(") noinline nounwind optsize\n",
+                            f') noinline nounwind optsize "prefer-vector-width"="{VECTOR_WIDTH}"\n')
     return text, entry_name
 
 
@@ -252,16 +256,17 @@ def _wanted(outs, pos: int) -> bool:
 
 
 def _emit_kernels(module: ir.Module, kernels: list[Kernel], prefix: str, ranged: bool,
-                  codes: dict) -> dict[int, ir.Function]:
+                  codes: dict, top: bool = True) -> dict[int, ir.Function]:
     """One function per kernel of this scope and, under each control step, of its regions
-    (named by their path: ``k3_scan_body_k0_add``); keyed by the kernel's id."""
+    (named by their path: ``k3_scan_body_k0_add``); keyed by the kernel's id. `top`: this scope
+    runs once per call (a region's kernels may run many times: never optimised for size)."""
     fns: dict[int, ir.Function] = {}
     for k in kernels:
         if isinstance(k, Control):
             for name, sc in k.regions.items():
-                fns.update(_emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes))
+                fns.update(_emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes, False))
         else:
-            fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes)
+            fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes, top and optimised_for_size(k))
     return fns
 
 
@@ -378,7 +383,30 @@ def _memcpy(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: ir.Value) -> 
     b.call(fn, [dst, src, nbytes, u.const(u.I1, 0)])
 
 
-def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: dict) -> ir.Function:
+def optimised_for_size(k: Kernel) -> bool:
+    """Whether kernel `k` is compiled with LLVM's `optsize` (no unrolling, no vector epilogues or
+    runtime checks): a fused elementwise/layout loop over at most `SMALL_KERNEL_ELEMENTS` elements,
+    run once per call (not inside a loop region), where fully unrolled and interleaved vector code
+    would save a few microseconds per call but costs LLVM time at every compile. Only such loops: each element is computed by the same instructions whatever LLVM
+    does to the loop (no reassociation across elements), so the results do not change; a
+    reduction's accumulation order would.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.codegen.schedule import schedule
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((8,), float32))
+    >>> [optimised_for_size(k) for k in schedule(b.build([b.exp(x), b.emit("reduce_sum", x, axes=(0,))]))]
+    [True, False]
+    """
+    if k.kind != "loop":
+        return False
+    size = 1
+    for d in k.domain:
+        size *= d
+    return size <= SMALL_KERNEL_ELEMENTS
+
+
+def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: dict,
+                 small: bool = False) -> ir.Function:
     params = k.inputs + k.outputs
     fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * (len(params) + 1) + [u.I64] * (2 if ranged else 0)),
                      name)
@@ -387,6 +415,8 @@ def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: d
     # kept out of line: one call per kernel costs nothing, while inlining every kernel into the
     # entry makes one huge function on which LLVM's optimiser is superlinear (deep graphs)
     fn.attributes.add("noinline")
+    if small:
+        fn.attributes.add("optsize")
     for a in fn.args[:len(params) + 1]:
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))

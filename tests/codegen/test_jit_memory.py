@@ -158,3 +158,40 @@ def test_clear_cache_frees_what_nothing_else_holds(monkeypatch):
     for a, b in zip(kept(x), want):
         np.testing.assert_array_equal(a, b)
 
+
+
+def test_machine_code_is_freed_without_the_cycle_collector(monkeypatch):
+    """A graph run through `tensorplay._exec` keeps its runner (the executable) on itself; the
+    executable must not hold that graph object back, or the pair is a cycle and its machine code
+    waits for a full collection (hundreds of dead LLJITs piled up under pytest that way)."""
+    import tensorplay as tp
+    from tensorplay._exec import runner
+
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    codegen.clear_cache()
+    gc.collect()
+    gc.disable()
+    try:
+        g = distinct_graph(3000)
+        run, fresh = runner(g)
+        x = np.linspace(-1, 1, g.inputs[0].shape[0]).astype(np.float32)
+        want = ir.interpret(g, [x])
+        for a, b in zip(run(x), want):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        jm = run._jit
+        assert fresh and jm._jit is not None
+        del run
+        codegen.clear_cache()
+        assert jm._jit is not None  # still reachable through the graph's runner
+        del g
+        assert jm._jit is None  # freed by reference counting alone
+
+        f = tp.compile(lambda t: tp.tanh(t * 1.2345).sum())
+        t = tp.ones(4)
+        assert abs(f(t).item() - 4 * np.tanh(1.2345)) < 1e-5
+        jm = codegen.compile_graph(f.get_graph(t).graph)._jit
+        del f
+        codegen.clear_cache()
+        assert jm._jit is None
+    finally:
+        gc.enable()
