@@ -341,25 +341,119 @@ def _scan_transpose(ctx, ct, operands, *, body, num_consts, num_carry, length, r
     n_lc, n_lx = sum(lin_c), sum(lin_x)
     carry_types = g.in_types[nc:nc + nk]
     lin_c_types = [t for t, li in zip(g.in_types[:nc], lin_c) if li]
+    cts_y = [c for c in ct_ys if c is not None]
+    # the cotangent of a linear const is a sum over the steps; its products of per-step values leave
+    # the loop as one contraction over the stacked operands (below), the rest is carried
+    kept, products, extra = _split_accumulation(gt, n_lc, len(res_c), len(res_x), nk)
+    outer_of = dict(zip(gt.inputs[len(res_c):len(res_c) + len(res_x)], res_x))
+    outer_of.update(zip(gt.inputs[len(res_c) + len(res_x) + nk:], cts_y))
     tb = GraphBuilder(g.name + "_T")
     rc = [tb.add_input(c.type) for c in res_c]
-    acc = [tb.add_input(t) for t in lin_c_types]
+    acc = [tb.add_input(t) for t, terms in zip(lin_c_types, kept) if terms]
     cc = [tb.add_input(t) for t in carry_types]
     rx = [tb.add_input(gt.in_types[len(res_c) + k]) for k in range(len(res_x))]
     cy = [tb.add_input(t) for t, w in zip(ys_types, with_ct[nk:]) if w]
-    outs = inline(tb, gt, rc + rx + cc + cy)
-    new_acc = [tb.add(a, o) for a, o in zip(acc, outs[:n_lc])]
-    tbody = tb.build(new_acc + outs[n_lc:])
+    flat_kept = [v for terms in kept for v in terms]
+    body_outs = flat_kept + gt.outputs[n_lc:] + extra
+    outs = inline(tb, Graph(gt.inputs, live_nodes(gt.nodes, body_outs), body_outs, gt.name), rc + rx + cc + cy)
+    sums, at = [], 0
+    for terms in kept:
+        if terms:
+            sums.append(_sum(tb, outs[at:at + len(terms)]))
+        at += len(terms)
+    new_acc = [tb.add(a, s) for a, s in zip(acc, sums)]
+    tbody = tb.build(new_acc + outs[at:])
+    n_acc = len(acc)
     ct_carry = [c if c is not None else _zeros(ctx, t) for c, t in zip(ct_carry, carry_types)]
-    out = ctx.scan(*res_c, *[_zeros(ctx, t) for t in lin_c_types], *ct_carry, *res_x,
-                   *[c for c in ct_ys if c is not None], body=Region(tbody), num_consts=len(res_c),
-                   num_carry=n_lc + nk, length=length, reverse=not reverse)
+    out = ctx.scan(*res_c, *[_zeros(ctx, t) for t, terms in zip(lin_c_types, kept) if terms], *ct_carry, *res_x,
+                   *cts_y, body=Region(tbody), num_consts=len(res_c),
+                   num_carry=n_acc + nk, length=length, reverse=not reverse)
     vals = elements(ctx, out)
-    ct_c, ct_init, ct_x = iter(vals[:n_lc]), vals[n_lc:n_lc + nk], iter(vals[n_lc + nk:])
-    assert len(vals) == n_lc + nk + n_lx
+    assert len(vals) == n_acc + nk + n_lx + len(extra)
+    stacked = dict(outer_of)
+    for v, s in zip(gt.outputs[n_lc + nk:] + extra, vals[n_acc + nk:]):
+        stacked.setdefault(v, s)
+    accs, ct_lin_c = iter(vals[:n_acc]), []
+    for terms, prods in zip(kept, products):
+        parts = [next(accs)] if terms else []
+        parts += [_stacked_product(ctx, node, stacked) for node in prods]
+        ct_lin_c.append(_sum(ctx, parts))
+    ct_c, ct_init, ct_x = iter(ct_lin_c), vals[n_acc:n_acc + nk], iter(vals[n_acc + nk:n_acc + nk + n_lx])
     return ([next(ct_c) if li else None for li in lin_c] + [c if is_undefined(v) else None
                                                            for c, v in zip(ct_init, init)]
             + [next(ct_x) if li else None for li in lin_x])
+
+
+def _sum(b: GraphBuilder, terms: Sequence[Value]) -> Value:
+    total = terms[0]
+    for t in terms[1:]:
+        total = b.add(total, t)
+    return total
+
+
+def _terms(v: Value) -> list[Value]:
+    """The summands of `v` through a tree of same-shape `add` nodes."""
+    n = v.node
+    if n is None or n.prim.name != "add" or any(o.type != v.type for o in n.inputs):
+        return [v]
+    return _terms(n.inputs[0]) + _terms(n.inputs[1])
+
+
+def _split_accumulation(gt: Graph, n_lc: int, n_rc: int, n_rx: int, nk: int):
+    """How the transposed body `gt` (inputs ``(*res consts, *res xs, *ct carry, *ct ys)``, outputs
+    ``(*ct lin consts, *ct carry, *ct lin xs)``) accumulates the cotangent of each linear const:
+    ``(kept, products, extra)``.
+
+    A summand ``dot_general(p, q)`` without batch dimensions whose operands both change from step
+    to step sums over the steps to one contraction of the stacked p and q that also contracts the
+    step axis (dW = sum_t dg_t^T h_t = dG^T H): it leaves the loop (`products[k]`, its nodes)
+    unless stacking an operand the scan does not stack already would write more per step than the
+    accumulator it saves. `kept[k]` are the other summands (carried as before), `extra` the values
+    the body must return as new ys to stack such operands."""
+    per_step = set(gt.inputs[n_rc:])
+    for n in gt.nodes:
+        if any(v in per_step for v in n.inputs):
+            per_step.add(n.out)
+    available = set(gt.inputs[n_rc:n_rc + n_rx]) | set(gt.inputs[n_rc + n_rx + nk:]) | set(gt.outputs[n_lc + nk:])
+    kept, products, extra = [], [], []
+    for v in gt.outputs[:n_lc]:
+        mine_kept, mine = [], []
+        for term in _terms(v):
+            n, perm = _under_transposes(term)
+            if n is not None and n.prim.name == "dot_general" and not any(n.attrs["batch"]) \
+                    and all(o in per_step for o in n.inputs) \
+                    and all(o in available or o.type.size <= term.type.size for o in n.inputs):
+                mine.append((n, perm))
+                for o in n.inputs:
+                    if o not in available and o not in extra:
+                        extra.append(o)
+            else:
+                mine_kept.append(term)
+        kept.append(mine_kept)
+        products.append(mine)
+    return kept, products, extra
+
+
+def _under_transposes(v: Value):
+    """(the node under a chain of `transpose` nodes producing `v`, the chain's composed permutation
+    or None when there is no transpose)."""
+    perm = None
+    n = v.node
+    while n is not None and n.prim.name == "transpose":
+        p = tuple(n.attrs["permutation"])
+        perm = p if perm is None else tuple(p[i] for i in perm)
+        n = n.inputs[0].node
+    return n, perm
+
+
+def _stacked_product(ctx, product, stacked: dict) -> Value:
+    """The sum over the steps of one body `dot_general` node (then permuted): the same contraction
+    of its stacked operands that also contracts their leading step axis."""
+    node, perm = product
+    (ca, cb) = node.attrs["contract"]
+    p, q = (stacked[o] for o in node.inputs)
+    out = ctx.dot_general(p, q, contract=((0, *(c + 1 for c in ca)), (0, *(c + 1 for c in cb))), batch=((), ()))
+    return out if perm is None else ctx.transpose(out, permutation=perm)
 
 
 # --- while_loop ----------------------------------------------------------------------------------
