@@ -1,0 +1,72 @@
+"""Compiled scans: the layout of their weights and the buffers of their carries.
+
+`codegen.schedule.normalize` gives a scan whose body multiplies by a const as a transposed right
+operand (``h @ W^T``, the recurrent product of nn.RNN / LSTM / GRU) a transposed copy of that
+const made once before the loop. Oracle: the reference interpreter on the original graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorplay import codegen
+from tensorplay.codegen.schedule import normalize
+from tensorplay.ir import GraphBuilder, Region, TensorType, float32, interpret
+from tensorplay.ir.verify import verify
+
+
+def T(*shape):
+    return TensorType(tuple(shape), float32)
+
+
+def rnn(length, *, pre_transposed=False, batch=3, hidden=5):
+    """h' = tanh(h @ W^T + x), ys = h'; W enters as (hidden, hidden) contracted on its axis 1, or,
+    with `pre_transposed`, as ``transpose(V)`` computed outside the loop."""
+    bb = GraphBuilder("cell")
+    w, h, x = bb.add_input(T(hidden, hidden)), bb.add_input(T(batch, hidden)), bb.add_input(T(batch, hidden))
+    nh = bb.tanh(bb.add(bb.dot_general(h, w, contract=((1,), (1,)), batch=((), ())), x))
+    body = Region(bb.build([nh, nh]))
+    b = GraphBuilder("f")
+    W, h0, xs = b.add_input(T(hidden, hidden)), b.add_input(T(batch, hidden)), b.add_input(T(length, batch, hidden))
+    if pre_transposed:
+        W = b.transpose(W, permutation=(1, 0))
+    t = b.scan(W, h0, xs, body=body, num_consts=1, num_carry=1, length=length, reverse=False)
+    return b.build([b.tuple_get(t, index=0), b.tuple_get(t, index=1)])
+
+
+def args(length, batch=3, hidden=5, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(s) * 0.5).astype(np.float32)
+            for s in [(hidden, hidden), (batch, hidden), (length, batch, hidden)]]
+
+
+def scan_of(g):
+    (n,) = [n for n in g.nodes if n.prim.name == "scan"]
+    return n
+
+
+@pytest.mark.parametrize("pre_transposed", [False, True])
+def test_the_recurrent_weight_is_transposed_once_before_the_loop(pre_transposed):
+    g = rnn(6, pre_transposed=pre_transposed)
+    ng = normalize(g)
+    verify(ng)
+    scan = scan_of(ng)
+    assert scan.attrs["num_consts"] == 2
+    (dot,) = [n for n in scan.attrs["body"].graph.nodes if n.prim.name == "dot_general"]
+    assert tuple(dot.attrs["contract"][1]) == (0,)
+    transposes = [n for n in ng.nodes if n.prim.name == "transpose"]
+    if pre_transposed:  # transpose(transpose(V)) is V itself: no copy at all
+        assert scan.inputs[1] is g.inputs[0]
+    else:
+        assert len(transposes) == 1 and scan.inputs[1] is transposes[0].out
+    a = args(6)
+    for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_one_step_scan_keeps_its_weight():
+    g = rnn(1)
+    assert normalize(g) is g
+    a = args(1)
+    for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
