@@ -11,12 +11,16 @@ passes and emits one new control-flow node, as JAX does for `lax.cond` / `lax.sc
   also returns the residuals of the branch taken (residual slots of equal type are shared by the
   branches, the other branch fills them with zeros) and an unknown cond over them; `scan` into a
   known scan that stacks each step's residuals as extra ys (residuals that depend only on the
-  consts are computed once, outside the loop) and an unknown scan that reads them as xs;
+  consts are computed once, outside the loop; those a few cheap elementwise ops compute from other
+  stacked residuals, such as s * (1 - s) of a sigmoid s, are recomputed by the unknown body) and
+  an unknown scan that reads them as xs;
   `while_loop` keeps its known carries on the known side and recomputes the whole loop on the
   unknown side (enough for forward mode and `linearize`).
 - **transpose**: a linear `cond` transposes into a cond of the transposed branches; a linear
   `scan` into a scan in the opposite direction of the transposed body, whose carry also
-  accumulates the cotangents of the linear consts over the steps. `while_loop` has no transpose:
+  accumulates the cotangents of the linear consts over the steps; a summand that is a product of
+  two per-step values (an RNN's dW = sum_t dg_t^T h_t) leaves the loop instead, as one
+  contraction of the stacked operands over the step axis too. `while_loop` has no transpose:
   its trip count is not known ahead, so reverse mode through it is an error naming the fix.
 - `tuple_get` / `make_tuple` move structured tangents and cotangents (tuples with one entry
   per element, ``None`` for a symbolic zero) between tuples and their elements.
@@ -292,7 +296,8 @@ def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, 
     hoist_graph = Graph(const_inputs, live_nodes(known_body.nodes, [r for r, h in zip(res, hoisted) if h]),
                         [r for r, h in zip(res, hoisted) if h])
     hoisted_vals = iter(inline(ctx.known, hoist_graph, outer_consts))
-    stacked_res = [r for r, h in zip(res, hoisted) if not h]
+    remat = _recomputable(known_body, res, hoisted)
+    stacked_res = [r for r, h, m in zip(res, hoisted, remat) if not h and not m]
     kouts = known_body.outputs[:n_known_out] + stacked_res
     kbody = Graph(known_body.inputs, live_nodes(known_body.nodes, kouts), kouts, known_body.name)
     known_vals: list[Value] = []
@@ -301,18 +306,23 @@ def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, 
                                num_carry=nk_known, length=length, reverse=reverse)
         known_vals = elements(ctx.known, known)
     stacked_vals = iter(known_vals[n_known_out:])
-    invariant_res, stacked_in = [], []
+    invariant_res, stacked_in, remat_in = [], [], []
     ubody = pe.unknown
-    for r_in, h in zip(ubody.inputs[:n_res], hoisted):
+    kept_at: dict[Value, Value] = {}  # a stacked residual of the known body -> its unknown-body input
+    for r_in, r, h, m in zip(ubody.inputs[:n_res], res, hoisted, remat):
         if h:
             invariant_res.append((r_in, ctx.residual(next(hoisted_vals))))
+        elif m:
+            remat_in.append((r_in, r))
         else:
             stacked_in.append((r_in, ctx.residual(next(stacked_vals))))
+            kept_at.setdefault(r, r_in)
     unk_in = ubody.inputs[n_res:]
     nc_unk, nk_unk = sum(const_uk), sum(carry_uk)
     order = ([r for r, _ in invariant_res] + unk_in[:nc_unk] + unk_in[nc_unk:nc_unk + nk_unk]
              + [r for r, _ in stacked_in] + unk_in[nc_unk + nk_unk:])
-    ubody = Graph(order, ubody.nodes, ubody.outputs, ubody.name)
+    ubody = _with_recomputed(Graph(order + [r_in for r_in, _ in remat_in], ubody.nodes, ubody.outputs, ubody.name),
+                             len(order), [r for _, r in remat_in], kept_at)
     unknown_vals: list[Value] = []
     if ubody.outputs:
         lifted = [ctx.lift(i) for i, u in enumerate(in_uk) if u]
@@ -323,6 +333,72 @@ def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, 
         unknown_vals = elements(ctx.unknown, unk)
     kit, uit = iter(known_vals[:n_known_out]), iter(unknown_vals)
     return [(True, next(uit)) if u else (False, next(kit)) for u in out_uk]
+
+
+# Residuals a scan need not stack: those that a few cheap elementwise ops compute from other stacked
+# residuals (s * (1 - s) from a stacked sigmoid s, 1 - t * t from a stacked tanh t). The backward
+# body recomputes them: fewer per-step stores and loads, and fewer kernels in the forward body.
+CHEAP_RECOMPUTE = frozenset({"add", "sub", "mul", "neg", "full", "constant"})
+MAX_RECOMPUTED_NODES = 6
+
+
+def _recomputable(body: Graph, res: Sequence[Value], hoisted: Sequence[bool]) -> list[bool]:
+    """Per residual of the known `body`: recompute it in the unknown body instead of stacking it
+    (see CHEAP_RECOMPUTE). Residuals are decided in definition order, each from the ones kept
+    stacked before it."""
+    position = {n.out: i for i, n in enumerate(body.nodes)}
+    order = sorted(range(len(res)), key=lambda i: position.get(res[i], -1))
+    kept: set[Value] = set()
+    out = [False] * len(res)
+    for i in order:
+        r = res[i]
+        if hoisted[i]:
+            continue
+        cone = None if r in kept else _cheap_cone(r, kept)
+        if cone is not None and 0 < cone <= MAX_RECOMPUTED_NODES:
+            out[i] = True
+        else:
+            kept.add(r)
+    return out
+
+
+def _cheap_cone(v: Value, leaves: set, seen: set | None = None) -> int | None:
+    """Number of nodes computing `v` from `leaves` by CHEAP_RECOMPUTE ops alone, or None."""
+    seen = set() if seen is None else seen
+    if v in leaves or v in seen:
+        return 0
+    n = v.node
+    if n is None or n.prim.name not in CHEAP_RECOMPUTE:
+        return None
+    seen.add(v)
+    total = 1
+    for o in n.inputs:
+        if o.type.shape != v.type.shape:
+            return None
+        c = _cheap_cone(o, leaves, seen)
+        if c is None:
+            return None
+        total += c
+    return total
+
+
+def _with_recomputed(graph: Graph, n_kept: int, recomputed: Sequence[Value], kept_at: dict) -> Graph:
+    """`graph` whose inputs after the first `n_kept` are computed in it instead: input
+    ``n_kept + j`` is `recomputed[j]`, a value of the known body, emitted from the known-body
+    values in `kept_at` (each mapped to one of `graph`'s first inputs)."""
+    if not recomputed:
+        return graph
+    b = GraphBuilder(graph.name)
+    ins = [b.add_input(v.type) for v in graph.inputs[:n_kept]]
+    env: dict[Value, Value] = {k: ins[graph.inputs.index(v)] for k, v in kept_at.items()}
+
+    def emit(v: Value) -> Value:
+        if v not in env:
+            n = v.node
+            env[v] = b.emit_copy(n, tuple([emit(o) for o in n.inputs]))
+        return env[v]
+
+    return b.build(inline(b, graph, ins + [emit(r) for r in recomputed]))
 
 
 def _scan_transpose(ctx, ct, operands, *, body, num_consts, num_carry, length, reverse):

@@ -116,3 +116,29 @@ def test_zero_length_scan_has_zero_weight_cotangents():
     dW, dU = interpret(g, args_for(2, 3, 4, 0))[1:]
     np.testing.assert_array_equal(dW, np.zeros((3, 3)))
     np.testing.assert_array_equal(dU, np.zeros((4, 3)))
+
+
+def test_cheap_residuals_are_recomputed_in_the_backward_loop_not_stacked():
+    """c' = sigmoid(w * c + x) * tanh(x): the derivative factors s * (1 - s) and 1 - t * t are a
+    few multiplications away from the stacked s and t, so the forward scan stacks s and t (and the
+    carry c) but not the factors."""
+    from tensorplay.ir.passes.reverse import split
+
+    bb = GraphBuilder("cell")
+    w, c, x = bb.add_input(T(3)), bb.add_input(T(3)), bb.add_input(T(3))
+    nc = bb.mul(bb.logistic(bb.add(bb.mul(w, c), x)), bb.tanh(x))
+    body = Region(bb.build([nc]))
+    b = GraphBuilder("f")
+    W, c0, xs = b.add_input(T(3)), b.add_input(T(3)), b.add_input(T(7, 3))
+    t = b.scan(W, c0, xs, body=body, num_consts=1, num_carry=1, length=7, reverse=False)
+    graph = b.build([b.reduce_sum(b.tuple_get(t, index=0), axes=(0,))])
+    s = split(graph, [True, True, True])
+    (fwd,) = [n for n in s.forward.nodes if n.prim.name == "scan"]
+    stacked = [e for e in fwd.out.type.elements if e.shape == (7, 3)]
+    assert len(stacked) == 3, [str(e) for e in stacked]  # c, sigmoid(.), tanh(x)
+    fbody = fwd.attrs["body"].graph
+    assert {n.prim.name for n in fbody.nodes} >= {"logistic", "tanh"}
+    assert all(v.node is None or v.node.prim.name in ("logistic", "tanh", "mul")
+               for v in fbody.outputs), [v.node.prim.name for v in fbody.outputs if v.node]
+    rng = np.random.default_rng(3)
+    check(graph, [rng.normal(size=3), rng.normal(size=3), rng.normal(size=(7, 3))], [True, True, True])
