@@ -2,7 +2,9 @@
 
 `codegen.schedule.normalize` gives a scan whose body multiplies by a const as a transposed right
 operand (``h @ W^T``, the recurrent product of nn.RNN / LSTM / GRU) a transposed copy of that
-const made once before the loop. Oracle: the reference interpreter on the original graph.
+const made once before the loop. A carry whose new value is also a y (``return h, h``) lives in
+the ys slices: no carry buffers, no per-step copy. Oracle: the reference interpreter on the
+original graph.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import numpy as np
 import pytest
 
 from tensorplay import codegen
-from tensorplay.codegen.schedule import normalize
+from tensorplay.codegen.module import build_module, plan_buffers
+from tensorplay.codegen.schedule import normalize, schedule
 from tensorplay.ir import GraphBuilder, Region, TensorType, float32, interpret
 from tensorplay.ir.verify import verify
 
@@ -19,7 +22,7 @@ def T(*shape):
     return TensorType(tuple(shape), float32)
 
 
-def rnn(length, *, pre_transposed=False, batch=3, hidden=5):
+def rnn(length, *, pre_transposed=False, batch=3, hidden=5, reverse=False, outputs=(0, 1)):
     """h' = tanh(h @ W^T + x), ys = h'; W enters as (hidden, hidden) contracted on its axis 1, or,
     with `pre_transposed`, as ``transpose(V)`` computed outside the loop."""
     bb = GraphBuilder("cell")
@@ -30,8 +33,8 @@ def rnn(length, *, pre_transposed=False, batch=3, hidden=5):
     W, h0, xs = b.add_input(T(hidden, hidden)), b.add_input(T(batch, hidden)), b.add_input(T(length, batch, hidden))
     if pre_transposed:
         W = b.transpose(W, permutation=(1, 0))
-    t = b.scan(W, h0, xs, body=body, num_consts=1, num_carry=1, length=length, reverse=False)
-    return b.build([b.tuple_get(t, index=0), b.tuple_get(t, index=1)])
+    t = b.scan(W, h0, xs, body=body, num_consts=1, num_carry=1, length=length, reverse=reverse)
+    return b.build([b.tuple_get(t, index=i) for i in outputs])
 
 
 def args(length, batch=3, hidden=5, seed=0):
@@ -70,3 +73,31 @@ def test_a_one_step_scan_keeps_its_weight():
     a = args(1)
     for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _entry_text(g) -> str:
+    g = normalize(g)
+    kernels = schedule(g)
+    text = build_module(g, kernels, plan_buffers(g, kernels), "t", "x86_64-unknown-linux-gnu", "")[0]
+    start = text.index('define i64 @"t_entry"')
+    return text[start:text.index("\n}", start)]
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 6])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("outputs", [(0, 1), (1,), (1, 0), (1, 1, 0)])
+def test_a_carry_that_is_also_a_y_lives_in_the_ys(length, reverse, outputs):
+    g = rnn(length, reverse=reverse, outputs=outputs)
+    a = args(length, seed=length)
+    for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_return_h_h_makes_no_copy_in_the_loop():
+    entry = _entry_text(rnn(50))
+    loop = entry[entry.index("scan.body"):entry.index("scan.exit:")]
+    assert "llvm.memcpy" not in loop
+    # the final carry: one copy of the last slice after the loop
+    assert entry[entry.index("scan.exit:"):].count("llvm.memcpy") == 1
+    # only the ys wanted: no copy at all
+    assert "llvm.memcpy" not in _entry_text(rnn(50, outputs=(1,)))
