@@ -429,7 +429,8 @@ def _emit_loop(ctx: KernelContext, k: Kernel, bounds=None) -> None:
             for v in k.outputs:
                 ctx.store(v, idx, ctx.value(v, idx))
         return
-    with u.loop_nest(b, k.domain, "d") as ivs:
-        idx = Index(k.domain, dims=ivs)
-        for v in k.outputs:
-            ctx.store(v, idx, ctx.value(v, idx))
+    for start, stop in k.boxes or [((0,) * len(k.domain), k.domain)]:  # pieces: see schedule.Kernel.boxes
+        with u.loop_nest(b, stop, "d", start=start) as ivs:
+            idx = Index(k.domain, dims=ivs)
+            for v in k.outputs:
+                ctx.store(v, idx, ctx.value(v, idx))

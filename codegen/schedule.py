@@ -65,6 +65,8 @@ class Kernel:
     inputs: list[Value] = field(default_factory=list)
     flat: bool = False  # loop kernel iterated as one 1-D loop over the linear index
     node_indices: list[int] = field(default_factory=list)  # positions of `nodes` in graph.nodes
+    # a loop kernel iterated box by box, [start, stop) each (None: one loop nest over the domain)
+    boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None
 
     def fused_values(self) -> set[Value]:
         """Values computed by expression inside this kernel (everything but a kernel-kind root)."""
@@ -296,9 +298,50 @@ def schedule(graph: Graph) -> list[Kernel]:
                     k.inputs.append(v)
         if k.kind == "loop":
             k.flat = all(LOWERINGS[n.prim.name].linear(n) for n in k.nodes)
+            if not k.flat:
+                k.boxes = _boxes(k, paths)
         if isinstance(k, Control) and not k.elements:
             k.elements = [None] * len(k.root.out.type.elements)
     return kernels
+
+
+# A pad or concatenate read at the kernel's own index selects, per element, which operand (or the
+# fill) it reads, with clamped indices: LLVM does not vectorise such gathers, and every operand is
+# evaluated at every element. Split at the operand boundaries along one axis, each box of the loop
+# nest reads one operand: the range checks fold away and the box vectorises like a plain copy
+# (the backward pass of an LSTM cell assembles its gate cotangents this way, 4 pads of 128 columns).
+MAX_BOXES = 8
+
+
+def _boxes(k: Kernel, paths: dict) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """Boxes of `k.domain` split at the operand boundaries of the pad / concatenate nodes the kernel
+    evaluates at its own index, along the innermost axis that has any; None when there are none."""
+    cuts: dict[int, set[int]] = {}
+    for n in k.nodes:
+        if n.out.shape != k.domain or paths.get(n) != {()}:
+            continue
+        if n.prim.name == "concatenate":
+            a, at = n.attrs["axis"], 0
+            for x in n.inputs:
+                at += x.shape[a]
+                cuts.setdefault(a, set()).add(at)
+        elif n.prim.name == "pad":
+            for a, (lo, it, x) in enumerate(zip(n.attrs["low"], n.attrs["interior"], n.inputs[0].shape)):
+                if it == 0 and (lo != 0 or x != n.out.shape[a]):
+                    cuts.setdefault(a, set()).update((lo, lo + x))
+    if not cuts:
+        return None
+    axis = max(cuts)
+    size = k.domain[axis]
+    edges = sorted({0, size} | {c for c in cuts[axis] if 0 < c < size})
+    if len(edges) - 1 > MAX_BOXES or len(edges) <= 2:
+        return None
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        start = tuple(lo if a == axis else 0 for a in range(len(k.domain)))
+        stop = tuple(hi if a == axis else d for a, d in enumerate(k.domain))
+        out.append((start, stop))
+    return out
 
 
 def normalize(graph: Graph) -> Graph:

@@ -101,3 +101,43 @@ def test_return_h_h_makes_no_copy_in_the_loop():
     assert entry[entry.index("scan.exit:"):].count("llvm.memcpy") == 1
     # only the ys wanted: no copy at all
     assert "llvm.memcpy" not in _entry_text(rnn(50, outputs=(1,)))
+
+
+# --- pad / concatenate kernels iterate box by box -------------------------------------------------
+def _gate_cotangent(n=3, h=4, k=4):
+    """The backward LSTM cell's shape: k products of (n, h) pieces padded into (n, k*h) and summed."""
+    b = GraphBuilder("gates")
+    ins = [b.add_input(T(n, h)) for _ in range(2 * k)]
+    pads = [b.pad(b.mul(ins[2 * j], ins[2 * j + 1]), low=(0, j * h), high=(0, (k - 1 - j) * h), interior=(0, 0),
+                  value=0.0) for j in range(k)]
+    total = pads[0]
+    for p in pads[1:]:
+        total = b.add(total, p)
+    return b.build([b.tanh(total)])
+
+
+def _concat():
+    b = GraphBuilder("cat")
+    x, y, z = b.add_input(T(2, 3)), b.add_input(T(2, 0)), b.add_input(T(2, 5))
+    return b.build([b.concatenate(b.sin(x), b.exp(y), z, axis=1)])
+
+
+def _odd_pads():
+    """An interior pad on axis 0 (not split there), low and high pads on axis 1 (3 boxes)."""
+    b = GraphBuilder("odd")
+    x = b.add_input(T(4, 6))
+    p = b.pad(b.neg(x), low=(1, 2), high=(0, 3), interior=(1, 0), value=2.5)
+    return b.build([b.add(p, p)])
+
+
+@pytest.mark.parametrize("make, n_boxes", [(_gate_cotangent, 4), (_concat, 2), (_odd_pads, 3)])
+def test_pad_and_concatenate_kernels_run_box_by_box(make, n_boxes):
+    g = make()
+    (k,) = schedule(normalize(g))
+    assert len(k.boxes) == n_boxes
+    covered = sum(int(np.prod(np.subtract(stop, start))) for start, stop in k.boxes)
+    assert covered == int(np.prod(k.domain))
+    rng = np.random.default_rng(5)
+    a = [rng.standard_normal(t.shape).astype(np.float32) for t in g.in_types]
+    for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
