@@ -252,15 +252,15 @@ def _wanted(outs, pos: int) -> bool:
 
 
 def _emit_kernels(module: ir.Module, kernels: list[Kernel], prefix: str, ranged: bool,
-                  codes: dict) -> dict[int, ir.Function]:
+                  codes: dict, fns: dict | None = None) -> dict[int, ir.Function]:
     """One function per kernel of this scope and, under each control step, of its regions
     (named by their path: ``k3_scan_body_k0_add``); keyed by the kernel's id."""
-    fns: dict[int, ir.Function] = {}
+    fns = {} if fns is None else fns
     for k in kernels:
         if isinstance(k, Control):
             for name, sc in k.regions.items():
-                fns.update(_emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes))
-        else:
+                _emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes, fns)
+        elif id(k) not in fns:  # a region several control steps share is scheduled once: emit it once
             fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes)
     return fns
 

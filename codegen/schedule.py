@@ -101,10 +101,21 @@ class Scope:
     steps: list[Kernel]
 
 
-def schedule_scope(graph: Graph) -> Scope:
-    """The normal form of `graph` and its schedule, regions included (recursively)."""
+def schedule_scope(graph: Graph, scopes: dict | None = None) -> Scope:
+    """The normal form of `graph` and its schedule, regions included (recursively).
+
+    `scopes` maps regions already scheduled in this compilation to their scope: a region that
+    several control steps carry (equal regions: the same structure) is scheduled once and its
+    kernels are emitted once (`module._emit_kernels`)."""
     g = normalize(graph)
-    return Scope(g, schedule(g))
+    return Scope(g, schedule(g, scopes))
+
+
+def _region_scope(region, scopes: dict) -> Scope:
+    scope = scopes.get(region)
+    if scope is None:
+        scope = scopes[region] = schedule_scope(region.graph, scopes)
+    return scope
 
 
 # --- loop weights in gemm-friendly layout -------------------------------------------------------
@@ -202,9 +213,11 @@ def _lowering(node: Node) -> Lowering:
         raise NotImplementedError(f"codegen: primitive {node.prim.name!r} has no lowering") from None
 
 
-def schedule(graph: Graph) -> list[Kernel]:
+def schedule(graph: Graph, scopes: dict | None = None) -> list[Kernel]:
     """Partition `graph.nodes` into kernels and control steps, returned in an order that respects
-    their dependencies. `graph` must be in normal form (`normalize`; most graphs are)."""
+    their dependencies. `graph` must be in normal form (`normalize`; most graphs are). `scopes`:
+    see `schedule_scope`."""
+    scopes = {} if scopes is None else scopes
     live = _live_nodes(graph)
     consumers: dict[Value, list[Node]] = {}
     for n in graph.nodes:
@@ -238,7 +251,7 @@ def schedule(graph: Graph) -> list[Kernel]:
             continue  # tuple_get: the element buffer of its control step (below)
         if low.kind == "control":
             k = Control(f"k{len(kernels)}_{node.prim.name}", node.prim.name, node, (), [node], [])
-            k.regions = {name: schedule_scope(r.graph) for name, r in region_attrs(node.attrs)}
+            k.regions = {name: _region_scope(r, scopes) for name, r in region_attrs(node.attrs)}
             kernels.append(k)
             kernel_of[node] = k
             paths[node] = {()}

@@ -141,3 +141,26 @@ def test_pad_and_concatenate_kernels_run_box_by_box(make, n_boxes):
     a = [rng.standard_normal(t.shape).astype(np.float32) for t in g.in_types]
     for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# --- a region several control steps carry is scheduled and emitted once ----------------------------
+def test_a_region_shared_by_two_scans_is_scheduled_and_emitted_once():
+    bb = GraphBuilder("cell")
+    w, h, x = bb.add_input(T(5, 5)), bb.add_input(T(3, 5)), bb.add_input(T(3, 5))
+    nh = bb.tanh(bb.add(bb.dot_general(h, w, contract=((1,), (0,)), batch=((), ())), bb.sin(x)))
+    body = Region(bb.build([nh, bb.mul(nh, x)]))
+    b = GraphBuilder("f")
+    W, h0, xs = b.add_input(T(5, 5)), b.add_input(T(3, 5)), b.add_input(T(4, 3, 5))
+    first = b.scan(W, h0, xs, body=body, num_consts=1, num_carry=1, length=4, reverse=False)
+    again = b.scan(W, b.tuple_get(first, index=0), b.tuple_get(first, index=1), body=body, num_consts=1,
+                   num_carry=1, length=4, reverse=True)
+    g = b.build([b.tuple_get(again, index=0), b.tuple_get(again, index=1)])
+    steps = schedule(normalize(g))
+    scans = [k for k in steps if k.kind == "scan"]
+    assert len(scans) == 2 and scans[0].regions["body"] is scans[1].regions["body"]
+    text = build_module(g, steps, plan_buffers(g, steps), "t", "x86_64-unknown-linux-gnu", "")[0]
+    n_body = len(scans[0].regions["body"].steps)
+    assert text.count("define internal void") == len(steps) - 2 + n_body
+    a = args(4, batch=3, hidden=5, seed=9)
+    for got, want in zip(codegen.compile_graph(g)(*a), interpret(g, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
