@@ -161,29 +161,31 @@ def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i",
 
 
 @contextmanager
-def loop_nest(b: ir.IRBuilder, shape: tuple[int, ...], name: str = "d") -> Iterator[list[ir.Value]]:
+def loop_nest(b: ir.IRBuilder, shape: tuple[int, ...], name: str = "d",
+              start: tuple[int, ...] | None = None) -> Iterator[list[ir.Value]]:
     """Nested `for_range` loops over `shape` (outermost first); yields the induction variables.
+    With `start`, dimension k runs over [start[k], shape[k]) (a box of the index space).
 
     Dimensions of size 1 get no loop: their index is the constant 0.
     """
     ivs: list[ir.Value] = []
-    with _nest(b, shape, 0, name, ivs):
+    with _nest(b, shape, 0, name, ivs, start or (0,) * len(shape)):
         yield ivs
 
 
 @contextmanager
-def _nest(b, shape, k, name, ivs):
+def _nest(b, shape, k, name, ivs, start):
     if k == len(shape):
         yield
         return
-    if shape[k] == 1:
-        ivs.append(i64(0))
-        with _nest(b, shape, k + 1, name, ivs):
+    if shape[k] - start[k] == 1:
+        ivs.append(i64(start[k]))
+        with _nest(b, shape, k + 1, name, ivs, start):
             yield
         return
-    with for_range(b, shape[k], f"{name}{k}") as iv:
+    with for_range(b, shape[k], f"{name}{k}", start=start[k]) as iv:
         ivs.append(iv)
-        with _nest(b, shape, k + 1, name, ivs):
+        with _nest(b, shape, k + 1, name, ivs, start):
             yield
 
 

@@ -256,16 +256,16 @@ def _wanted(outs, pos: int) -> bool:
 
 
 def _emit_kernels(module: ir.Module, kernels: list[Kernel], prefix: str, ranged: bool,
-                  codes: dict, top: bool = True) -> dict[int, ir.Function]:
+                  codes: dict, top: bool = True, fns: dict | None = None) -> dict[int, ir.Function]:
     """One function per kernel of this scope and, under each control step, of its regions
     (named by their path: ``k3_scan_body_k0_add``); keyed by the kernel's id. `top`: this scope
     runs once per call (a region's kernels may run many times: never optimised for size)."""
-    fns: dict[int, ir.Function] = {}
+    fns = {} if fns is None else fns
     for k in kernels:
         if isinstance(k, Control):
             for name, sc in k.regions.items():
-                fns.update(_emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes, False))
-        else:
+                _emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes, False, fns)
+        elif id(k) not in fns:  # a region several control steps share is scheduled once: emit it once
             fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes, top and optimised_for_size(k))
     return fns
 
@@ -459,7 +459,8 @@ def _emit_loop(ctx: KernelContext, k: Kernel, bounds=None) -> None:
             for v in k.outputs:
                 ctx.store(v, idx, ctx.value(v, idx))
         return
-    with u.loop_nest(b, k.domain, "d") as ivs:
-        idx = Index(k.domain, dims=ivs)
-        for v in k.outputs:
-            ctx.store(v, idx, ctx.value(v, idx))
+    for start, stop in k.boxes or [((0,) * len(k.domain), k.domain)]:  # pieces: see schedule.Kernel.boxes
+        with u.loop_nest(b, stop, "d", start=start) as ivs:
+            idx = Index(k.domain, dims=ivs)
+            for v in k.outputs:
+                ctx.store(v, idx, ctx.value(v, idx))

@@ -65,6 +65,8 @@ class Kernel:
     inputs: list[Value] = field(default_factory=list)
     flat: bool = False  # loop kernel iterated as one 1-D loop over the linear index
     node_indices: list[int] = field(default_factory=list)  # positions of `nodes` in graph.nodes
+    # a loop kernel iterated box by box, [start, stop) each (None: one loop nest over the domain)
+    boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None
 
     def fused_values(self) -> set[Value]:
         """Values computed by expression inside this kernel (everything but a kernel-kind root)."""
@@ -99,10 +101,109 @@ class Scope:
     steps: list[Kernel]
 
 
-def schedule_scope(graph: Graph) -> Scope:
-    """The normal form of `graph` and its schedule, regions included (recursively)."""
+def schedule_scope(graph: Graph, scopes: dict | None = None) -> Scope:
+    """The normal form of `graph` and its schedule, regions included (recursively).
+
+    `scopes` maps regions already scheduled in this compilation to their scope: a region that
+    several control steps carry (equal regions: the same structure) is scheduled once and its
+    kernels are emitted once (`module._emit_kernels`)."""
     g = normalize(graph)
-    return Scope(g, schedule(g))
+    return Scope(g, schedule(g, scopes))
+
+
+def _region_scope(region, scopes: dict) -> Scope:
+    scope = scopes.get(region)
+    if scope is None:
+        scope = scopes[region] = schedule_scope(region.graph, scopes)
+    return scope
+
+
+# --- loop weights in gemm-friendly layout -------------------------------------------------------
+# A gemm whose right operand is transposed (``h @ W^T`` with W stored (N, K), i.e. dot_general
+# contracting the rhs on its axis 1) runs ~1.5x slower in OpenBLAS for the small row counts of a
+# loop body (it repacks the operand at every call). When that operand is a scan const, it is
+# transposed once before the loop instead, and the body contracts the copy on axis 0.
+MIN_STEPS_FOR_WEIGHT_COPY = 2
+
+
+def _transposed_rhs(node: Node, const_inputs: set) -> bool:
+    if node.prim.name != "dot_general" or any(node.attrs["batch"]):
+        return False
+    rhs = node.inputs[1]
+    return rhs in const_inputs and rhs.ndim == 2 and tuple(node.attrs["contract"][1]) == (1,) \
+        and rhs.dtype.is_floating_point
+
+
+def transpose_loop_weights(graph: Graph) -> Graph:
+    """`graph` with each scan whose body multiplies by a const as a transposed right operand given
+    that const transposed (once, before the loop) as an extra const; `graph` itself when there is
+    none. A const that is itself ``transpose(w)`` outside the loop is replaced by ``w``."""
+    todo = []
+    for n in graph.nodes:
+        if n.prim.name == "scan" and n.attrs["length"] >= MIN_STEPS_FOR_WEIGHT_COPY:
+            body = n.attrs["body"].graph
+            consts = set(body.inputs[:n.attrs["num_consts"]])
+            if any(_transposed_rhs(m, consts) for m in body.nodes):
+                todo.append(n)
+    if not todo:
+        return graph
+    from tensorplay.ir.primitive import get_primitive
+    from tensorplay.ir.regions import Region
+    from tensorplay.ir.types import TensorType
+
+    transpose = get_primitive("transpose")
+    env: dict[Value, Value] = {}
+    nodes: list[Node] = []
+    for n in graph.nodes:
+        ins = tuple([env.get(v, v) for v in n.inputs])
+        if n not in todo:
+            if all(a is b for a, b in zip(ins, n.inputs)):
+                nodes.append(n)
+            else:
+                nodes.append(Node.typed(n.prim, ins, dict(n.attrs), n.out.type))
+                env[n.out] = nodes[-1].out
+            continue
+        a = n.attrs
+        nc, body = a["num_consts"], a["body"].graph
+        consts = body.inputs[:nc]
+        const_set = set(consts)
+        wanted = []  # const positions to transpose, in first-use order
+        for m in body.nodes:
+            if _transposed_rhs(m, const_set):
+                i = consts.index(m.inputs[1])
+                if i not in wanted:
+                    wanted.append(i)
+        extra_in, extra_ops = {}, []
+        for i in wanted:
+            w = ins[i]
+            t = TensorType((w.shape[1], w.shape[0]), w.dtype)
+            if w.node is not None and w.node.prim.name == "transpose" and tuple(w.node.attrs["permutation"]) == (1, 0):
+                extra_ops.append(w.node.inputs[0])
+            else:
+                nodes.append(Node.typed(transpose, (w,), {"permutation": (1, 0)}, t))
+                extra_ops.append(nodes[-1].out)
+            extra_in[consts[i]] = Value(t)
+        benv: dict[Value, Value] = {}
+        bnodes: list[Node] = []
+        for m in body.nodes:
+            bins = tuple([benv.get(v, v) for v in m.inputs])
+            if _transposed_rhs(m, const_set):
+                contract = (tuple(m.attrs["contract"][0]), (0,))
+                bnodes.append(Node.typed(m.prim, (bins[0], extra_in[m.inputs[1]]),
+                                         {"contract": contract, "batch": m.attrs["batch"]}, m.out.type))
+            elif all(x is y for x, y in zip(bins, m.inputs)):
+                bnodes.append(m)
+                continue
+            else:
+                bnodes.append(Node.typed(m.prim, bins, dict(m.attrs), m.out.type))
+            benv[m.out] = bnodes[-1].out
+        new_body = Graph([*consts, *extra_in.values(), *body.inputs[nc:]], bnodes,
+                         [benv.get(v, v) for v in body.outputs], body.name)
+        attrs = dict(a)
+        attrs["body"], attrs["num_consts"] = Region(new_body), nc + len(extra_in)
+        nodes.append(Node.typed(n.prim, (*ins[:nc], *extra_ops, *ins[nc:]), attrs, n.out.type))
+        env[n.out] = nodes[-1].out
+    return Graph(graph.inputs, nodes, [env.get(v, v) for v in graph.outputs], graph.name)
 
 
 def _lowering(node: Node) -> Lowering:
@@ -112,9 +213,11 @@ def _lowering(node: Node) -> Lowering:
         raise NotImplementedError(f"codegen: primitive {node.prim.name!r} has no lowering") from None
 
 
-def schedule(graph: Graph) -> list[Kernel]:
+def schedule(graph: Graph, scopes: dict | None = None) -> list[Kernel]:
     """Partition `graph.nodes` into kernels and control steps, returned in an order that respects
-    their dependencies. `graph` must be in normal form (`normalize`; most graphs are)."""
+    their dependencies. `graph` must be in normal form (`normalize`; most graphs are). `scopes`:
+    see `schedule_scope`."""
+    scopes = {} if scopes is None else scopes
     live = _live_nodes(graph)
     consumers: dict[Value, list[Node]] = {}
     for n in graph.nodes:
@@ -148,7 +251,7 @@ def schedule(graph: Graph) -> list[Kernel]:
             continue  # tuple_get: the element buffer of its control step (below)
         if low.kind == "control":
             k = Control(f"k{len(kernels)}_{node.prim.name}", node.prim.name, node, (), [node], [])
-            k.regions = {name: schedule_scope(r.graph) for name, r in region_attrs(node.attrs)}
+            k.regions = {name: _region_scope(r, scopes) for name, r in region_attrs(node.attrs)}
             kernels.append(k)
             kernel_of[node] = k
             paths[node] = {()}
@@ -208,16 +311,62 @@ def schedule(graph: Graph) -> list[Kernel]:
                     k.inputs.append(v)
         if k.kind == "loop":
             k.flat = all(LOWERINGS[n.prim.name].linear(n) for n in k.nodes)
+            if not k.flat:
+                k.boxes = _boxes(k, paths)
         if isinstance(k, Control) and not k.elements:
             k.elements = [None] * len(k.root.out.type.elements)
     return kernels
 
 
+# A pad or concatenate read at the kernel's own index selects, per element, which operand (or the
+# fill) it reads, with clamped indices: LLVM does not vectorise such gathers, and every operand is
+# evaluated at every element. Split at the operand boundaries along one axis, each box of the loop
+# nest reads one operand: the range checks fold away and the box vectorises like a plain copy
+# (the backward pass of an LSTM cell assembles its gate cotangents this way, 4 pads of 128 columns).
+MAX_BOXES = 8
+
+
+def _boxes(k: Kernel, paths: dict) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """Boxes of `k.domain` split at the operand boundaries of the pad / concatenate nodes the kernel
+    evaluates at its own index, along the innermost axis that has any; None when there are none."""
+    cuts: dict[int, set[int]] = {}
+    for n in k.nodes:
+        if n.out.shape != k.domain or paths.get(n) != {()}:
+            continue
+        if n.prim.name == "concatenate":
+            a, at = n.attrs["axis"], 0
+            for x in n.inputs:
+                at += x.shape[a]
+                cuts.setdefault(a, set()).add(at)
+        elif n.prim.name == "pad":
+            for a, (lo, it, x) in enumerate(zip(n.attrs["low"], n.attrs["interior"], n.inputs[0].shape)):
+                if it == 0 and (lo != 0 or x != n.out.shape[a]):
+                    cuts.setdefault(a, set()).update((lo, lo + x))
+    if not cuts:
+        return None
+    axis = max(cuts)
+    size = k.domain[axis]
+    edges = sorted({0, size} | {c for c in cuts[axis] if 0 < c < size})
+    if len(edges) - 1 > MAX_BOXES or len(edges) <= 2:
+        return None
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        start = tuple(lo if a == axis else 0 for a in range(len(k.domain)))
+        stop = tuple(hi if a == axis else d for a, d in enumerate(k.domain))
+        out.append((start, stop))
+    return out
+
+
 def normalize(graph: Graph) -> Graph:
-    """`graph` with `tuple_get(make_tuple(...))` folded, repeated projections of one element merged
-    and `inline` nodes replaced by their region; `graph` itself when there is nothing to do.
+    """`graph` with `tuple_get(make_tuple(...))` folded, repeated projections of one element merged,
+    `inline` nodes replaced by their region and the scans' weights in gemm-friendly layout
+    (`transpose_loop_weights`); `graph` itself when there is nothing to do.
 
     Regions are normalised when they are scheduled (`schedule_scope`)."""
+    return transpose_loop_weights(_normalize_tuples(graph))
+
+
+def _normalize_tuples(graph: Graph) -> Graph:
     seen: set[tuple] = set()
     for n in graph.nodes:
         kind = _lowering(n).kind

@@ -17,7 +17,9 @@ next, and the two swap at every step, so no kernel writes what it reads. The fir
 step reads the `init` operand itself (no copy in). For a scan, whose trip count is
 static, the buffers are ordered so that the last step writes the result buffer
 (no copy out); a while loop copies its final carry once when it ended in the other
-buffer. A carry the body returns unchanged stays in its init buffer throughout.
+buffer. A carry the body returns unchanged stays in its init buffer throughout. A scan carry
+whose new value is also one of its ys (``return h, h``) lives in the ys slices instead: step t
+writes slice s(t) and step t + 1 reads it, so nothing is copied per step (`_SliceCarry`).
 
 Index errors: after every step the loop leaves when a kernel has set the status
 word, so an error inside a body raises at the call and never feeds a wrong carry
@@ -143,11 +145,61 @@ def _carry_temps(node: Node, body: Graph, n_consts: int, n_carry: int, used: lis
     return temps
 
 
+class _SliceCarry:
+    """A carry whose new value is also a y (``return h, h``): it lives in the ys slices. Step t
+    writes slice s(t), which the next step reads as its carry: no carry buffers, no per-step copy;
+    the final carry is copied out of the last slice once."""
+
+    invariant = False
+
+    def __init__(self, init: ir.Value, result: ir.Value | None, ys: ir.Value, slice_bytes: int, length: int,
+                 reverse: bool):
+        self.init, self.result, self._ys = init, result, ys
+        self._bytes, self._length, self._reverse = slice_bytes, length, reverse
+
+    def _slice(self, b: ir.IRBuilder, s: ir.Value) -> ir.Value:
+        return b.gep(self._ys, [b.mul(s, u.i64(self._bytes))], inbounds=True, source_etype=u.I8)
+
+    def current(self, b: ir.IRBuilder, loop: _Loop) -> ir.Value:
+        # the slice step t - 1 wrote: s(t - 1) = t - 1, or length - t when reverse
+        prev = b.sub(u.i64(self._length), loop.iv) if self._reverse else b.sub(loop.iv, u.i64(1))
+        first = b.icmp_unsigned("==", loop.iv, u.i64(0))
+        return b.select(first, self.init, self._slice(b, b.select(first, u.i64(0), prev)))
+
+    def next(self, b: ir.IRBuilder, loop: _Loop) -> ir.Value:
+        return self._slice(b, b.sub(u.i64(self._length - 1), loop.iv) if self._reverse else loop.iv)
+
+    def last(self, b: ir.IRBuilder) -> ir.Value:
+        return self._slice(b, u.i64(0 if self._reverse else self._length - 1))
+
+
+def _slice_carries(body: Graph, nc: int, nk: int, ys_used: list[bool]) -> dict[int, int]:
+    """carry j -> y m for the carries whose new value is also y m (a computed value, not a body
+    input, whose stacked ys are wanted): they live in the ys slices (`_SliceCarry`)."""
+    inputs = set(body.inputs)
+    out: dict[int, int] = {}
+    taken: set[int] = set()
+    for j in range(nk):
+        v = body.outputs[j]
+        if v in inputs or v in body.outputs[:j]:
+            continue
+        for m, y in enumerate(body.outputs[nk:]):
+            if y is v and ys_used[m] and m not in taken:
+                out[j] = m
+                taken.add(m)
+                break
+    return out
+
+
 # --- scan ----------------------------------------------------------------------------------------
 def _scan_temps(node: Node, used: list[bool]) -> dict:
     a = node.attrs
     body, nc, nk = a["body"].graph, a["num_consts"], a["num_carry"]
     temps = _carry_temps(node, body, nc, nk, used, a["length"] >= 2)
+    if a["length"] > 0:
+        for j in _slice_carries(body, nc, nk, used[nk:]):
+            temps.pop(f"final{j}", None)
+            temps.pop(f"carry{j}", None)
     for m in range(nk, len(node.out.type.elements)):
         if not used[m]:  # every step writes its y into one slice nobody reads
             temps[f"y{m}"] = _nbytes(body.outputs[m].type)
@@ -163,8 +215,14 @@ def _emit_scan(entry, site) -> None:
     consts, init, xs = ops[:nc], ops[nc:nc + nk], ops[nc + nk:]
     x_types = body.in_types[nc + nk:]
     y_types = body.out_types[nk:]
+    in_slices = _slice_carries(body, nc, nk, [p is not None for p in site.results[nk:]]) if length > 0 else {}
+    if in_slices:  # their temps were not planned (`_scan_temps`): give `_carries` a buffer it won't use
+        site = _SliceSite(site, in_slices)
     carries = _carries(site, node, init, body, nc, length >= 2,
                        final_in_first=lambda j: (length - 1) % 2 == 0)
+    for j, m in in_slices.items():
+        carries[j] = _SliceCarry(init[j], site.results[j], site.results[nk + m], _nbytes(y_types[m]), length,
+                                 a["reverse"])
     if length > 0:
         with _loop(b, length, "scan") as loop:
             s = b.sub(u.i64(length - 1), loop.iv) if a["reverse"] else loop.iv
@@ -172,13 +230,35 @@ def _emit_scan(entry, site) -> None:
             ys = []
             for m, t in enumerate(y_types):
                 ptr = site.results[nk + m]
-                ys.append(site.temp(f"y{nk + m}") if ptr is None else entry.at(ptr, b.mul(s, u.i64(_nbytes(t)))))
+                if m in in_slices.values():
+                    ys.append(None)  # written by its carry (the same value, the same slice)
+                else:
+                    ys.append(site.temp(f"y{nk + m}") if ptr is None else entry.at(ptr, b.mul(s, u.i64(_nbytes(t)))))
             site.region("body", consts + [c.current(b, loop) for c in carries] + x_at,
                         [c.next(b, loop) for c in carries] + ys)
             loop.leave_if(entry.failed())
     for c, t in zip(carries, body.in_types[nc:nc + nk]):
-        if c.result is not None and (c.invariant or length == 0):
+        if c.result is None:
+            continue
+        if c.invariant or length == 0:
             entry.copy(c.result, c.init, t)
+        elif isinstance(c, _SliceCarry):
+            entry.copy(c.result, c.last(b), t)
+
+
+class _SliceSite:
+    """A ControlSite whose temps for the slice carries were not planned: asking for one gives None
+    (never used: `_emit_scan` replaces those carries)."""
+
+    def __init__(self, site, in_slices: dict[int, int]):
+        self._site = site
+        self._skip = {f"{k}{j}" for j in in_slices for k in ("final", "carry")}
+
+    def temp(self, name: str):
+        return None if name in self._skip else self._site.temp(name)
+
+    def __getattr__(self, name):
+        return getattr(self._site, name)
 
 
 # --- while_loop ----------------------------------------------------------------------------------

@@ -11,12 +11,16 @@ passes and emits one new control-flow node, as JAX does for `lax.cond` / `lax.sc
   also returns the residuals of the branch taken (residual slots of equal type are shared by the
   branches, the other branch fills them with zeros) and an unknown cond over them; `scan` into a
   known scan that stacks each step's residuals as extra ys (residuals that depend only on the
-  consts are computed once, outside the loop) and an unknown scan that reads them as xs;
+  consts are computed once, outside the loop; those a few cheap elementwise ops compute from other
+  stacked residuals, such as s * (1 - s) of a sigmoid s, are recomputed by the unknown body) and
+  an unknown scan that reads them as xs;
   `while_loop` keeps its known carries on the known side and recomputes the whole loop on the
   unknown side (enough for forward mode and `linearize`).
 - **transpose**: a linear `cond` transposes into a cond of the transposed branches; a linear
   `scan` into a scan in the opposite direction of the transposed body, whose carry also
-  accumulates the cotangents of the linear consts over the steps. `while_loop` has no transpose:
+  accumulates the cotangents of the linear consts over the steps; a summand that is a product of
+  two per-step values (an RNN's dW = sum_t dg_t^T h_t) leaves the loop instead, as one
+  contraction of the stacked operands over the step axis too. `while_loop` has no transpose:
   its trip count is not known ahead, so reverse mode through it is an error naming the fix.
 - `tuple_get` / `make_tuple` move structured tangents and cotangents (tuples with one entry
   per element, ``None`` for a symbolic zero) between tuples and their elements.
@@ -292,7 +296,8 @@ def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, 
     hoist_graph = Graph(const_inputs, live_nodes(known_body.nodes, [r for r, h in zip(res, hoisted) if h]),
                         [r for r, h in zip(res, hoisted) if h])
     hoisted_vals = iter(inline(ctx.known, hoist_graph, outer_consts))
-    stacked_res = [r for r, h in zip(res, hoisted) if not h]
+    remat = _recomputable(known_body, res, hoisted)
+    stacked_res = [r for r, h, m in zip(res, hoisted, remat) if not h and not m]
     kouts = known_body.outputs[:n_known_out] + stacked_res
     kbody = Graph(known_body.inputs, live_nodes(known_body.nodes, kouts), kouts, known_body.name)
     known_vals: list[Value] = []
@@ -301,18 +306,23 @@ def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, 
                                num_carry=nk_known, length=length, reverse=reverse)
         known_vals = elements(ctx.known, known)
     stacked_vals = iter(known_vals[n_known_out:])
-    invariant_res, stacked_in = [], []
+    invariant_res, stacked_in, remat_in = [], [], []
     ubody = pe.unknown
-    for r_in, h in zip(ubody.inputs[:n_res], hoisted):
+    kept_at: dict[Value, Value] = {}  # a stacked residual of the known body -> its unknown-body input
+    for r_in, r, h, m in zip(ubody.inputs[:n_res], res, hoisted, remat):
         if h:
             invariant_res.append((r_in, ctx.residual(next(hoisted_vals))))
+        elif m:
+            remat_in.append((r_in, r))
         else:
             stacked_in.append((r_in, ctx.residual(next(stacked_vals))))
+            kept_at.setdefault(r, r_in)
     unk_in = ubody.inputs[n_res:]
     nc_unk, nk_unk = sum(const_uk), sum(carry_uk)
     order = ([r for r, _ in invariant_res] + unk_in[:nc_unk] + unk_in[nc_unk:nc_unk + nk_unk]
              + [r for r, _ in stacked_in] + unk_in[nc_unk + nk_unk:])
-    ubody = Graph(order, ubody.nodes, ubody.outputs, ubody.name)
+    ubody = _with_recomputed(Graph(order + [r_in for r_in, _ in remat_in], ubody.nodes, ubody.outputs, ubody.name),
+                             len(order), [r for _, r in remat_in], kept_at)
     unknown_vals: list[Value] = []
     if ubody.outputs:
         lifted = [ctx.lift(i) for i, u in enumerate(in_uk) if u]
@@ -323,6 +333,72 @@ def _scan_partial_eval(ctx, operands, unknowns, *, body, num_consts, num_carry, 
         unknown_vals = elements(ctx.unknown, unk)
     kit, uit = iter(known_vals[:n_known_out]), iter(unknown_vals)
     return [(True, next(uit)) if u else (False, next(kit)) for u in out_uk]
+
+
+# Residuals a scan need not stack: those that a few cheap elementwise ops compute from other stacked
+# residuals (s * (1 - s) from a stacked sigmoid s, 1 - t * t from a stacked tanh t). The backward
+# body recomputes them: fewer per-step stores and loads, and fewer kernels in the forward body.
+CHEAP_RECOMPUTE = frozenset({"add", "sub", "mul", "neg", "full", "constant"})
+MAX_RECOMPUTED_NODES = 6
+
+
+def _recomputable(body: Graph, res: Sequence[Value], hoisted: Sequence[bool]) -> list[bool]:
+    """Per residual of the known `body`: recompute it in the unknown body instead of stacking it
+    (see CHEAP_RECOMPUTE). Residuals are decided in definition order, each from the ones kept
+    stacked before it."""
+    position = {n.out: i for i, n in enumerate(body.nodes)}
+    order = sorted(range(len(res)), key=lambda i: position.get(res[i], -1))
+    kept: set[Value] = set()
+    out = [False] * len(res)
+    for i in order:
+        r = res[i]
+        if hoisted[i]:
+            continue
+        cone = None if r in kept else _cheap_cone(r, kept)
+        if cone is not None and 0 < cone <= MAX_RECOMPUTED_NODES:
+            out[i] = True
+        else:
+            kept.add(r)
+    return out
+
+
+def _cheap_cone(v: Value, leaves: set, seen: set | None = None) -> int | None:
+    """Number of nodes computing `v` from `leaves` by CHEAP_RECOMPUTE ops alone, or None."""
+    seen = set() if seen is None else seen
+    if v in leaves or v in seen:
+        return 0
+    n = v.node
+    if n is None or n.prim.name not in CHEAP_RECOMPUTE:
+        return None
+    seen.add(v)
+    total = 1
+    for o in n.inputs:
+        if o.type.shape != v.type.shape:
+            return None
+        c = _cheap_cone(o, leaves, seen)
+        if c is None:
+            return None
+        total += c
+    return total
+
+
+def _with_recomputed(graph: Graph, n_kept: int, recomputed: Sequence[Value], kept_at: dict) -> Graph:
+    """`graph` whose inputs after the first `n_kept` are computed in it instead: input
+    ``n_kept + j`` is `recomputed[j]`, a value of the known body, emitted from the known-body
+    values in `kept_at` (each mapped to one of `graph`'s first inputs)."""
+    if not recomputed:
+        return graph
+    b = GraphBuilder(graph.name)
+    ins = [b.add_input(v.type) for v in graph.inputs[:n_kept]]
+    env: dict[Value, Value] = {k: ins[graph.inputs.index(v)] for k, v in kept_at.items()}
+
+    def emit(v: Value) -> Value:
+        if v not in env:
+            n = v.node
+            env[v] = b.emit_copy(n, tuple([emit(o) for o in n.inputs]))
+        return env[v]
+
+    return b.build(inline(b, graph, ins + [emit(r) for r in recomputed]))
 
 
 def _scan_transpose(ctx, ct, operands, *, body, num_consts, num_carry, length, reverse):
@@ -341,25 +417,119 @@ def _scan_transpose(ctx, ct, operands, *, body, num_consts, num_carry, length, r
     n_lc, n_lx = sum(lin_c), sum(lin_x)
     carry_types = g.in_types[nc:nc + nk]
     lin_c_types = [t for t, li in zip(g.in_types[:nc], lin_c) if li]
+    cts_y = [c for c in ct_ys if c is not None]
+    # the cotangent of a linear const is a sum over the steps; its products of per-step values leave
+    # the loop as one contraction over the stacked operands (below), the rest is carried
+    kept, products, extra = _split_accumulation(gt, n_lc, len(res_c), len(res_x), nk)
+    outer_of = dict(zip(gt.inputs[len(res_c):len(res_c) + len(res_x)], res_x))
+    outer_of.update(zip(gt.inputs[len(res_c) + len(res_x) + nk:], cts_y))
     tb = GraphBuilder(g.name + "_T")
     rc = [tb.add_input(c.type) for c in res_c]
-    acc = [tb.add_input(t) for t in lin_c_types]
+    acc = [tb.add_input(t) for t, terms in zip(lin_c_types, kept) if terms]
     cc = [tb.add_input(t) for t in carry_types]
     rx = [tb.add_input(gt.in_types[len(res_c) + k]) for k in range(len(res_x))]
     cy = [tb.add_input(t) for t, w in zip(ys_types, with_ct[nk:]) if w]
-    outs = inline(tb, gt, rc + rx + cc + cy)
-    new_acc = [tb.add(a, o) for a, o in zip(acc, outs[:n_lc])]
-    tbody = tb.build(new_acc + outs[n_lc:])
+    flat_kept = [v for terms in kept for v in terms]
+    body_outs = flat_kept + gt.outputs[n_lc:] + extra
+    outs = inline(tb, Graph(gt.inputs, live_nodes(gt.nodes, body_outs), body_outs, gt.name), rc + rx + cc + cy)
+    sums, at = [], 0
+    for terms in kept:
+        if terms:
+            sums.append(_sum(tb, outs[at:at + len(terms)]))
+        at += len(terms)
+    new_acc = [tb.add(a, s) for a, s in zip(acc, sums)]
+    tbody = tb.build(new_acc + outs[at:])
+    n_acc = len(acc)
     ct_carry = [c if c is not None else _zeros(ctx, t) for c, t in zip(ct_carry, carry_types)]
-    out = ctx.scan(*res_c, *[_zeros(ctx, t) for t in lin_c_types], *ct_carry, *res_x,
-                   *[c for c in ct_ys if c is not None], body=Region(tbody), num_consts=len(res_c),
-                   num_carry=n_lc + nk, length=length, reverse=not reverse)
+    out = ctx.scan(*res_c, *[_zeros(ctx, t) for t, terms in zip(lin_c_types, kept) if terms], *ct_carry, *res_x,
+                   *cts_y, body=Region(tbody), num_consts=len(res_c),
+                   num_carry=n_acc + nk, length=length, reverse=not reverse)
     vals = elements(ctx, out)
-    ct_c, ct_init, ct_x = iter(vals[:n_lc]), vals[n_lc:n_lc + nk], iter(vals[n_lc + nk:])
-    assert len(vals) == n_lc + nk + n_lx
+    assert len(vals) == n_acc + nk + n_lx + len(extra)
+    stacked = dict(outer_of)
+    for v, s in zip(gt.outputs[n_lc + nk:] + extra, vals[n_acc + nk:]):
+        stacked.setdefault(v, s)
+    accs, ct_lin_c = iter(vals[:n_acc]), []
+    for terms, prods in zip(kept, products):
+        parts = [next(accs)] if terms else []
+        parts += [_stacked_product(ctx, node, stacked) for node in prods]
+        ct_lin_c.append(_sum(ctx, parts))
+    ct_c, ct_init, ct_x = iter(ct_lin_c), vals[n_acc:n_acc + nk], iter(vals[n_acc + nk:n_acc + nk + n_lx])
     return ([next(ct_c) if li else None for li in lin_c] + [c if is_undefined(v) else None
                                                            for c, v in zip(ct_init, init)]
             + [next(ct_x) if li else None for li in lin_x])
+
+
+def _sum(b: GraphBuilder, terms: Sequence[Value]) -> Value:
+    total = terms[0]
+    for t in terms[1:]:
+        total = b.add(total, t)
+    return total
+
+
+def _terms(v: Value) -> list[Value]:
+    """The summands of `v` through a tree of same-shape `add` nodes."""
+    n = v.node
+    if n is None or n.prim.name != "add" or any(o.type != v.type for o in n.inputs):
+        return [v]
+    return _terms(n.inputs[0]) + _terms(n.inputs[1])
+
+
+def _split_accumulation(gt: Graph, n_lc: int, n_rc: int, n_rx: int, nk: int):
+    """How the transposed body `gt` (inputs ``(*res consts, *res xs, *ct carry, *ct ys)``, outputs
+    ``(*ct lin consts, *ct carry, *ct lin xs)``) accumulates the cotangent of each linear const:
+    ``(kept, products, extra)``.
+
+    A summand ``dot_general(p, q)`` without batch dimensions whose operands both change from step
+    to step sums over the steps to one contraction of the stacked p and q that also contracts the
+    step axis (dW = sum_t dg_t^T h_t = dG^T H): it leaves the loop (`products[k]`, its nodes)
+    unless stacking an operand the scan does not stack already would write more per step than the
+    accumulator it saves. `kept[k]` are the other summands (carried as before), `extra` the values
+    the body must return as new ys to stack such operands."""
+    per_step = set(gt.inputs[n_rc:])
+    for n in gt.nodes:
+        if any(v in per_step for v in n.inputs):
+            per_step.add(n.out)
+    available = set(gt.inputs[n_rc:n_rc + n_rx]) | set(gt.inputs[n_rc + n_rx + nk:]) | set(gt.outputs[n_lc + nk:])
+    kept, products, extra = [], [], []
+    for v in gt.outputs[:n_lc]:
+        mine_kept, mine = [], []
+        for term in _terms(v):
+            n, perm = _under_transposes(term)
+            if n is not None and n.prim.name == "dot_general" and not any(n.attrs["batch"]) \
+                    and all(o in per_step for o in n.inputs) \
+                    and all(o in available or o.type.size <= term.type.size for o in n.inputs):
+                mine.append((n, perm))
+                for o in n.inputs:
+                    if o not in available and o not in extra:
+                        extra.append(o)
+            else:
+                mine_kept.append(term)
+        kept.append(mine_kept)
+        products.append(mine)
+    return kept, products, extra
+
+
+def _under_transposes(v: Value):
+    """(the node under a chain of `transpose` nodes producing `v`, the chain's composed permutation
+    or None when there is no transpose)."""
+    perm = None
+    n = v.node
+    while n is not None and n.prim.name == "transpose":
+        p = tuple(n.attrs["permutation"])
+        perm = p if perm is None else tuple(p[i] for i in perm)
+        n = n.inputs[0].node
+    return n, perm
+
+
+def _stacked_product(ctx, product, stacked: dict) -> Value:
+    """The sum over the steps of one body `dot_general` node (then permuted): the same contraction
+    of its stacked operands that also contracts their leading step axis."""
+    node, perm = product
+    (ca, cb) = node.attrs["contract"]
+    p, q = (stacked[o] for o in node.inputs)
+    out = ctx.dot_general(p, q, contract=((0, *(c + 1 for c in ca)), (0, *(c + 1 for c in cb))), batch=((), ()))
+    return out if perm is None else ctx.transpose(out, permutation=perm)
 
 
 # --- while_loop ----------------------------------------------------------------------------------

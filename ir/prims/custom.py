@@ -10,9 +10,11 @@
   inlines `fwd` and, for reverse mode, emits ``custom_vjp_lin`` (a linear node whose transpose is
   `bwd`); in forward mode (jvp, jacfwd) the tangent is `bwd` transposed (bwd must be linear in
   the cotangents, as a VJP is).
-- ``checkpoint(*args) {body}``: evaluates ``body``; reverse mode saves only the operands and
-  recomputes the body in the backward pass (inside a checkpoint region of its own, so that the
-  recomputation is not merged back into the forward pass).
+- ``checkpoint(*args) {body, policy}``: evaluates ``body``; reverse mode saves only the operands
+  (and, under a `policy` other than the default nothing_saveable, the intermediate values it names
+  saveable: every one, or the dot_general results) and recomputes the body in the backward pass
+  (inside a checkpoint region of its own, so that the recomputation is not merged back into the
+  forward pass).
 
 Consts are the tensors the user's functions close over; the operands of `fun` come last, so
 that evaluating the node (the interpreter, codegen) runs `fun` on its trailing operands. Derivatives do not flow into the consts of
@@ -317,50 +319,119 @@ CUSTOM_VJP_LIN = register(Primitive(
 
 
 # --- checkpoint ----------------------------------------------------------------------------------
-def _checkpoint_type(*operands, body):
+# Which intermediate values reverse mode saves instead of recomputing (JAX's names); the attribute
+# is absent for the default, nothing_saveable (only the operands are saved).
+NOTHING_SAVEABLE = "nothing_saveable"
+CHECKPOINT_POLICIES = {
+    NOTHING_SAVEABLE: lambda node: False,
+    "everything_saveable": lambda node: True,
+    "dots_saveable": lambda node: node.prim.name == "dot_general",
+    "dots_with_no_batch_dims_saveable": lambda node: node.prim.name == "dot_general" and not any(node.attrs["batch"]),
+}
+
+
+def _policy(policy) -> dict:
+    """The checkpoint attributes that carry `policy` (none for the default)."""
+    return {} if policy == NOTHING_SAVEABLE else {"policy": policy}
+
+
+def _checkpoint_type(*operands, body, policy=NOTHING_SAVEABLE):
     body = _region("checkpoint", "body", body)
+    if policy not in CHECKPOINT_POLICIES:
+        raise ValueError(f"checkpoint: unknown policy {policy!r} (one of {', '.join(sorted(CHECKPOINT_POLICIES))})")
     _expect("checkpoint", "the body takes", body.in_types, operands, TypeError)
     return _tuple_result(body.out_types)
 
 
-def _checkpoint_impl(*operands, body):
+def _checkpoint_impl(*operands, body, policy=NOTHING_SAVEABLE):
     return tuple(interpret(body.graph, list(operands)))
 
 
-def _checkpoint_jvp(ctx, primals, tangents, *, body):
+def _checkpoint_jvp(ctx, primals, tangents, *, body, policy=NOTHING_SAVEABLE):
     nz = [t is not None for t in tangents]
     flag = getattr(ctx, "for_transpose", False)
     out_nz = [not z for z in jvp(body.graph, nz, for_transpose=flag).zero_outputs]
     n = len(body.out_types)
     if not any(out_nz):
-        return ctx.checkpoint(*primals, body=body), None
+        return ctx.checkpoint(*primals, body=body, **_policy(policy)), None
     j = jvp(body.graph, nz, out_nz, for_transpose=flag)
-    out = ctx.checkpoint(*primals, *[t for t in tangents if t is not None], body=Region(j.graph))
+    out = ctx.checkpoint(*primals, *[t for t in tangents if t is not None], body=Region(j.graph), **_policy(policy))
     vals = elements(ctx, out)
     tans = iter(vals[n:])
     return pack(ctx, vals[:n]), tuple(next(tans) if z else None for z in out_nz)
 
 
-def _checkpoint_partial_eval(ctx, operands, unknowns, *, body):
+def _saved_values(g: Graph, unknowns, saveable) -> list[Value]:
+    """The known values of `g` reverse mode saves under a policy: walking back from the known values
+    that unknown nodes read, a saveable one is saved (and the walk stops there), another one is
+    recomputed from its operands (and the walk goes on)."""
+    known = {v for v, u in zip(g.inputs, unknowns) if not u}
+    for n in g.nodes:
+        if all(v in known for v in n.inputs):
+            known.add(n.out)
+    frontier = [v for n in g.nodes if n.out not in known for v in n.inputs if v in known]
+    saved, seen = [], set()
+    stack = list(reversed(frontier))
+    while stack:
+        v = stack.pop()
+        if v in seen or v.node is None:
+            continue
+        seen.add(v)
+        if saveable(v.node):
+            saved.append(v)
+        else:
+            stack.extend(reversed(v.node.inputs))
+    return saved
+
+
+def _graph_with_inputs(g: Graph, extra: Sequence[Value], outs: Sequence[Value], name: str) -> Graph:
+    """`g` computing `outs`, with the values `extra` taken as further inputs (after g's own) instead
+    of computed: the nodes only they needed are gone."""
+    b = GraphBuilder(name)
+    env = {v: b.add_input(v.type) for v in g.inputs}
+    env.update({v: b.add_input(v.type) for v in extra})
+    needed, stack = set(), list(outs)
+    while stack:
+        v = stack.pop()
+        if v in env or v in needed or v.node is None:
+            continue
+        needed.add(v)
+        stack.extend(v.node.inputs)
+    for n in g.nodes:
+        if n.out in needed:
+            env[n.out] = b.emit_copy(n, tuple([env[v] for v in n.inputs]))
+    return b.build([env[v] for v in outs])
+
+
+def _checkpoint_partial_eval(ctx, operands, unknowns, *, body, policy=NOTHING_SAVEABLE):
     g = body.graph
     pe = partial_eval(g, unknowns, [None] * len(g.outputs))
     out_uk = pe.unknown_outputs
     n_known = len(pe.known.outputs) - pe.num_residuals
+    saved = [] if policy == NOTHING_SAVEABLE else _saved_values(g, unknowns, CHECKPOINT_POLICIES[policy])
     known_vals: list[Value] = []
-    if n_known:  # the known outputs, from the known operands; no residual is saved ...
-        kouts = pe.known.outputs[:n_known]
-        kbody = Graph(pe.known.inputs, live_nodes(pe.known.nodes, kouts), kouts, g.name + "_known")
-        known = ctx.known.checkpoint(*[v for v, u in zip(operands, unknowns) if not u], body=Region(kbody))
+    if n_known or saved:  # the known outputs (and the values the policy saves), from the known operands
+        if saved:
+            kouts = [v for v, u in zip(g.outputs, out_uk) if not u] + saved
+            known_in = [v for v, u in zip(g.inputs, unknowns) if not u]
+            kbody = Graph(known_in, live_nodes(g.nodes, kouts), kouts, g.name + "_known")
+        else:
+            kouts = pe.known.outputs[:n_known]
+            kbody = Graph(pe.known.inputs, live_nodes(pe.known.nodes, kouts), kouts, g.name + "_known")
+        known = ctx.known.checkpoint(*[v for v, u in zip(operands, unknowns) if not u], body=Region(kbody),
+                                     **_policy(policy))
         known_vals = elements(ctx.known, known)
-    # ... the unknown side recomputes the body from the operands (the only residuals)
+    # the unknown side recomputes the body from the operands and the saved values (the residuals)
     uouts = [v for v, u in zip(g.outputs, out_uk) if u]
-    ubody = Graph(g.inputs, live_nodes(g.nodes, uouts), uouts, g.name)
-    unk = ctx.unknown.checkpoint(*[ctx.lift(i) for i in range(len(operands))], body=Region(ubody))
-    kit, uit = iter(known_vals), iter(elements(ctx.unknown, unk))
+    ubody = _graph_with_inputs(g, saved, uouts, g.name)
+    saved_vals = [ctx.residual(v) for v in known_vals[n_known:]]
+    unk = ctx.unknown.checkpoint(*[ctx.lift(i) for i in range(len(operands))], *saved_vals, body=Region(ubody),
+                                 **_policy(policy))
+    kit, uit = iter(known_vals[:n_known]), iter(elements(ctx.unknown, unk))
     return [(True, next(uit)) if u else (False, next(kit)) for u in out_uk]
 
 
-def _checkpoint_transpose(ctx, ct, operands, *, body):
+def _checkpoint_transpose(ctx, ct, operands, *, body, policy=NOTHING_SAVEABLE):
     g = body.graph
     lin = [is_undefined(o) for o in operands]
     pe = partial_eval(g, lin, [None] * len(g.outputs))
@@ -374,16 +445,17 @@ def _checkpoint_transpose(ctx, ct, operands, *, body):
     residuals = inline(tb, pe.known, res_in)[n_known:]  # the forward recomputed here, in the backward pass
     lt = transpose(pe.unknown, [False] * pe.num_residuals + [True] * sum(lin), with_ct)
     tbody = tb.build(inline(tb, lt, residuals + ct_in))
-    out = ctx.checkpoint(*res_ops, *[ct[k] for k, w in zip(unknown_out, with_ct) if w], body=Region(tbody))
+    out = ctx.checkpoint(*res_ops, *[ct[k] for k, w in zip(unknown_out, with_ct) if w], body=Region(tbody),
+                         **_policy(policy))
     cts = iter(elements(ctx, out))
     return [next(cts) if li else None for li in lin]
 
 
-def _checkpoint_batch(ctx, values, dims, *, body):
+def _checkpoint_batch(ctx, values, dims, *, body, policy=NOTHING_SAVEABLE):
     values, dims = _moved_to_front(ctx, values, dims)
     out_b = batched_outputs(body.graph, [d is not None for d in dims])
     new = _batch_region(body, dims, ctx.axis_size, out_b, getattr(ctx, "randomness", "error"))
-    return ctx.checkpoint(*values, body=new), tuple(0 if b else None for b in out_b)
+    return ctx.checkpoint(*values, body=new, **_policy(policy)), tuple(0 if b else None for b in out_b)
 
 
 CHECKPOINT = register(Primitive(

@@ -26,7 +26,7 @@ from .. import _pytree
 from .._tensor import Tensor
 from .._trace import ClosedGraph, bind, trace_function
 
-__all__ = ["custom_jvp", "custom_vjp", "checkpoint", "CustomRuleError"]
+__all__ = ["custom_jvp", "custom_vjp", "checkpoint", "checkpoint_policies", "CustomRuleError"]
 
 
 # --- tracing functions into regions --------------------------------------------------------------
@@ -392,14 +392,52 @@ def _arg_cotangents(op: str, cts, diff_args: Sequence) -> list:
 
 
 # --- checkpoint ----------------------------------------------------------------------------------
+class checkpoint_policies:
+    """The `policy` values of `checkpoint`, as JAX's ``jax.checkpoint_policies``: which intermediate
+    values of the function reverse mode saves instead of recomputing.
+
+    - ``nothing_saveable`` (the default): only the arguments; everything else is recomputed;
+    - ``everything_saveable``: every intermediate value the backward pass reads (no recomputation:
+      the same residuals as without `checkpoint`);
+    - ``dots_saveable``: the results of matrix products (``@``, `matmul`, `einsum` contractions);
+      the cheap elementwise work around them is recomputed;
+    - ``dots_with_no_batch_dims_saveable``: the same, for products without batch dimensions.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import checkpoint, checkpoint_policies, grad
+    >>> w = tp.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> f = checkpoint(lambda x: tp.tanh(x @ w), policy=checkpoint_policies.dots_saveable)
+    >>> grad(lambda x: f(x).sum())(tp.tensor([[0.0, 0.0]]))
+    tensor([[3., 7.]])
+    """
+
+    nothing_saveable = "nothing_saveable"
+    everything_saveable = "everything_saveable"
+    dots_saveable = "dots_saveable"
+    dots_with_no_batch_dims_saveable = "dots_with_no_batch_dims_saveable"
+
+
+def _policy_name(policy) -> str:
+    from tensorplay.ir.prims.custom import CHECKPOINT_POLICIES
+
+    if policy is None:
+        return checkpoint_policies.nothing_saveable
+    name = policy if isinstance(policy, str) else getattr(policy, "__name__", None)
+    if name not in CHECKPOINT_POLICIES:
+        raise ValueError(f"checkpoint: unknown policy {policy!r}; use one of "
+                         f"{', '.join('checkpoint_policies.' + p for p in sorted(CHECKPOINT_POLICIES))}")
+    return name
+
+
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_argnums: Sequence[int] = ()):
     """`fun` made rematerialising, as `jax.checkpoint`: reverse mode saves only its arguments and
     recomputes its intermediate values in the backward pass (less memory, more compute).
 
     The result is the same function for every other purpose. `static_argnums` marks arguments
-    that are static Python values; `policy` (which intermediates to save anyway) is not supported
-    (only None: save nothing). The recomputation is kept apart from the forward pass, so
-    `prevent_cse` is always in effect.
+    that are static Python values; `policy` (a `checkpoint_policies` member or its name) saves
+    some intermediate values anyway, e.g. ``checkpoint_policies.dots_saveable`` keeps the matrix
+    products and recomputes only the elementwise work around them. The recomputation is kept
+    apart from the forward pass, so `prevent_cse` is always in effect.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import checkpoint, grad
@@ -409,8 +447,9 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
     """
     if not callable(fun):
         raise TypeError(f"checkpoint: fun must be callable, got {type(fun).__name__}")
-    if policy is not None:
-        raise NotImplementedError("checkpoint: policy is not supported (only None: save nothing but the arguments)")
+    attrs = {} if policy is None else {"policy": _policy_name(policy)}
+    if attrs.get("policy") == checkpoint_policies.nothing_saveable:
+        attrs = {}
     static = tuple(static_argnums)
 
     @functools.wraps(fun)
@@ -420,6 +459,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
             raise TypeError(f"{op}: pass arguments positionally (keyword arguments are not supported)")
         call = _Call(args, static, op)
         body = call.trace(fun, op, "the function")
-        return _call("checkpoint", call.tensors + body.consts, body.out_tree, body=body.region(consts_first=False))
+        return _call("checkpoint", call.tensors + body.consts, body.out_tree, body=body.region(consts_first=False),
+                     **attrs)
 
     return remat

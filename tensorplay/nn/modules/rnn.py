@@ -204,7 +204,8 @@ class RNNBase(Module):
         return h_shape, (layers, batch, self.hidden_size)
 
     def _prepare(self, input, hx):
-        """Check the arguments; return (input as (T, N, features), hx as a tuple of 3-D states, batched)."""
+        """Check the arguments; return (input as (T, N, features), hx as a tuple of 3-D states or None
+        when not given (zero states), batched)."""
         name = type(self).__name__
         input = _tensor_input(name, "input", input)
         if input.ndim not in (2, 3):
@@ -220,11 +221,8 @@ class RNNBase(Module):
         elif self.batch_first:
             input = _sh.transpose(input, 0, 1)
         h_shape, c_shape = self._state_shapes(input.shape[1])
-        if hx is None:
-            states = (zeros(*h_shape, dtype=dtype),)
-            if self.mode == "LSTM":
-                states += (zeros(*c_shape, dtype=dtype),)
-            return input, states, batched
+        if hx is None:  # zero states, made per layer and direction (`_zero_states`): no slicing of a stack
+            return input, None, batched
         if self.mode == "LSTM":
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError(f"{name}: hx must be a tuple (h_0, c_0) of two tensors, got {type(hx).__name__}")
@@ -246,6 +244,15 @@ class RNNBase(Module):
             _check_dtype(name, label, state, dtype)
             out.append(state)
         return input, tuple(out), batched
+
+    def _zero_states(self, batch: int, dtype) -> tuple:
+        """The initial states when none is given: zeros of one layer and direction, (N, H_out) and,
+        for an LSTM, (N, H)."""
+        h_shape, c_shape = self._state_shapes(batch)
+        states = (zeros(*h_shape[1:], dtype=dtype),)
+        if self.mode == "LSTM":
+            states += (zeros(*c_shape[1:], dtype=dtype),)
+        return states
 
     def _run_direction(self, x, state, layer: int, direction: int):
         """One layer in one direction over the sequence `x` (T, N, features): a single scan.
@@ -275,6 +282,7 @@ class RNNBase(Module):
     def forward(self, input, hx=None):
         x, states, batched = self._prepare(input, hx)
         num_directions = 2 if self.bidirectional else 1
+        zero = None if states is not None else self._zero_states(x.shape[1], x.dtype)
         finals = []  # per (layer, direction): a tuple of final states
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0 and self.training:
@@ -282,12 +290,13 @@ class RNNBase(Module):
             outputs = []
             for direction in range(num_directions):
                 k = layer * num_directions + direction
-                ys, final = self._run_direction(x, tuple(s[k] for s in states), layer, direction)
+                start = zero if states is None else tuple(s[k] for s in states)
+                ys, final = self._run_direction(x, start, layer, direction)
                 outputs.append(ys)
                 finals.append(final)
             x = outputs[0] if num_directions == 1 else _sh.cat(outputs, -1)
         output = x
-        h_n = tuple(_sh.stack([f[i] for f in finals], 0) for i in range(len(states)))
+        h_n = tuple(_sh.stack([f[i] for f in finals], 0) for i in range(len(finals[0])))
         if not batched:
             output = _sh.squeeze(output, 1)
             h_n = tuple(_sh.squeeze(h, 1) for h in h_n)
