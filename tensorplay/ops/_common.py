@@ -15,13 +15,14 @@ import numpy as np
 
 from tensorplay.ir import dtypes, get_primitive as _gp
 from tensorplay.ir.dtypes import DType
+from tensorplay.ir.dtypes import has_low_float as _has_low_float
 
 from .._tensor import Tensor
 from .._state import STATE as _STATE
 from .._trace import bind
 
 _default_float: DType = dtypes.float32
-_NP2DT = {d.np: d for d in dtypes.ALL}
+_NP2DT = {d.np: d for d in dtypes.KNOWN}
 _SCALARS = (bool, int, float, np.number, np.bool_)
 
 
@@ -79,16 +80,17 @@ def ebind(prim, *operands, **attrs):
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
         key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else None)
-        hit = key in _CHECKED
+        impl = _CHECKED.get(key)
     except (AttributeError, TypeError):
         return bind(prim, *operands, **attrs)
-    if not hit:
+    if impl is None:
         out = bind(prim, *operands, **attrs)  # type check (raises the usual errors) + impl
         if len(_CHECKED) >= _CHECKED_LIMIT:
             _CHECKED.clear()
-        _CHECKED[key] = True
+        # the numpy function itself, unless a 16-bit float needs the float32 round trip (ir.dtypes.widen)
+        _CHECKED[key] = prim.impl if _has_low_float(arrays, attrs) else prim.full_width_impl
         return out
-    out = (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+    out = (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, impl(*arrays, **attrs))
     if _AUTOGRAD[0]:
         _record_op(prim, attrs, operands, out)  # attrs passed the hashable key above: frozen already
     return out
@@ -129,7 +131,7 @@ def scalar_dtype(x) -> DType:
     raise TypeError(f"unsupported operand type {type(x).__name__}")
 
 
-_CAT = {d: dtypes.category(d) for d in dtypes.ALL}
+_CAT = {d: dtypes.category(d) for d in dtypes.KNOWN}
 
 
 def result_type(*operands, op: str | None = None) -> DType:

@@ -28,7 +28,7 @@ def _float_operand(x, op: str = "") -> Tensor:
 
 
 _PY_CATEGORY = {bool: 0, int: 1, float: 2}
-_CATEGORY = {d: dtypes.category(d) for d in dtypes.ALL}
+_CATEGORY = {d: dtypes.category(d) for d in dtypes.KNOWN}
 
 
 def _operands(input, other, op: str, dtype=None):
