@@ -359,6 +359,15 @@ def _draw(prim: str, shape: tuple[int, ...], dtype: DType | None, generator=None
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"{op}: dtype must be floating point, got {dtype.name}")
+    if dtypes.is_low_float(dtype):  # drawn in float32; uniform: on the grid of 2^-(mantissa+1) so it stays < 1
+        from .elementwise import floor, mul
+        from ._common import convert
+
+        x = _draw(prim, shape, dtypes.float32, generator, op)
+        if prim == "random_uniform":
+            steps = float(2 ** (11 if dtype is dtypes.float16 else 8))
+            x = mul(floor(mul(x, steps)), 1.0 / steps)
+        return convert(x, dtype)
     with allocating(op, shape, dtype):
         return bind(prim, random_key(prod(shape), generator), shape=shape, dtype=dtype)
 

@@ -325,3 +325,55 @@ def test_conversions_exhaustively_without_half_instructions(integer_half_code):
     a, b = _operands("float16")
     fn = lambda x, y: (x * y + x) / (y.abs() + 1)  # noqa: E731
     same_bits(tp.compile(fn)(tp.from_numpy(a), tp.from_numpy(b)).numpy(), fn(tp.from_numpy(a), tp.from_numpy(b)).numpy())
+
+
+# --- Python numbers, random fills, the default dtype -------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("name", LOW)
+@pytest.mark.parametrize("s", [0.1, 1 / 3, 3.7, 3001])
+def test_python_numbers_as_torch(name, s):
+    """torch multiplies and divides by a Python number in float32 (one rounding), but adds and
+    subtracts it rounded to the tensor's dtype first; both eager and compiled follow it."""
+    a = sample(4099, 12)
+    x = tp.tensor(a).to(low(name))
+    tx = torch.from_numpy(a).to(getattr(torch, name))
+    for fn in (lambda v: v * s, lambda v: s * v, lambda v: v / s, lambda v: v + s, lambda v: s - v, lambda v: v - s):
+        want = fn(tx).float().numpy()
+        np.testing.assert_array_equal(fn(x).float().numpy(), want)
+        np.testing.assert_array_equal(tp.compile(fn)(x).float().numpy(), want)
+
+
+def test_number_in_float32_by_hand():
+    x = tp.tensor([3.0]).half()
+    assert (x * 0.1).item() == float(np.float16(np.float32(3.0) * np.float32(0.1)))
+    assert (x / 0.1).item() == float(np.float16(np.float32(3.0) / np.float32(0.1)))
+    assert (x + 0.1).item() == float(np.float16(np.float32(3.0) + np.float32(np.float16(0.1))))
+
+
+@pytest.mark.parametrize("name", LOW)
+def test_random_fills(name):
+    g = tp.Generator().manual_seed(3)
+    u = tp.rand(20000, dtype=low(name), generator=g)
+    assert u.dtype is low(name)
+    v = u.float().numpy()
+    assert v.min() >= 0 and v.max() < 1 and 0.45 < v.mean() < 0.55
+    steps = 2 ** (11 if name == "float16" else 8)
+    np.testing.assert_array_equal(v * steps, np.floor(v * steps))  # on the 16-bit grid below 1
+    z = tp.randn(20000, dtype=low(name), generator=g).float().numpy()
+    assert abs(z.mean()) < 0.05 and abs(z.std() - 1) < 0.05
+    w = tp.zeros(10, dtype=low(name))
+    w.normal_()
+    assert w.dtype is low(name)
+
+
+@pytest.mark.parametrize("name", LOW)
+def test_set_default_dtype(name):
+    before = tp.get_default_dtype()
+    try:
+        tp.set_default_dtype(low(name))
+        assert tp.tensor([1.5]).dtype is low(name) and tp.zeros(2).dtype is low(name)
+        assert (tp.ones(2, dtype=tp.int64) / 2).dtype is low(name) and tp.rand(2).dtype is low(name)
+    finally:
+        tp.set_default_dtype(before)
+    with pytest.raises(TypeError, match="set_default_dtype"):
+        tp.set_default_dtype(tp.int32)
