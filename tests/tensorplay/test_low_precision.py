@@ -377,3 +377,24 @@ def test_set_default_dtype(name):
         tp.set_default_dtype(before)
     with pytest.raises(TypeError, match="set_default_dtype"):
         tp.set_default_dtype(tp.int32)
+
+
+# --- the tensorplay-ir tool --------------------------------------------------------------------------
+def test_cli_specs_and_run(tmp_path, capsys):
+    from tensorplay.tools.cli import main
+    from tensorplay.tools.cli_specs import SpecError, parse_tensor_spec
+
+    assert parse_tensor_spec("f16[2,3]").dtype is tp.float16 and str(parse_tensor_spec("half[4]")) == "f16[4]"
+    if ml_dtypes is not None:
+        assert parse_tensor_spec("bfloat16[]").dtype is tp.bfloat16
+    with pytest.raises(SpecError, match="f16, bf16"):
+        parse_tensor_spec("f8[2]")
+    src = ("func @f(%x: tensor<4x3xf16>, %w: tensor<3x3xf16>) -> tensor<3xf16> {\n"
+           "  %0 = tp.dot_general %x, %w {batch = [[], []], contract = [[1], [0]]} : tensor<4x3xf16>\n"
+           "  %1 = tp.tanh %0 : tensor<4x3xf16>\n"
+           "  %2 = tp.reduce_sum %1 {axes = [0]} : tensor<3xf16>\n"
+           "  return %2\n}\n")
+    path = tmp_path / "f16.tpir"
+    path.write_text(src)
+    assert main(["run", str(path)]) == 0
+    assert "tensor<3xf16>" in capsys.readouterr().out
