@@ -109,6 +109,9 @@ class KernelContext:
         if v in self.fused:
             node = v.node
             out = LOWERINGS[node.prim.name].emit(self, node, idx)
+            low = v.dtype
+            if low.kind == "f" and low.itemsize == 2 and not _exact_in(node, low):
+                out = u.round_to(self.b, out, low)  # computed in float32: one rounding per operation
         else:
             out = self.load(v, idx)
         self._memo[key] = out
@@ -129,12 +132,16 @@ class KernelContext:
     def load(self, v: Value, idx: Index) -> ir.Value:
         t = u.mem_type(v.dtype)
         x = self.b.load(self.pointer(v, idx), typ=t, align=_ALIGN[t])
+        if t is u.I16:  # a 16-bit float: computed in float32
+            return u.widen(self.b, x, v.dtype)
         return self.b.trunc(x, u.I1) if v.dtype.is_bool else x
 
     def store(self, v: Value, idx: Index, x: ir.Value) -> None:
         t = u.mem_type(v.dtype)
         if v.dtype.is_bool:
             x = self.b.zext(x, u.I8)
+        elif t is u.I16:
+            x = u.narrow(self.b, x, v.dtype)
         self.b.store(x, self.pointer(v, idx), align=_ALIGN[t])
 
     # --- run-time checks ----------------------------------------------------------------------
@@ -168,4 +175,15 @@ class KernelContext:
         self._memo.clear()
 
 
-_ALIGN = {u.I8: 1, u.I32: 4, u.I64: 8, u.F32: 4, u.F64: 8}
+_ALIGN = {u.I8: 1, u.I16: 2, u.I32: 4, u.I64: 8, u.F32: 4, u.F64: 8}
+# Elementwise results that are exact in the operands' 16-bit type (no rounding needed after float32).
+_EXACT_LOW = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "max", "min", "select", "stop_gradient"})
+
+
+def _exact_in(node: Node, low) -> bool:
+    """Is `node`'s float32 result already a value of 16-bit type `low` (moves, exact ops on `low` operands)?"""
+    if node.prim.family == "layout" or node.prim.name == "take":
+        return True
+    if node.prim.name == "convert_element_type":
+        return node.inputs[0].dtype is low
+    return node.prim.name in _EXACT_LOW and all(x.dtype is low for x in node.inputs if x.dtype.kind == "f")

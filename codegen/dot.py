@@ -2,7 +2,8 @@
 
 Two implementations, chosen per node at compile time:
 
-- **cblas gemm from numpy's own OpenBLAS** (float32/float64, 2*m*n*k >=
+- **cblas gemm from numpy's own OpenBLAS** (float32/float64, and float16/bfloat16
+  through float32 copies of the operands and result, 2*m*n*k >=
   `BLAS_MIN_FLOPS`, and a `GemmPlan` exists: each operand's free and contracted
   axes form a strided row-major matrix or its transpose, with any leading
   dimension; batch axes anywhere, and leading free axes that do not fit one
@@ -113,7 +114,8 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
                 dims[a] = iv
         return Index(v.shape, dims=dims)
 
-    dot_form = not rf or (rhs.ndim - 1) in rc
+    # 16-bit floats accumulate in a float32 register (the axpy form would round every partial sum)
+    dot_form = not rf or (rhs.ndim - 1) in rc or u.mem_type(out.dtype) is u.I16
     reassociate = jit.reassociation_is_per_element(kshape)
     with u.loop_nest(b, bshape + mshape, "bm") as bm:
         bi, mi = bm[:len(bshape)], bm[len(bshape):]
@@ -320,17 +322,42 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
         return ir.Constant(it, v)
 
     esize = out.dtype.itemsize
+    base = {v: ctx.buffers[v] for v in (lhs, rhs, out)}
+    low = u.mem_type(out.dtype) is u.I16
+    if low:  # a 16-bit float: sgemm on float32 copies (exact), then one rounding per output element
+        esize = 4
+        base = {v: _malloc(b, 4 * v.type.size) for v in (lhs, rhs, out)}
+        for v in (lhs, rhs):
+            with u.for_range(b, u.i64(v.type.size), "widen") as i:
+                b.store(ctx.load(v, Index(v.shape, linear=i)), b.gep(base[v], [i], inbounds=True, source_etype=u.F32))
     with u.loop_nest(b, tuple(e for e, *_ in plan.loops), "gemm") as ivs:
         def at(v, which):
             off = u.i64(0)
             for iv, loop in zip(ivs, plan.loops):
                 off = u.iadd(b, off, u.imul(b, iv, loop[which] * esize))
-            return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
+            return b.gep(base[v], [off], inbounds=True, source_etype=u.I8)
         b.call(fn, [ir.Constant(u.I32, CBLAS_ROW_MAJOR),
                     ir.Constant(u.I32, CBLAS_TRANS if plan.trans_a else CBLAS_NO_TRANS),
                     ir.Constant(u.I32, CBLAS_TRANS if plan.trans_b else CBLAS_NO_TRANS),
                     c(plan.m), c(plan.n), c(plan.k), u.const(ft, 1.0), at(lhs, 1), c(plan.lda),
                     at(rhs, 2), c(plan.ldb), u.const(ft, 0.0), at(out, 3), c(plan.ldc)])
+    if low:
+        with u.for_range(b, u.i64(out.type.size), "narrow") as i:
+            x = b.load(b.gep(base[out], [i], inbounds=True, source_etype=u.F32), typ=u.F32)
+            ctx.store(out, Index(out.shape, linear=i), x)
+        for v in (lhs, rhs, out):
+            _free(b, base[v])
+
+
+def _malloc(b: ir.IRBuilder, nbytes: int) -> ir.Value:
+    """A heap block of `nbytes` (libc malloc; freed with `_free` before the kernel returns)."""
+    fn = b.module.globals.get("malloc") or ir.Function(b.module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
+    return b.call(fn, [u.i64(max(nbytes, 1))])
+
+
+def _free(b: ir.IRBuilder, p: ir.Value) -> None:
+    fn = b.module.globals.get("free") or ir.Function(b.module, ir.FunctionType(u.VOID, [u.PTR]), "free")
+    b.call(fn, [p])
 
 
 def emit_dot(ctx: KernelContext, node: Node) -> None:

@@ -3,6 +3,13 @@ constants, and context managers so that a loop nest reads like a loop nest.
 
 Booleans live in registers as ``i1`` and in memory as one byte (``i8``, 0 or 1),
 matching numpy's ``bool_`` storage so buffers are shared without conversion.
+
+The 16-bit floats (float16, bfloat16) live in memory as ``i16`` bit patterns and
+in registers as ``float``: a load widens (exact), a store rounds to nearest even,
+and `round_to` gives an operation's float32 result the one rounding the storage
+type has (the semantics of `ir.dtypes.widen`). float16 uses LLVM's ``half``
+conversions when the host has F16C (``vcvtph2ps``/``vcvtps2ph``), integer bit
+code otherwise; bfloat16 is always integer code. Both give the same bits.
 """
 from __future__ import annotations
 
@@ -15,9 +22,11 @@ from tensorplay.ir import dtypes as dt
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 I128 = ir.IntType(128)
+F16 = ir.HalfType()
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
 PTR = ir.PointerType()
@@ -25,6 +34,8 @@ VOID = ir.VoidType()
 
 _REG = {dt.bool_: I1, dt.int32: I32, dt.int64: I64, dt.float32: F32, dt.float64: F64}
 _MEM = {dt.bool_: I8, dt.int32: I32, dt.int64: I64, dt.float32: F32, dt.float64: F64}
+for _low in dt.LOW_FLOATS:  # storage types: bits in memory, float32 in registers
+    _REG[_low], _MEM[_low] = F32, I16
 
 
 def reg_type(dtype: dt.DType) -> ir.Type:
@@ -39,6 +50,91 @@ def mem_type(dtype: dt.DType) -> ir.Type:
 
 def is_float(t: ir.Type) -> bool:
     return isinstance(t, (ir.FloatType, ir.DoubleType))
+
+
+# --- the 16-bit floats -----------------------------------------------------------------------------
+_F16C: list = []  # [bool]: does the host have F16C (LLVM lowers half <-> float to single instructions)?
+
+
+def half_instructions() -> bool:
+    """Use LLVM ``half`` conversions for float16? True when the host CPU has F16C (x86) or is AArch64
+    (where half conversions are base instructions); `set_half_instructions` overrides it (tests)."""
+    if not _F16C:
+        import llvmlite.binding as llvm
+
+        feats = llvm.get_host_cpu_features()
+        _F16C.append(bool(feats.get("f16c", False)) or llvm.get_process_triple().startswith(("aarch64", "arm64")))
+    return _F16C[0]
+
+
+def set_half_instructions(on: bool | None) -> None:
+    """Force (True/False) or reset to host detection (None) the float16 conversion code path.
+    Compiled code already cached keeps the path it was built with."""
+    _F16C.clear()
+    if on is not None:
+        _F16C.append(bool(on))
+
+
+def widen(b: ir.IRBuilder, bits: ir.Value, dtype: dt.DType) -> ir.Value:
+    """The float32 value of the ``i16`` pattern `bits` of 16-bit float `dtype` (exact)."""
+    if dtype is dt.float16:
+        if half_instructions():
+            return b.fpext(b.bitcast(bits, F16), F32)
+        return _half_bits_to_float(b, bits)
+    return b.bitcast(b.shl(b.zext(bits, I32), ir.Constant(I32, 16)), F32)  # bfloat16: the top half of a float
+
+
+def narrow(b: ir.IRBuilder, x: ir.Value, dtype: dt.DType) -> ir.Value:
+    """The ``i16`` pattern of float32 `x` rounded to 16-bit float `dtype` (to nearest, ties to even;
+    NaN stays NaN)."""
+    if dtype is dt.float16:
+        if half_instructions():
+            return b.bitcast(b.fptrunc(x, F16), I16)
+        return _float_to_half_bits(b, x)
+    w = b.bitcast(x, I32)  # bfloat16: round the low 16 bits away, to even; NaNs are kept quiet
+    c = lambda v: ir.Constant(I32, v)  # noqa: E731
+    lsb = b.and_(b.lshr(w, c(16)), c(1))
+    rounded = b.lshr(b.add(w, b.add(c(0x7FFF), lsb)), c(16))
+    quiet = b.or_(b.lshr(w, c(16)), c(0x40))
+    return b.trunc(b.select(b.fcmp_unordered("uno", x, x), quiet, rounded), I16)
+
+
+def round_to(b: ir.IRBuilder, x: ir.Value, dtype: dt.DType) -> ir.Value:
+    """Float32 `x` rounded to 16-bit float `dtype`, as float32 again (one operation's rounding)."""
+    if dtype is dt.float16 and half_instructions():
+        return b.fpext(b.fptrunc(x, F16), F32)  # instcombine folds the pair into a following store
+    return widen(b, narrow(b, x, dtype), dtype)
+
+
+def _float_to_half_bits(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """float32 -> float16 bits without half instructions (the branch-free scheme of Maratyszcza's FP16
+    library: two scalings let the float unit do the rounding, subnormals included)."""
+    c = lambda v: ir.Constant(I32, v)  # noqa: E731
+    f = lambda v: ir.Constant(F32, v)  # noqa: E731
+    w = b.bitcast(x, I32)
+    base = b.fmul(b.fmul(intrinsic(b, "llvm.fabs", [x]), f(2.0 ** 112)), f(2.0 ** -110))
+    shl1 = b.add(w, w)
+    sign = b.and_(w, c(-0x80000000))
+    bias = b.and_(shl1, c(-0x1000000))  # 0xFF000000
+    bias = b.select(b.icmp_unsigned("<", bias, c(0x71000000)), c(0x71000000), bias)
+    base = b.fadd(b.bitcast(b.add(b.lshr(bias, c(1)), c(0x07800000)), F32), base)
+    bits = b.bitcast(base, I32)
+    nonsign = b.add(b.and_(b.lshr(bits, c(13)), c(0x7C00)), b.and_(bits, c(0x0FFF)))
+    nan = b.icmp_unsigned(">", shl1, c(-0x1000000))  # shl1 > 0xFF000000: NaN
+    return b.trunc(b.or_(b.lshr(sign, c(16)), b.select(nan, c(0x7E00), nonsign)), I16)
+
+
+def _half_bits_to_float(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+    """float16 bits -> float32 without half instructions (exact; subnormals via a magic subtraction)."""
+    c = lambda v: ir.Constant(I32, v)  # noqa: E731
+    w = b.shl(b.zext(h, I32), c(16))
+    sign = b.and_(w, c(-0x80000000))
+    two_w = b.add(w, w)
+    normal = b.fmul(b.bitcast(b.add(b.lshr(two_w, c(4)), c(0xE0 << 23)), F32), ir.Constant(F32, 2.0 ** -112))
+    denormal = b.fsub(b.bitcast(b.or_(b.lshr(two_w, c(17)), c(126 << 23)), F32), ir.Constant(F32, 0.5))
+    small = b.icmp_unsigned("<", two_w, c(1 << 27))
+    mag = b.select(small, b.bitcast(denormal, I32), b.bitcast(normal, I32))
+    return b.bitcast(b.or_(sign, mag), F32)
 
 
 def const(t: ir.Type, value) -> ir.Constant:

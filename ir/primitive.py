@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .dtypes import UNCHANGED_FAMILIES, widen
 from .types import TensorType
 
 REGISTRY: dict[str, "Primitive"] = {}
@@ -110,7 +111,10 @@ class Primitive:
             raise ValueError(f"primitive {name!r}: operand roles must be among {ROLES}, got {roles!r}")
         self.name = name
         self.abstract_eval = abstract_eval
-        self.impl = impl
+        # `impl` as called everywhere: 16-bit float operands computed in float32 (`ir.dtypes.widen`);
+        # `full_width_impl` is the numpy function itself (the eager fast path, for other dtypes).
+        self.impl = impl if family in UNCHANGED_FAMILIES else widen(impl)
+        self.full_width_impl = impl
         self.jvp = jvp
         self.transpose = transpose
         self.batch = batch

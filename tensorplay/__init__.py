@@ -10,7 +10,8 @@ signature.
 >>> (x * 2).sum()
 tensor(12.)
 """
-from tensorplay.ir.dtypes import DType as dtype, bool_ as bool, float32, float64, int32, int64  # noqa: A001
+from tensorplay.ir.dtypes import DType as dtype, bool_ as bool, float16, float32, float64, int32, int64  # noqa: A001
+from tensorplay.ir import dtypes as _dtypes
 
 from ._tensor import Size, Tensor
 from . import _methods  # noqa: F401  (attaches Tensor methods)
@@ -39,6 +40,10 @@ from . import linalg  # noqa: E402  (tp.linalg)
 
 float = float32  # noqa: A001
 double = float64
+half = float16
+if _dtypes.bfloat16 is not None:  # ml_dtypes is installed (the optional extra tensorplay[bfloat16])
+    bfloat16 = _dtypes.bfloat16
+from ._dtype_info import finfo, iinfo  # noqa: E402
 long = int64
 int = int32  # noqa: A001
 
@@ -89,4 +94,6 @@ def __getattr__(name: str):
         from .func import vmap
 
         return vmap
+    if name == "bfloat16":
+        raise AttributeError(f"tensorplay.bfloat16: {_dtypes.BFLOAT16_MISSING}")
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")

@@ -33,7 +33,7 @@ def get_default_dtype() -> DType:
 
 
 def set_default_dtype(d: DType) -> None:
-    """Set the default floating dtype (float32 or float64).
+    """Set the default floating dtype (float32, float64, or a 16-bit float: float16, bfloat16).
 
     >>> import tensorplay as tp
     >>> tp.set_default_dtype(tp.float64)
@@ -41,8 +41,8 @@ def set_default_dtype(d: DType) -> None:
     tensorplay.float64
     >>> tp.set_default_dtype(tp.float32)
     """
-    if d not in dtypes.FLOATS:
-        raise TypeError(f"set_default_dtype: only float32 and float64 are supported, got {d!r}")
+    if d not in dtypes.FLOATS and d not in dtypes.LOW_FLOATS:
+        raise TypeError(f"set_default_dtype: only floating point dtypes are supported, got {d!r}")
     _DEFAULT_FLOAT[0] = d
 
 

@@ -119,6 +119,8 @@ def is_device_like(x) -> bool:
 _NAMES = {
     "float32": dtypes.float32, "float": dtypes.float32, "float64": dtypes.float64, "double": dtypes.float64,
     "int32": dtypes.int32, "int": dtypes.int32, "int64": dtypes.int64, "long": dtypes.int64, "bool": dtypes.bool_,
+    "float16": dtypes.float16, "half": dtypes.float16,
+    **({"bfloat16": dtypes.bfloat16} if dtypes.bfloat16 is not None else {}),
 }
 _PY_TYPES = {float: dtypes.float64, int: dtypes.int64, bool: dtypes.bool_}
 
@@ -137,6 +139,8 @@ def as_dtype(dtype, op: str) -> DType | None:
         name = name[len("tensorplay."):] if name.startswith("tensorplay.") else name
         if name in _NAMES:
             return _NAMES[name]
+        if name == "bfloat16":
+            raise TypeError(f"{op}: {dtypes.BFLOAT16_MISSING}")
         raise TypeError(f"{op}: unknown dtype name {dtype!r} (expected one of {', '.join(_NAMES)})")
     if dtype in _PY_TYPES:
         return _PY_TYPES[dtype]

@@ -122,6 +122,13 @@ def _to(self, *args, **kwargs):
     return convert(self, dtype)
 
 
+def _bfloat16(self):
+    """`self` as bfloat16 (needs the optional ml_dtypes package)."""
+    if dtypes.bfloat16 is None:
+        raise TypeError(f"Tensor.bfloat16(): {dtypes.BFLOAT16_MISSING}")
+    return convert(self, dtypes.bfloat16)
+
+
 def _clone(self, *, memory_format=None):
     """A copy that owns its storage (traced values are immutable, so a new root handle suffices)."""
     trace = _views.owner(self)
@@ -235,6 +242,7 @@ METHODS = {
     "float": lambda self: convert(self, dtypes.float32), "double": lambda self: convert(self, dtypes.float64),
     "int": lambda self: convert(self, dtypes.int32), "long": lambda self: convert(self, dtypes.int64),
     "bool": lambda self: convert(self, dtypes.bool_), "cpu": lambda self: self,
+    "half": lambda self: convert(self, dtypes.float16), "bfloat16": _bfloat16,
     "contiguous": _contiguous, "is_contiguous": _is_contiguous, "clone": _clone, "_is_view": _is_view,
     "new_zeros": lambda self, *size, dtype=None: creation.zeros(*size, dtype=dtype or self.dtype),
     "new_ones": lambda self, *size, dtype=None: creation.ones(*size, dtype=dtype or self.dtype),

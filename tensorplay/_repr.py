@@ -149,5 +149,6 @@ def tensor_repr(t, arr: np.ndarray | None) -> str:
     else:
         if dt not in (get_default_dtype(), dtypes.int64, dtypes.bool_):
             suffixes.append(f"dtype={dt!r}")
-        body = _format_array(arr, len(prefix))
+        # bfloat16 arrays print as float32 (numpy formats ml_dtypes' values as their shortest repr)
+        body = _format_array(arr.astype(np.float32) if dt is dtypes.bfloat16 else arr, len(prefix))
     return _add_suffixes(prefix + body, suffixes, len(prefix))

@@ -267,4 +267,4 @@ def _value_if_known(t: Tensor) -> np.ndarray | None:
         return None
 
 
-_SUPPORTED_NP = {d.np for d in dtypes.ALL}
+_SUPPORTED_NP = {d.np for d in dtypes.KNOWN}

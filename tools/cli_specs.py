@@ -40,7 +40,8 @@ class SpecError(ValueError):
 _TENSOR_SPEC = re.compile(r"\s*([A-Za-z_]\w*)\s*\[\s*((?:\d+\s*(?:,\s*\d+\s*)*,?)?)\s*\]\s*\Z")
 _DTYPE_ALIASES = {"f32": "f32", "float32": "f32", "float": "f32", "f64": "f64", "float64": "f64", "double": "f64",
                   "i32": "i32", "int32": "i32", "int": "i32", "i64": "i64", "int64": "i64", "long": "i64",
-                  "i1": "i1", "bool": "i1"}
+                  "i1": "i1", "bool": "i1", "f16": "f16", "float16": "f16", "half": "f16", "bf16": "bf16",
+                  "bfloat16": "bf16"}
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ class TensorSpec:
 def parse_tensor_spec(text: str) -> TensorSpec:
     """``'f32[64,784]'`` -> TensorSpec((64, 784), float32); ``'f32[]'`` is a scalar.
 
-    Element types: f32, f64, i32, i64, i1 (and their long names float32, int64, bool, ...).
+    Element types: f32, f64, i32, i64, i1, f16, bf16 (and their long names float32, int64, bool,
+    half, ...); bf16 needs the optional ml_dtypes package.
     """
     m = _TENSOR_SPEC.match(text)
     if m is None:
@@ -72,9 +74,12 @@ def parse_tensor_spec(text: str) -> TensorSpec:
     short = _DTYPE_ALIASES.get(name.lower())
     if short is None:
         raise SpecError(f"malformed shape spec {text!r}: unknown element type {name!r} "
-                        f"(expected one of f32, f64, i32, i64, i1)")
+                        f"(expected one of f32, f64, i32, i64, i1, f16, bf16)")
     shape = tuple(int(d) for d in dims.replace(" ", "").split(",") if d)
-    return TensorSpec(shape, dt.from_short(short))
+    try:
+        return TensorSpec(shape, dt.from_short(short))
+    except ValueError as e:  # bf16 without ml_dtypes
+        raise SpecError(f"shape spec {text!r}: {e}") from None
 
 
 def example_tensor(spec: TensorSpec, rng: np.random.Generator):

@@ -2,6 +2,7 @@
 read-only global of the module, read at the output index."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from tensorplay.ir.core import Node
@@ -21,6 +22,8 @@ def _global(module: ir.Module, node: Node) -> ir.GlobalVariable:
     flat = c.array.reshape(-1)
     if c.type.dtype.is_bool:
         elements = [int(x) for x in flat]
+    elif t is u.I16:  # a 16-bit float: its bit patterns
+        elements = [int(x) for x in flat.view(np.uint16)]
     elif c.type.dtype.is_floating_point:
         elements = [float(x) for x in flat]
     else:
@@ -46,4 +49,6 @@ def _constant(ctx: KernelContext, node: Node, idx: Index) -> ir.Value:
     t = u.mem_type(c.type.dtype)
     ptr = b.gep(g, [u.i64(0), idx.linear(b)], inbounds=True, source_etype=g.value_type)
     x = b.load(ptr, typ=t)
+    if t is u.I16:
+        return u.widen(b, x, c.type.dtype)
     return b.trunc(x, u.I1) if c.type.dtype.is_bool else x

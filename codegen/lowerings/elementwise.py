@@ -137,7 +137,11 @@ elementwise("select", lambda b, a, dtype: b.select(*a))
 
 
 def convert(b: ir.IRBuilder, x: ir.Value, src: dt.DType, dst: dt.DType) -> ir.Value:
-    """Convert a register value from `src` to `dst` exactly as numpy's `astype` does on x86."""
+    """Convert a register value from `src` to `dst` exactly as numpy's `astype` does on x86.
+
+    The 16-bit floats are float32 in registers: a conversion to one gives the float32 value, which
+    `KernelContext.value` (or the store) rounds to the storage type."""
+    src, dst = dt.compute_dtype(src), dt.compute_dtype(dst)
     to = u.reg_type(dst)
     if src is dst:
         return x

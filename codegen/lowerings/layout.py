@@ -77,7 +77,7 @@ layout("rev", _rev)
 
 def fill_constant(dtype: dt.DType, value) -> ir.Constant:
     """The register constant numpy's `np.full(..., value, dtype)` would store."""
-    v = np.full((), value, dtype=dtype.np)[()]
+    v = np.full((), value, dtype=dt.compute_dtype(dtype).np).astype(dtype.np)[()]  # 16-bit floats: via float32
     return u.const(u.reg_type(dtype), bool(v) if dtype.is_bool else (float(v) if dtype.is_floating_point else int(v)))
 
 

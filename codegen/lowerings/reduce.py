@@ -10,7 +10,9 @@ The reduction driver walks the operand in memory order, so every load is
 contiguous whichever axes are reduced. Reduced axes that form a suffix of the
 shape are accumulated in a register (float32 sums accumulate in float64, with
 `reassoc` so LLVM vectorises the sum); reduced axes further out accumulate
-into the output buffer, which is first filled with the identity.
+into the output buffer, which is first filled with the identity; for the 16-bit
+floats (whose buffer would round every partial result) every reduced axis is
+accumulated in a register instead (sums in float64, then one rounding).
 """
 from __future__ import annotations
 
@@ -72,7 +74,7 @@ def _min(b, acc, x, dtype, flags=None):
 
 
 MONOIDS = {
-    "reduce_sum": Monoid(lambda d: 0, _sum, lambda d: dt.float64 if d is dt.float32 else d),
+    "reduce_sum": Monoid(lambda d: 0, _sum, lambda d: dt.float64 if d is dt.float32 or dt.is_low_float(d) else d),
     "reduce_prod": Monoid(lambda d: 1, _prod),
     "reduce_max": Monoid(lambda d: _extreme(d, False), _max),
     "reduce_min": Monoid(lambda d: _extreme(d, True), _min),
@@ -92,6 +94,9 @@ def emit_reduction(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
         k -= 1
     prefix, suffix = shape[:k], shape[k:]
     outer_reduced = any(a < k for a in axes)
+    if outer_reduced and dt.is_low_float(dtype):
+        _emit_reduction_in_register(ctx, node, monoid)
+        return
     if outer_reduced:  # fill the output with the identity, then accumulate into it
         with u.loop_nest(b, out.shape, "init") as ivs:
             ctx.store(out, Index(out.shape, dims=ivs), u.const(u.reg_type(dtype), monoid.identity(dtype)))
@@ -112,6 +117,31 @@ def emit_reduction(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
         if outer_reduced:
             v = monoid.combine(b, ctx.load(out, out_idx), v, dtype)
         ctx.store(out, out_idx, v)
+        ctx.forget()
+
+
+def _emit_reduction_in_register(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
+    """The reduction with every reduced axis innermost, accumulated in a register: for 16-bit floats,
+    whose output buffer cannot hold float32 partial results (one rounding, at the end)."""
+    b = ctx.b
+    x, out = node.inputs[0], node.out
+    axes = node.attrs["axes"]
+    dtype, acc_dtype = x.dtype, monoid.acc(x.dtype)
+    acc_t = u.reg_type(acc_dtype)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    with u.loop_nest(b, out.shape, "o") as outer:
+        slot = u.alloca_at_entry(b, acc_t, "acc")
+        b.store(u.const(acc_t, monoid.identity(acc_dtype)), slot)
+        with u.loop_nest(b, tuple(x.shape[a] for a in sorted(axes)), "r") as inner:
+            dims = [None] * x.ndim
+            for a, d in zip(kept, outer):
+                dims[a] = d
+            for a, d in zip(sorted(axes), inner):
+                dims[a] = d
+            v = convert(b, ctx.value(x, Index(x.shape, dims=dims)), dtype, acc_dtype)
+            b.store(monoid.combine(b, b.load(slot, typ=acc_t), v, acc_dtype, ()), slot)
+            ctx.forget()
+        ctx.store(out, Index(out.shape, dims=outer), convert(b, b.load(slot, typ=acc_t), acc_dtype, dtype))
         ctx.forget()
 
 

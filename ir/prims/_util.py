@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .. import dtypes as dt
 from ..types import TensorType
 
 
@@ -10,9 +11,12 @@ def fail(op: str, msg: str, exc=ValueError):
     raise exc(f"{op}: {msg}")
 
 
-def check_dtypes(op: str, t: TensorType, allowed: Iterable, what: str = "operand") -> None:
+def check_dtypes(op: str, t: TensorType, allowed: Iterable, what: str = "operand", *,
+                 low_precision: bool = True) -> None:
+    """TypeError naming `op` unless `t`'s dtype is in `allowed`. The 16-bit floats (computed in
+    float32) pass wherever float32 does, unless `low_precision` is False."""
     allowed = tuple(allowed)
-    if t.dtype not in allowed:
+    if t.dtype not in allowed and not (low_precision and dt.is_low_float(t.dtype) and dt.float32 in allowed):
         names = ", ".join(d.name for d in allowed)
         fail(op, f"{what} of type {t} has unsupported dtype {t.dtype.name} (expected one of: {names})", TypeError)
 

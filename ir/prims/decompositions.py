@@ -27,7 +27,7 @@ class LinAlgError(RuntimeError):
 
 
 def _matrices(op: str, x: TensorType, square: bool = True) -> None:
-    check_dtypes(op, x, dt.FLOATS)
+    check_dtypes(op, x, dt.FLOATS, low_precision=False)  # LAPACK has no 16-bit routines (nor has torch on the CPU)
     if x.ndim < 2:
         fail(op, f"expected a (..., m, n) operand with at least 2 dims, got {x}")
     if square and x.shape[-1] != x.shape[-2]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from tensorplay.ir import dtypes, get_primitive as _gp
 from tensorplay.ir.dtypes import DType
+from tensorplay.ir.dtypes import has_low_float as _has_low_float
 
 from .._args import get_default_dtype, normalize_dim, normalize_dims, scalar_dtype, set_default_dtype  # noqa: F401
 from .._tensor import Tensor
@@ -22,7 +23,7 @@ from .._state import STATE as _STATE
 from .._trace import bind
 from ._data import to_array
 
-_NP2DT = {d.np: d for d in dtypes.ALL}
+_NP2DT = {d.np: d for d in dtypes.KNOWN}
 _SCALARS = (bool, int, float, np.number, np.bool_)
 
 
@@ -67,23 +68,24 @@ def ebind(prim, *operands, **attrs):
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
         key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else None)
-        hit = key in _CHECKED
+        impl = _CHECKED.get(key)
     except (AttributeError, TypeError):
         return bind(prim, *operands, **attrs)
-    if not hit:
+    if impl is None:
         out = bind(prim, *operands, **attrs)  # type check (raises the usual errors) + impl
         if len(_CHECKED) >= _CHECKED_LIMIT:
             _CHECKED.clear()
-        _CHECKED[key] = True
+        # the numpy function itself, unless a 16-bit float needs the float32 round trip (ir.dtypes.widen)
+        _CHECKED[key] = prim.impl if _has_low_float(arrays, attrs) else prim.full_width_impl
         return out
-    out = (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, prim.impl(*arrays, **attrs))
+    out = (_EAGER_WRAP[0] if _EAGER_WRAP else _eager_wrap())(prim, attrs, operands, impl(*arrays, **attrs))
     if _AUTOGRAD[0]:
         _record_op(prim, attrs, operands, out)  # attrs passed the hashable key above: frozen already
     return out
 
 
 # --- promotion -----------------------------------------------------------------------------------
-_CAT = {d: dtypes.category(d) for d in dtypes.ALL}
+_CAT = {d: dtypes.category(d) for d in dtypes.KNOWN}
 
 
 def result_type(*operands, op: str | None = None) -> DType:

@@ -66,11 +66,11 @@ def to_array(data, dtype: DType | None, copy: bool = True) -> np.ndarray:
         target = dtype or data.dtype
         return np.array(arr, dtype=target.np, copy=True) if copy else arr.astype(target.np, copy=False)
     if isinstance(data, np.ndarray):
-        target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
+        target = dtype or dtypes.from_numpy(data.dtype)
         return np.array(data, dtype=target.np, copy=True) if copy else data.astype(target.np, copy=False)
     if isinstance(data, np.generic):  # numpy scalars keep their dtype, as in torch.tensor(np.float64(1))
         data = np.asarray(data)
-        target = dtype or dtypes.from_numpy(data.dtype if data.dtype != np.float16 else np.float32)
+        target = dtype or dtypes.from_numpy(data.dtype)
         return np.array(data, dtype=target.np)
     target = dtype or infer_dtype(data)
 

@@ -19,9 +19,10 @@ from tensorplay.ir.dtypes import DType
 from .._device import as_dtype, check_device
 from .._tensor import Tensor
 from .._trace import RandomKey, bind
-from ._common import get_default_dtype, scalar_dtype
+from ._common import convert, get_default_dtype, scalar_dtype
 from ._data import to_array
 from ._table import op
+from .elementwise import floor, mul
 
 _MAX_BYTES = (1 << 63) - 1
 
@@ -305,6 +306,12 @@ def _draw(prim: str, shape: tuple[int, ...], dtype: DType | None, generator=None
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"{op}: dtype must be floating point, got {dtype.name}")
+    if dtypes.is_low_float(dtype):  # drawn in float32; uniform: on the grid of 2^-(mantissa+1) so it stays < 1
+        x = _draw(prim, shape, dtypes.float32, generator, op)
+        if prim == "random_uniform":
+            steps = float(2 ** (11 if dtype is dtypes.float16 else 8))
+            x = mul(floor(mul(x, steps)), 1.0 / steps)
+        return convert(x, dtype)
     with allocating(op, shape, dtype):
         return bind(prim, random_key(prod(shape), generator), shape=shape, dtype=dtype)
 

@@ -28,7 +28,7 @@ def _float_operand(x, op: str = "") -> Tensor:
 
 
 _PY_CATEGORY = {bool: 0, int: 1, float: 2}
-_CATEGORY = {d: dtypes.category(d) for d in dtypes.ALL}
+_CATEGORY = {d: dtypes.category(d) for d in dtypes.KNOWN}
 
 # numpy scalars have the categories `scalar_dtype` gives them: bool < integer < float
 _PY_CATEGORY.update({t: 0 for t in (np.bool_,)})
@@ -236,8 +236,31 @@ def sub(input, other, *, alpha=1):
 subtract = sub
 
 
+_LOW_FLOATS = frozenset(dtypes.LOW_FLOATS)
+_PY_NUMBERS = (float, int)
+
+
+def _low_by_scalar(prim: str, x: Tensor, s) -> Tensor:
+    """A 16-bit float tensor times (or divided by) a Python number as torch's CPU kernels do it: the
+    number is taken in float32 (not rounded to 16 bits first), then the result is rounded once."""
+    d = dtype_of(x)
+    x32 = convert(x, dtypes.float32)
+    return convert(ebind(_P[prim], x32, constant(s, dtypes.float32, shape_of(x32), (x32,))), d)
+
+
 def mul(input, other):
-    """input * other, with broadcasting and type promotion (logical and for bools)."""
+    """input * other, with broadcasting and type promotion (logical and for bools).
+
+    A 16-bit float tensor times a Python number uses the number in float32, as torch does:
+
+    >>> import tensorplay as tp
+    >>> (tp.tensor([3.0]).half() * 0.1).item()  # float32(0.1) * 3, rounded once; not 3 * half(0.1)
+    0.300048828125
+    """
+    if other.__class__ in _PY_NUMBERS and input.__class__ is Tensor and dtype_of(input) in _LOW_FLOATS:
+        return _low_by_scalar("mul", input, other)
+    if input.__class__ in _PY_NUMBERS and other.__class__ is Tensor and dtype_of(other) in _LOW_FLOATS:
+        return _low_by_scalar("mul", other, input)
     a, b, dtype = _operands(input, other, "mul")
     return ebind(_P["and"] if dtype.is_bool else _P["mul"], a, b)
 
@@ -255,6 +278,8 @@ def div(input, other, *, rounding_mode=None):
     """True division (float result, integers promote to the default float), or with `rounding_mode`
     ``"trunc"``/``"floor"`` the rounded quotient in the promoted dtype."""
     if rounding_mode is None:
+        if other.__class__ in _PY_NUMBERS and input.__class__ is Tensor and dtype_of(input) in _LOW_FLOATS:
+            return _low_by_scalar("div", input, other)  # the number in float32, as torch (see `mul`)
         dtype = result_type(input, other, op="div")
         if not dtype.is_floating_point:
             dtype = get_default_dtype()

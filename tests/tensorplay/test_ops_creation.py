@@ -149,7 +149,7 @@ def test_eye_errors():
     ([1, 2], tp.int64), ([1.0, 2], tp.float32), ([True, False], tp.bool), ([True, 1], tp.int64),
     ([[1, 2.5], [3, 4]], tp.float32), ([], tp.float32), ([[], []], tp.float32), (3, tp.int64), (3.5, tp.float32),
     (True, tp.bool), (np.float64(1.5), tp.float64), (np.int32(3), tp.int32), (np.array([1, 2], np.int32), tp.int32),
-    (np.array(1.0), tp.float64), (np.array([1.0], np.float16), tp.float32), ([np.float32(1.0)], tp.float32),
+    (np.array(1.0), tp.float64), (np.array([1.0], np.float16), tp.float16), ([np.float32(1.0)], tp.float32),
 ])
 def test_tensor_dtype_inference(data, dtype):
     t = tp.tensor(data)

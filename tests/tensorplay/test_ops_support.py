@@ -20,7 +20,8 @@ import tensorplay as tp
 DTYPES = [tp.bool, tp.int32, tp.int64, tp.float32, tp.float64]
 FLOATS = [tp.float32, tp.float64]
 NUMERIC = [tp.int32, tp.int64, tp.float32, tp.float64]
-NP = {tp.bool: np.bool_, tp.int32: np.int32, tp.int64: np.int64, tp.float32: np.float32, tp.float64: np.float64}
+NP = {tp.bool: np.bool_, tp.int32: np.int32, tp.int64: np.int64, tp.float32: np.float32, tp.float64: np.float64,
+      tp.float16: np.float16}
 _ORDER = [tp.bool, tp.int32, tp.int64, tp.float32, tp.float64]  # PyTorch's promotion lattice is a chain here
 
 

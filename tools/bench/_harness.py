@@ -182,7 +182,8 @@ def to_numpy(x: Any) -> Any:
         return x
     mod = type(x).__module__
     if mod.startswith("torch"):
-        return x.detach().cpu().numpy()
+        x = x.detach().cpu()
+        return (x.float() if str(x.dtype) == "torch.bfloat16" else x).numpy()  # numpy has no bfloat16
     if hasattr(x, "numpy") and mod.startswith("tensorplay"):
         return x.numpy()
     return np.asarray(x)
