@@ -114,7 +114,14 @@ def _setitem(self, key, value):
 
 
 def _to(self, *args, **kwargs):
-    """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; a device other than the CPU is an error."""
+    """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; ``to("meta")`` gives a meta tensor
+    (`tensorplay._meta`); another device than the CPU is an error."""
+    from ._device import wants_meta
+
+    if wants_meta(args, kwargs):
+        from ._meta import to_meta
+
+        return to_meta(self)
     dtype, copy = _to_arguments(args, kwargs)
     if dtype is None or dtype is self.dtype:
         return _clone(self) if copy else self
@@ -125,6 +132,10 @@ def _clone(self, *, memory_format=None):
     """A copy that owns its storage (traced values are immutable, so a new root handle suffices)."""
     trace = _views.owner(self)
     if trace is None:
+        if self.__dict__.get("_rg"):  # recorded, so gradients flow through the copy (as torch's CloneBackward)
+            from .ops._common import copy
+
+            return copy(self)
         return Tensor._wrap(np.array(self._data, order="C", copy=True))
     return Tensor._symbolic(trace, trace.lift(self))
 

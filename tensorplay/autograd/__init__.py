@@ -14,6 +14,7 @@ records into a graph and run the vjp pass on it, compiled and cached by the grap
 tensor([ 2., -4.])
 """
 from ._tensor_api import backward, clear_grad, grad
+from . import functional  # noqa: F401  (torch.autograd.functional)
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                         set_grad_enabled)
 
