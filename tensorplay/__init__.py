@@ -34,6 +34,7 @@ from ._device import device
 from .serialization import save, load
 from ._numpy_interop import from_dlpack
 from ._control import cond, while_loop, fori_loop, scan
+from ._legacy import FloatTensor, DoubleTensor, LongTensor, IntTensor, BoolTensor
 
 from . import compiler  # noqa: F401  (tp.compiler.reset())
 from . import linalg  # noqa: E402  (tp.linalg)
@@ -86,7 +87,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # Subpackages load on first use (`tp.nn.Linear`, `tp.func.vmap`), keeping `import tensorplay` light.
-    if name in ("nn", "optim", "func", "utils"):
+    if name in ("nn", "optim", "func", "utils", "cuda", "backends", "accelerator"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

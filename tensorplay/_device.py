@@ -93,6 +93,19 @@ class device:
 
 
 CPU = device("cpu")
+META = device("meta")
+
+
+def wants_meta(args: tuple, kwargs: dict) -> bool:
+    """Does a ``to(...)`` call ask for the meta device (``to("meta")``, ``to(device="meta")``)?
+
+    >>> wants_meta(("meta",), {}), wants_meta((), {"device": device("meta")}), wants_meta(("cpu",), {})
+    (True, True, False)
+    """
+    dev = kwargs.get("device", args[0] if args else None)
+    if isinstance(dev, str) and dev.partition(":")[0] in KNOWN_TYPES:
+        dev = device(dev)
+    return isinstance(dev, device) and dev.type == "meta"
 
 
 def check_device(dev, op: str) -> None:

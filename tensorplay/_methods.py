@@ -33,6 +33,7 @@ from .autograd._tensor_api import attach as _attach_autograd
 from .ops import creation, elementwise as ew, indexing, linalg, shape as sh
 from .ops import activation, cumulative, matrix, reduction, scattering, selection, sorting, statistics  # noqa: F401
 # (the op modules above add the op table's rows; `attach` puts them on Tensor)
+from .ops import pointwise_extra  # noqa: F401  (op table rows: asin, sinh, log2, ...)
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
 from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
@@ -115,7 +116,14 @@ def _setitem(self, key, value):
 
 
 def _to(self, *args, **kwargs):
-    """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; a device other than the CPU is an error."""
+    """``to(dtype)``, ``to(device, dtype)``, ``to(other)``, as torch; ``to("meta")`` gives a meta tensor
+    (`tensorplay._meta`); another device than the CPU is an error."""
+    from ._device import wants_meta
+
+    if wants_meta(args, kwargs):
+        from ._meta import to_meta
+
+        return to_meta(self)
     dtype, copy = _to_arguments(args, kwargs)
     if dtype is None or dtype is self.dtype:
         return _clone(self) if copy else self
@@ -133,6 +141,10 @@ def _clone(self, *, memory_format=None):
     """A copy that owns its storage (traced values are immutable, so a new root handle suffices)."""
     trace = _views.owner(self)
     if trace is None:
+        if self.__dict__.get("_rg"):  # recorded, so gradients flow through the copy (as torch's CloneBackward)
+            from .ops._common import copy
+
+            return copy(self)
         return Tensor._wrap(np.array(self._data, order="C", copy=True))
     return Tensor._symbolic(trace, trace.lift(self))
 

@@ -69,6 +69,7 @@ class Tensor:
     _base = None   # the tensor owning the storage this tensor views (None: not a view), as torch's ._base
     _steps = ()    # the view primitives, as (name, attrs) pairs, that derive this tensor from `_base`
     _stamp = 0     # traced roots: bumped on every in-place write; traced views: the root stamp they reflect
+    _meta = False  # a meta tensor (``to("meta")``): shape and dtype only, see `tensorplay._meta`
 
     # `Tensor(...)` reads its arguments with `ops.creation.legacy_constructor_array`, which
     # `tensorplay._methods` attaches here (the ops import this module, so it cannot import them).
@@ -146,10 +147,16 @@ class Tensor:
 
     @property
     def device(self):
-        """``tp.device('cpu')``: tensorplay tensors live on the CPU (it compares equal to ``'cpu'``)."""
-        from ._device import CPU
+        """``tp.device('cpu')``: tensorplay tensors live on the CPU (it compares equal to ``'cpu'``);
+        ``device('meta')`` for a meta tensor."""
+        from ._device import CPU, META
 
-        return CPU
+        return META if self._meta else CPU
+
+    @property
+    def is_meta(self) -> bool:
+        """True for a meta tensor (shape and dtype, no data), as ``t.to("meta")`` makes."""
+        return self._meta
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -172,6 +179,8 @@ class Tensor:
         trace = self._trace
         if trace is not None:
             return trace.concrete_array(self, what)
+        if self._meta:
+            raise RuntimeError(f"{what}: a meta tensor (shape {tuple(self.shape)}) has no data to read")
         stack = _STATE.stack
         if stack:
             for tr in reversed(stack):
@@ -234,6 +243,8 @@ class Tensor:
     def __repr__(self) -> str:
         from ._repr import tensor_repr
 
+        if self._meta:  # as torch prints one
+            return f"tensor(..., device='meta', size={tuple(self.shape)})"
         return tensor_repr(self, _value_if_known(self))
 
     __str__ = __repr__

@@ -670,7 +670,12 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
     trace = _views.owning_trace(inputs)
     if trace is None:
         from ._exec import execute
+        from .autograd._record import needs_tape
 
+        if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
+            from .autograd._engine import run_taped
+
+            return run_taped(graph, inputs)
         return _views.own_outputs([Tensor._wrap(a) for a in execute(graph, [t._data for t in inputs])], inputs)
     if not trace.active:
         raise leaked_tracer(f"@{graph.name}", trace.transform)

@@ -134,12 +134,36 @@ def _free(records) -> None:
 
 def run_eagerly(graph, inputs):
     """Run `graph` op by op on tensors through `bind`, so that autograd records it (create_graph)."""
+    from tensorplay.ir import TupleType
+
+    from .._control import _run_eagerly as run_tuple_node
     from .._trace import bind
 
     env = dict(zip(graph.inputs, inputs))
     for node in graph.nodes:
-        env[node.out] = bind(node.prim, *[env[x] for x in node.inputs], **node.attrs)
+        args = [env[x] for x in node.inputs]
+        name = node.prim.name
+        if name == "tuple_get":  # the elements of a tuple-valued node (scan, while_loop, ...) are tensors
+            env[node.out] = args[0][node.attrs["index"]]
+        elif name == "make_tuple":
+            env[node.out] = args
+        elif isinstance(node.out.type, TupleType):
+            env[node.out] = run_tuple_node(node.prim, args, node.attrs)
+        else:
+            env[node.out] = bind(node.prim, *args, **node.attrs)
     return [env[o] for o in graph.outputs]
+
+
+def run_taped(graph, inputs) -> list:
+    """Run `graph` on concrete tensors so that autograd records it (`_record.needs_tape`).
+
+    An output that is one of the inputs becomes a recorded copy: a graph's results are new tensors.
+    """
+    from ..ops._common import copy
+
+    outs = run_eagerly(graph, inputs)
+    ids = {id(t) for t in inputs}
+    return [copy(o) if id(o) in ids else o for o in outs]
 
 
 def compute_grads(outputs, grad_outputs, targets, *, retain_graph: bool, create_graph: bool,

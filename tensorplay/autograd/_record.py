@@ -71,3 +71,17 @@ def maybe_record(prim, attrs, operands, out) -> None:
     d = out.__dict__
     d["_ag"] = Record(prim, attrs, ops, out._type())
     d["_rg"] = True
+
+
+def needs_tape(tensors) -> bool:
+    """Must a graph run on these concrete tensors be recorded (grad mode on, one of them requires grad)?
+
+    Then a transform's graph (``vmap``/``grad``/... called on such tensors) runs op by op through
+    `bind` (`_engine.run_taped`), so its result has a ``grad_fn`` and ``backward`` reaches them.
+    """
+    if not ACTIVE[0] or not STATE.grad_enabled:
+        return False
+    for t in tensors:
+        if t.__dict__.get("_rg"):
+            return True
+    return False

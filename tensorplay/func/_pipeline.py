@@ -32,6 +32,8 @@ from .._tensor import Tensor
 from .._state import STATE
 from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import own_outputs
+from ..autograd._engine import run_taped
+from ..autograd._record import needs_tape
 from ..compile import call_signature
 
 __all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "call_outermost", "MAX_ENTRIES"]
@@ -143,6 +145,8 @@ def run_graph(graph, inputs: list) -> list:
         if t._trace is not None:
             return call_graph(graph, inputs)
         keep(t._data)
+    if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
+        return run_taped(graph, inputs)
     run, fresh = runner(graph)
     wrap = Tensor._wrap
     outs = [wrap(a) for a in run(*arrays)]
@@ -199,9 +203,11 @@ class _Replayed:
         # (vmap's per-sample keys) is not drawn
         caps = user.captures
         inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
+        closed = self.closed
+        if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
+            return closed.unflatten_outputs(closed.write_back(inputs, run_taped(closed.graph, inputs)))
         wrap = Tensor._wrap
         outs = [wrap(a) for a in self.run(*[t._data for t in inputs])]
-        closed = self.closed
         if self.fast:
             return closed.unflatten_outputs(outs)
         if not self.fresh:

@@ -103,12 +103,18 @@ def bilinear(input1, input2, weight, bias=None) -> Tensor:
 def pad(input, pad, mode: str = "constant", value: float | None = None) -> Tensor:
     """Pad the last ``len(pad) // 2`` dims: ``pad = (last_lo, last_hi, second_last_lo, ...)``.
 
-    Only ``mode="constant"`` with non-negative widths is supported.
+    Modes: ``"constant"`` (`value`), ``"reflect"``, ``"replicate"`` and ``"circular"``; widths are
+    non-negative.
     """
     x = as_tensor_operand(input)
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (use 'constant', 'reflect', 'replicate' or "
+                                  f"'circular')")
     pad = tuple(int(p) for p in pad)
+    if mode != "constant":
+        from ._functional_extra import pad_mode
+
+        return pad_mode(x, pad, mode)
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim ({x.ndim})")
     if any(p < 0 for p in pad):
@@ -811,6 +817,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
 from ._norm_resize import (adaptive_avg_pool1d, adaptive_avg_pool2d, group_norm, instance_norm,  # noqa: E402
                            interpolate)
 from ._attention import scaled_dot_product_attention  # noqa: E402
+from ._functional_extra import (conv_transpose1d, conv_transpose2d, pixel_shuffle, pixel_unshuffle, glu,  # noqa
+                                hardsigmoid, hardswish, mish, selu, celu, softsign, tanhshrink, hardshrink,
+                                softshrink, threshold, softmin, prelu, smooth_l1_loss, huber_loss, kl_div,
+                                cosine_similarity, pairwise_distance, dropout1d, dropout2d, gumbel_softmax, rms_norm)
 
 
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None) -> Tensor:

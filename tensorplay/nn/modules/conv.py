@@ -1,4 +1,5 @@
-"""Convolutions: `Conv1d`, `Conv2d` (composites over pad + strided slices + einsum)."""
+"""Convolutions: `Conv1d`, `Conv2d` (composites over pad + strided slices + einsum) and the transposed
+`ConvTranspose1d`, `ConvTranspose2d` (a strided-padded input convolved with the flipped kernel)."""
 from __future__ import annotations
 
 from ...ops.creation import empty
@@ -97,3 +98,52 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """Transposed convolutions: weight ``(C_in, C_out/groups, k...)``, as torch's."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+        self.output_padding = F._ntuple(output_padding, self._n, "output_padding", type(self).__name__)
+        self.transposed = True
+        self.weight = Parameter(empty(in_channels, out_channels // groups, *self.kernel_size, dtype=dtype,
+                                      device=device))
+        self.reset_parameters()
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """The transposed 1-D convolution (`F.conv_transpose1d`).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> nn.ConvTranspose1d(2, 3, 3, stride=2)(tp.ones(4, 2, 5)).shape
+    tensorplay.Size(4, 3, 11)
+    """
+
+    _n = 1
+
+    def forward(self, input):
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The transposed 2-D convolution (`F.conv_transpose2d`), as in DCGAN generators.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)(tp.ones(1, 8, 5, 5)).shape
+    tensorplay.Size(1, 4, 10, 10)
+    """
+
+    _n = 2
+
+    def forward(self, input):
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)

@@ -43,3 +43,23 @@ class AlphaDropout(Dropout):
 
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(Dropout):
+    """Zero whole channels of ``(N, C, L)`` with probability `p` during training (`F.dropout1d`)."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zero whole channels of ``(N, C, H, W)`` with probability `p` during training (`F.dropout2d`).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import nn
+    >>> nn.Dropout2d(0.5).eval()(tp.ones(1, 2, 2, 2)).sum().item()
+    8.0
+    """
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

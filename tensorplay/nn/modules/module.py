@@ -393,8 +393,18 @@ class Module:
 
     def to(self, *args, **kwargs) -> "Module":
         """Convert floating-point parameters and buffers to a dtype, as torch's overloads (``to(dtype)``,
-        ``to(device, dtype)``, ``to(tensor)``); a device other than the CPU is an error."""
-        from ..._device import to_arguments
+        ``to(device, dtype)``, ``to(tensor)``); ``to("meta")`` makes every parameter and buffer a meta
+        tensor (shape and dtype, no data; `tensorplay._meta`); another device than the CPU is an error."""
+        from ..._device import to_arguments, wants_meta
+
+        if wants_meta(args, kwargs):
+            from ..._meta import meta_array
+
+            for t in list(self.parameters()) + list(self.buffers()):
+                if t.is_traced:
+                    raise RuntimeError("Module.to('meta'): not supported under a transform")
+                t._data, t._meta = meta_array(t.shape, t._data.dtype), True
+            return self
 
         dtype, _ = to_arguments(args, kwargs)
         if dtype is None:

@@ -29,3 +29,17 @@ class Upsample(Module):
     def extra_repr(self) -> str:
         info = f"size={self.size}" if self.scale_factor is None else f"scale_factor={self.scale_factor}"
         return f"{info}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-D upsampling (``Upsample(mode="nearest")``)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear 2-D upsampling with ``align_corners=True``, as torch's."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
