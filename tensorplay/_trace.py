@@ -44,7 +44,8 @@ from . import _pytree, _views
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
-from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op
+from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op, needs_tape as _needs_tape
+from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace"]
@@ -670,12 +671,9 @@ def call_graph(graph: Graph, inputs: Sequence) -> list:
     trace = _views.owning_trace(inputs)
     if trace is None:
         from ._exec import execute
-        from .autograd._record import needs_tape
 
-        if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
-            from .autograd._engine import run_taped
-
-            return run_taped(graph, inputs)
+        if _needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
+            return _RUN_TAPED[0](graph, inputs)
         return _views.own_outputs([Tensor._wrap(a) for a in execute(graph, [t._data for t in inputs])], inputs)
     if not trace.active:
         raise leaked_tracer(f"@{graph.name}", trace.transform)

@@ -27,7 +27,7 @@ from tensorplay.ir.passes.simplify import simplify
 
 from .._state import STATE
 from .._tensor import Tensor
-from ._record import ACTIVE, RETAINED, bump_version, version
+from ._record import ACTIVE, RETAINED, RUN_TAPED, bump_version, version
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -249,3 +249,6 @@ def _write_through_view(view, base, value) -> None:
     bd["_ag"], bd["_rg"] = new_base.__dict__.get("_ag"), True
     view.__dict__["_ag"] = apply_steps(new_base, view._steps).__dict__.get("_ag")
     view.__dict__["_rg"] = True
+
+
+RUN_TAPED[0] = run_taped

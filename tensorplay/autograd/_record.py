@@ -73,6 +73,11 @@ def maybe_record(prim, attrs, operands, out) -> None:
     d["_rg"] = True
 
 
+# `_engine.run_taped`, put here when `_engine` is imported: `_trace` runs graphs on the tape through
+# it without importing `_engine` (which imports `_trace`)
+RUN_TAPED: list = [None]
+
+
 def needs_tape(tensors) -> bool:
     """Must a graph run on these concrete tensors be recorded (grad mode on, one of them requires grad)?
 
