@@ -17,16 +17,17 @@ on slices of the batch. Each chunk is one call ``run_chunk(program, arrays, plac
 - `placement` says where the chunk's results go in the map's preallocated outputs. A worker
   thread of this process has the compiled code write them there (`Executable(out=)`). With
   workers in other processes the outputs are shared memory (`_shared.SharedOutputs`): a
-  worker on this machine maps them and writes there too; elsewhere the placement unpickles
-  as None, and the results are sent back and copied into place.
+  worker on this machine maps them when its chunk runs and writes there too; a worker that
+  cannot map them (another machine) sends the results back, to be copied into place.
 
 A chunk on an executor runs single-threaded inside: the executable does not split its loops
 over its own pool (`codegen.executable.serial_calls`) and numpy's OpenBLAS is held at one
 thread (`one_blas_thread`); the executor's workers are the parallelism.
 
-`run_map` submits the chunks (a bounded number in flight), takes each chunk's results as it
-completes, and raises `ChunkError` naming the first chunk that failed (its index and sample
-range, chained to the cause) -- never a partial result. Nothing is written into the caller's
+`run_map` submits the chunks (on a thread pool all at once, collected in order; on dask in one
+`client.map`; elsewhere a bounded number in flight, each taken as it completes), and raises
+`ChunkError` naming the first chunk that failed (its index and sample range, chained to the
+cause) -- never a partial result. Nothing is written into the caller's
 tensors here: `vmap` applies in-place write-backs only after every chunk has succeeded.
 
 `chunk_size="auto"` with `max_memory=` picks the largest chunk whose working set -- the
