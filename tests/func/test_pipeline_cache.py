@@ -261,3 +261,23 @@ def test_linearize_jvp_fn_calls_its_executable_directly_and_still_checks():
     batched = vmap(jvp_fn)(XB).numpy()
     loop = np.stack([jvp_fn(XB[i]).numpy() for i in range(XB.shape[0])])
     np.testing.assert_allclose(batched, loop, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("wrap", ["grad", "vmap"])
+def test_draws_from_a_user_generator_are_fresh_on_cached_calls(wrap):
+    """A draw from a user's tp.Generator (a RandomKey subclass) is read on every cached call:
+    the gradient of sum(x * rand) is the draw itself, the same as drawing eagerly after a reseed."""
+    g = tp.Generator()
+
+    def f(x):
+        return (x * tp.rand(3, generator=g)).sum()
+
+    call = (lambda: grad(f)(X)) if wrap == "grad" else (lambda: vmap(grad(f), randomness="same")(XB)[0])
+    call()
+    g.manual_seed(3)
+    a = call().numpy()
+    b = call().numpy()
+    g.manual_seed(3)
+    eager = tp.rand(3, generator=g).numpy()
+    np.testing.assert_array_equal(a, eager)
+    assert not np.array_equal(a, b)
