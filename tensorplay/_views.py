@@ -302,7 +302,7 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
     src = operands[0]
     trace = out._trace
     root, steps = _root_and_steps(trace, src)
-    if name == "reshape" and (steps or id(root) in trace.views.layouts):
+    if name == "reshape" and (steps or id(root) in trace.views.layouts) and not _only_unit_dims(src, out):
         lay = layout_step(_view_layout(trace, src, root, steps), name, attrs)
         if lay is None:
             return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
@@ -311,6 +311,14 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
     out._steps = steps + ((name, attrs),)
     out._stamp = root._stamp
     return out
+
+
+def _only_unit_dims(src: Tensor, out: Tensor) -> bool:
+    """Does the reshape `src -> out` only add or drop size-1 dimensions (as indexing with an int
+    does)? Such a reshape is a view of any strided layout (numpy never copies for it), so its
+    layout need not be worked out to know that."""
+    a, b = src._value.type.shape, out._value.type.shape
+    return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 
 def _view_layout(trace, view: Tensor, root: Tensor, steps) -> Layout:

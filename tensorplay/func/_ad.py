@@ -30,6 +30,7 @@ from tensorplay.ir.passes.simplify import simplify
 from tensorplay.ir.primitive import get_primitive
 
 from .. import _pytree
+from .._exec import runner
 from .._tensor import Tensor
 from .._state import STATE
 from .._trace import ClosedGraph, bind, current_trace, trace_function
@@ -387,6 +388,29 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
+def _run_direct(direct: list, linear: Graph, tangents: tuple):
+    """`jvp_fn`'s single result computed by the linear graph's executable called directly, when
+    every tangent is a concrete tensor of its primal's shape and dtype; else None (the general
+    path checks and reports)."""
+    run, residuals, sigs = direct
+    if len(tangents) != len(sigs):
+        return None
+    arrays = list(residuals)
+    for t, (shape, dt) in zip(tangents, sigs):
+        if t.__class__ is not Tensor or t._trace is not None:
+            return None
+        a = t._data
+        if a.shape != shape or a.dtype != dt:
+            return None
+        arrays.append(a)
+    if run is None:
+        run, fresh = runner(linear)
+        if not fresh:  # the interpreter may return its inputs: the general path copies them
+            return None
+        direct[0] = run
+    return Tensor._wrap(run(*arrays)[0])
+
+
 def _match_types(tensors: tuple, types: list) -> bool:
     """`tensors` are tensors of exactly `types` (the fast check of `jvp_fn`'s tangents)."""
     if len(tensors) != len(types):
@@ -423,7 +447,15 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
     ordered = list(argnums) == sorted(argnums)
     single = tr.main_tree.kind == "leaf" and tr.num_main == 1
 
+    direct = None  # (run, residual arrays, tangent (shape, dtype)s): the executable itself, for concrete calls
+    if flat_types is not None and ordered and single and not STATE.stack and all(r._trace is None for r in residuals):
+        direct = [None, [r._data for r in residuals], [(t.shape, t.dtype.np) for t in flat_types]]
+
     def jvp_fn(*tangents):
+        if direct is not None and not STATE.stack:
+            out = _run_direct(direct, linear, tangents)
+            if out is not None:
+                return out
         if flat_types is not None and ordered and _match_types(tangents, flat_types):
             t_flat = list(tangents)
         else:

@@ -217,7 +217,7 @@ class _Replayed:
 
 def _current(source):
     """A capture's value at this call: the tensor itself, or a fresh key for a random draw."""
-    return source.materialize() if source.__class__ is RandomKey else source
+    return source.materialize() if isinstance(source, RandomKey) else source
 
 
 _OUTERMOST = LRU("outermost")
@@ -259,7 +259,8 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
                               flat=_tensor_tree(arg_key, tensors, args, kwargs))
     else:
-        leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        flat = _tensor_tree(arg_key, tensors, args, kwargs)
+        leaves, tree = flat if flat is not None else _pytree.tree_flatten((tuple(args), kwargs))
         types_key = (chain[0].key, arg_key)
         mapped = _PER_SAMPLE.get(types_key)
         if mapped is None:
@@ -268,13 +269,14 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         positions, types, leaf_types = mapped
         if len(chain) > 1:  # the transforms inside take every tensor argument as theirs
             positions = None
-            user = trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name)
+            user = trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name,
+                                  flat=flat)
         else:  # vmap(f): the arguments that are not mapped reach `f` as they are
             user = trace_function(_per_sample_call(user_fn, leaves, tree, positions),
                                   tuple(leaves[i] for i in positions), transform=name, in_types=types, name=user_name)
     key = (tuple(t.key for t in chain), arg_key, user.graph.structural_key(), user.out_tree,
            tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
-           tuple(isinstance(s, RandomKey) for s in user.captures))
+           tuple([isinstance(s, RandomKey) for s in user.captures]))
     try:
         entry = _OUTERMOST.get(key)
     except TypeError:  # a non-hashable non-tensor output
@@ -302,7 +304,7 @@ def _tensor_tree(arg_key, tensors: list, args, kwargs):
     """``(tensors, in_tree)`` for `trace_function` when every leaf of ``(args, kwargs)`` is a tensor
     (`tensors` are then the leaves, in flatten order), else None. The tree comes from the argument
     signature, which determines it."""
-    tree = _IN_TREES.get(arg_key)
+    tree = _IN_TREES.get(arg_key)  # (the key holds every static leaf, so it determines the tree)
     if tree is None:
         leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
         if len(leaves) != len(tensors) or any(a is not b for a, b in zip(leaves, tensors)):
@@ -319,7 +321,7 @@ def _mapped_types(per_sample: Callable, args, kwargs, leaves: list) -> tuple:
     positions, types = per_sample(args, kwargs)
     of = dict(zip(positions, types))
     return (tuple(positions), tuple(types),
-            tuple(of.get(i) for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)))
+            tuple([of.get(i) for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]))
 
 
 def _per_sample_call(fn: Callable, leaves: list, tree, positions) -> Callable:
