@@ -525,6 +525,13 @@ def _checkpoint_examples():
         body = _region_of("body", (t, t), lambda b, x, w: [b.sin(b.mul(x, w)), b.add(x, w)])
         out.append(([_sample(*shape), _sample(*shape, start=0.8)], {"body": body},
                     lambda x, w, **_: (np.sin(x * w), x + w)))
+    # a policy: the (2, 3) @ (3, 2) product is saved, the tanh around it recomputed
+    a, m = _f64(2, 3), _f64(3, 2)
+    dots = _region_of("body", (a, m), lambda b, x, w: [
+        b.tanh(b.dot_general(x, w, contract=((1,), (0,)), batch=((), ()))), b.mul(x, x)])
+    for policy in ("dots_saveable", "everything_saveable"):
+        out.append(([_sample(2, 3), _sample(3, 2, start=0.6)], {"body": dots, "policy": policy},
+                    lambda x, w, **_: (np.tanh(x @ w), x * x)))
     return out
 
 
