@@ -486,3 +486,21 @@ def test_module_half_forward_and_grad(name):
         assert g[k].dtype is low(name)
         scale = float(np.abs(g64[k].numpy()).max()) + 1e-3
         np.testing.assert_allclose(g[k].double().numpy(), g64[k].numpy(), atol=32 * eps * scale)
+
+
+@pytest.mark.parametrize("name", LOW)
+def test_control_flow_eager_and_compiled_agree(name):
+    x = tp.tensor(sample(6, 21, 1.0)).to(low(name))
+
+    def f(x):
+        def body(c, xi):
+            c = tp.tanh(c * 1.5 + xi)
+            return c, c * 2
+        c, ys = tp.scan(body, tp.zeros(3, dtype=low(name)), x.reshape(2, 3))
+        return c.sum() + ys.sum()
+    w = lambda x: tp.while_loop(lambda s: s.sum() < 10, lambda s: s * 1.7, (x.abs() + 0.1,))[0]  # noqa: E731
+    c = lambda x: tp.cond(x.sum() > 0, lambda v: v * 2, lambda v: v - 1, (x,))  # noqa: E731
+    for fn in (f, grad(f), w, c):
+        eager = fn(x)
+        assert eager.dtype is low(name)
+        assert ulps(eager.numpy(), tp.compile(fn)(x).numpy()) <= 1
