@@ -169,7 +169,8 @@ def widen(impl: Callable) -> Callable:
             if low is not None:
                 if args is arrays:
                     args = list(arrays)
-                args[i] = a.astype(_F32)
+                j = next((j for j in range(i) if arrays[j] is a), None)  # x * x: widen once
+                args[i] = a.astype(_F32) if j is None else args[j]
                 target = low
         for k, v in attrs.items():
             if v.__class__ is DType:

@@ -127,7 +127,11 @@ _SCALARS = (bool, int, float, str, type(None))
 
 def _encode(x, arrays: list, path: str):
     if isinstance(x, Tensor):
-        arrays.append(np.asarray(x._concrete(f"save ({path})"), order="C"))
+        arr = np.asarray(x._concrete(f"save ({path})"), order="C")
+        if x.dtype is dtypes.bfloat16:  # numpy files have no bfloat16: its bit patterns, as uint16
+            arrays.append(arr.view(np.uint16))
+            return {"bfloat16_tensor": len(arrays) - 1}
+        arrays.append(arr)
         return {"tensor": len(arrays) - 1}
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "biuf":
@@ -177,6 +181,10 @@ def _decode(node, archive):
             return arr
         dtypes.from_numpy(arr.dtype)  # TypeError for dtypes tensors cannot hold
         return Tensor._wrap(arr)
+    if kind == "bfloat16_tensor":
+        if dtypes.bfloat16 is None:
+            raise TypeError(f"the file holds a bfloat16 tensor: {dtypes.BFLOAT16_MISSING}")
+        return Tensor._wrap(np.asarray(archive[str(int(body))]).view(dtypes.bfloat16.np))
     if kind == "float":
         return float(body)
     if kind == "dtype":

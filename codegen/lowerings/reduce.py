@@ -208,6 +208,9 @@ def emit_index_add(ctx: KernelContext, node: Node) -> None:
     x, ind, upd = node.inputs
     out = node.out
     axis = node.attrs["axis"]
+    if u.mem_type(out.dtype) is u.I16 and x.shape[axis] and upd.type.size:
+        _emit_index_add_low(ctx, node)
+        return
     with u.for_range(b, u.i64(x.type.size), "copy") as i:
         ctx.store(out, Index(out.shape, linear=i), ctx.load(x, Index(x.shape, linear=i)))
     if x.shape[axis] == 0 or upd.type.size == 0:
@@ -227,6 +230,33 @@ def emit_index_add(ctx: KernelContext, node: Node) -> None:
             s = b.add(cur, v)
         ctx.store(out, dst, s)
         ctx.forget()
+
+
+def _emit_index_add_low(ctx: KernelContext, node: Node) -> None:
+    """index_add of 16-bit floats: accumulated in a float32 copy of `x` (heap scratch), then rounded
+    once per element, as the eager impl (which computes in float32) does."""
+    from ..dot import _free, _malloc
+
+    b = ctx.b
+    x, ind, upd = node.inputs
+    out = node.out
+    axis = node.attrs["axis"]
+    acc = _malloc(b, 4 * x.type.size)
+
+    def at(linear):
+        return b.gep(acc, [linear], inbounds=True, source_etype=u.F32)
+    with u.for_range(b, u.i64(x.type.size), "widen") as i:
+        b.store(ctx.load(x, Index(x.shape, linear=i)), at(i))
+    k = ind.ndim
+    with u.loop_nest(b, upd.shape, "s") as ivs:
+        j = ctx.load(ind, Index(ind.shape, dims=ivs[axis:axis + k]))
+        j = ctx.checked_index(node, j, x.shape[axis])  # out of range: IndexError at the call
+        p = at(Index(out.shape, dims=ivs[:axis] + [j] + ivs[axis + k:]).linear(b))
+        b.store(b.fadd(b.load(p, typ=u.F32), ctx.load(upd, Index(upd.shape, dims=ivs))), p)
+        ctx.forget()
+    with u.for_range(b, u.i64(x.type.size), "narrow") as i:
+        ctx.store(out, Index(out.shape, linear=i), b.load(at(i), typ=u.F32))
+    _free(b, acc)
 
 
 register("index_add", Lowering("kernel", emit_index_add))

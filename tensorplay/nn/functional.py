@@ -30,7 +30,7 @@ from ..ops import indexing as _idx
 from ..ops import linalg as _la
 from ..ops import reduction as _red
 from ..ops import shape as _sh
-from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, get_default_dtype, iota
+from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, get_default_dtype, iota, widened
 from ..ops.creation import rand
 
 __all__ = [
@@ -390,6 +390,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k:]) != shape:
         raise ValueError(f"layer_norm: Given normalized_shape={list(shape)}, expected input with shape "
                          f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}")
+    low, (x, weight, bias) = widened(x, weight, bias)
+    if low is not None:  # 16-bit floats: computed in float32, rounded once (as torch's CPU kernel)
+        return convert(layer_norm(x, normalized_shape, weight, bias, eps), low)
     axes = tuple(range(x.ndim - k, x.ndim))
     mean = _red.mean(x, axes, keepdim=True)
     centered = ew.sub(x, mean)
@@ -543,6 +546,9 @@ def gelu(input, approximate: str = "none") -> Tensor:
     tensor([0.0000, 0.8413])
     """
     x = ew._float_operand(input, "gelu")
+    low, (x,) = widened(x)
+    if low is not None:  # 16-bit floats: computed in float32, rounded once (as torch's CPU kernel)
+        return convert(gelu(x, approximate), low)
     if approximate == "none":
         return ew.mul(ew.mul(x, 0.5), ew.add(ew.erf(ew.mul(x, 1.0 / math.sqrt(2.0))), 1.0))
     if approximate == "tanh":

@@ -202,6 +202,24 @@ def convert(t: Tensor, dtype: DType) -> Tensor:
     return t if dtype_of(t) is dtype else ebind(_CONVERT, t, dtype=dtype)
 
 
+def widened(*tensors):
+    """The 16-bit float dtype of the first tensor if it is one (else None), and the tensors as
+    float32 (None and non-16-bit tensors unchanged): composites that torch's CPU kernels compute in
+    float32 with one rounding at the end (softmax, layer_norm, gelu) call this, then `convert` back.
+
+    >>> import tensorplay as tp
+    >>> low, (x,) = widened(tp.ones(2, dtype=tp.float16))
+    >>> low, x.dtype
+    (tensorplay.float16, tensorplay.float32)
+    """
+    first = tensors[0]
+    low = dtype_of(first) if isinstance(first, Tensor) and dtypes.is_low_float(dtype_of(first)) else None
+    if low is None:
+        return None, tensors
+    return low, tuple(t if not isinstance(t, Tensor) or not dtypes.is_low_float(dtype_of(t))
+                      else ebind(_CONVERT, t, dtype=dtypes.float32) for t in tensors)
+
+
 def copy(t: Tensor) -> Tensor:
     """A copy of `t` that does not share storage (for ops that PyTorch defines as copying)."""
     return ebind(_CONVERT, t, dtype=dtype_of(t))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tensorplay.ir import get_primitive as _gp
 
 from .._tensor import Tensor
-from ._common import as_tensor_operand, convert, copy, dtype_of, ebind, normalize_dim, shape_of
+from ._common import as_tensor_operand, convert, copy, dtype_of, ebind, normalize_dim, shape_of, widened
 from ._table import op
 from .elementwise import exp, sub, div, log
 from .reduction import amax, sum
@@ -24,6 +24,9 @@ def _normalized(input, dim: int, dtype, op: str, body):
     if not dtype_of(x).is_floating_point:
         raise TypeError(f"{op}: expected a floating point tensor (or dtype=), got {dtype_of(x).name} "
                         f"(shape {tuple(shape_of(x))})")
+    low, (x,) = widened(x)
+    if low is not None:  # 16-bit floats: computed in float32, rounded once (as torch's CPU kernel)
+        return convert(_normalized(x, dim, None, op, body), low)
     shape = tuple(shape_of(x))
     d = normalize_dim(dim, len(shape), op)
     if not shape:  # one element

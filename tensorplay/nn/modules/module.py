@@ -434,6 +434,20 @@ class Module:
 
         return self.to(dtypes.float64)
 
+    def half(self) -> "Module":
+        """Floating-point parameters and buffers as float16 (math in float32, see docs/low-precision.md)."""
+        from tensorplay.ir import dtypes
+
+        return self.to(dtypes.float16)
+
+    def bfloat16(self) -> "Module":
+        """Floating-point parameters and buffers as bfloat16 (needs the optional ml_dtypes package)."""
+        from tensorplay.ir import dtypes
+
+        if dtypes.bfloat16 is None:
+            raise TypeError(f"Module.bfloat16(): {dtypes.BFLOAT16_MISSING}")
+        return self.to(dtypes.bfloat16)
+
     def type(self, dst_type) -> "Module":
         return self.to(dst_type)
 
