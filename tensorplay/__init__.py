@@ -45,6 +45,7 @@ from .ops.creation import diagflat
 from .ops.statistics import cov
 from ._control import cond, while_loop, fori_loop, scan
 from ._legacy import FloatTensor, DoubleTensor, LongTensor, IntTensor, BoolTensor
+from ._methods_extra import multinomial
 
 from . import compiler  # noqa: F401  (tp.compiler.reset())
 from . import linalg  # noqa: E402  (tp.linalg)
