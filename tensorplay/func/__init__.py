@@ -17,6 +17,7 @@ _EXPORTS = {
     "replace_all_batch_norm_modules_": "._module_utils", "batch_norm_without_running_stats": "._module_utils",
     "debug_unwrap": "._debug",
     "custom_jvp": "._custom", "custom_vjp": "._custom", "checkpoint": "._custom",
+    "FuncValueError": "._errors", "FuncTypeError": "._errors",
 }
 
 __all__ = sorted(_EXPORTS)
