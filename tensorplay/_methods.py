@@ -32,7 +32,7 @@ from .autograd._record import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
 from .ops import cumulative, matrix, scattering, selection, sorting  # noqa: F401  (op table rows)
-from .ops import pointwise_extra, reduction_extra, shape_extra  # noqa: F401  (op table rows: asin, median, diff, ...)
+from .ops import linalg_extra, pointwise_extra, reduction_extra, shape_extra  # noqa: F401  (op table rows: asin, median, ...)
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
 from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
