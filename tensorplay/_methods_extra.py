@@ -1,5 +1,6 @@
 """Tensor methods torch programs use beyond the op table: ``type_as``, ``detach_``, ``is_cuda``/``is_cpu``,
-``stride``, ``sum_to_size``, and ``tp.multinomial`` (a random draw over the op layer).
+``stride``, ``sum_to_size``, ``new_zeros``/``new_full``/... with torch's full signatures, and
+``tp.multinomial`` (a random draw over the op layer).
 
 >>> import tensorplay as tp
 >>> x = tp.ones(2, 3)
@@ -123,6 +124,62 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     return idx if w.ndim == 2 else sh.squeeze(idx, 0)
 
 
+def _new(self, make, dtype, device, requires_grad: bool, op: str) -> Tensor:
+    from ._device import check_device
+
+    check_device(device, op)
+    out = make(dtype or self.dtype)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False, layout=None,
+              pin_memory: bool = False) -> Tensor:
+    """Zeros of `size`, in this tensor's dtype unless `dtype` is given.
+
+    >>> import tensorplay as tp
+    >>> tp.ones(1, dtype=tp.float64).new_zeros(2).dtype
+    tensorplay.float64
+    """
+    from .ops.creation import zeros
+
+    return _new(self, lambda d: zeros(*size, dtype=d), dtype, device, requires_grad, "new_zeros")
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False, layout=None,
+             pin_memory: bool = False) -> Tensor:
+    """Ones of `size`, in this tensor's dtype unless `dtype` is given."""
+    from .ops.creation import ones
+
+    return _new(self, lambda d: ones(*size, dtype=d), dtype, device, requires_grad, "new_ones")
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False, layout=None,
+              pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor of `size` (zeros here), in this tensor's dtype unless `dtype` is given."""
+    return new_zeros(self, *size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None,
+             pin_memory: bool = False) -> Tensor:
+    """`fill_value` everywhere in a tensor of `size`, in this tensor's dtype unless `dtype` is given.
+
+    >>> import tensorplay as tp
+    >>> tp.zeros(1).new_full((2,), 7).tolist()
+    [7.0, 7.0]
+    """
+    from .ops.creation import full
+
+    return _new(self, lambda d: full(size, fill_value, dtype=d), dtype, device, requires_grad, "new_full")
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad: bool = False, layout=None,
+               pin_memory: bool = False) -> Tensor:
+    """A new tensor from `data` (copied), in this tensor's dtype unless `dtype` is given."""
+    from .ops.creation import tensor
+
+    return _new(self, lambda d: tensor(data, dtype=d), dtype, device, requires_grad, "new_tensor")
+
+
 def attach() -> None:
     """Add the methods to `Tensor` (called by `tensorplay._methods`)."""
     Tensor.type_as = type_as
@@ -130,5 +187,7 @@ def attach() -> None:
     Tensor.stride = stride
     Tensor.sum_to_size = sum_to_size
     Tensor.multinomial = multinomial
+    for fn in (new_zeros, new_ones, new_empty, new_full, new_tensor):  # with torch's device/requires_grad
+        setattr(Tensor, fn.__name__, fn)
     Tensor.is_cuda = property(lambda self: False, doc="False: tensorplay tensors live on the CPU.")
     Tensor.is_cpu = property(lambda self: not self._meta, doc="True unless a meta tensor.")
