@@ -35,6 +35,7 @@ from .serialization import save, load
 from ._numpy_interop import from_dlpack
 from ._control import cond, while_loop, fori_loop, scan
 from ._legacy import FloatTensor, DoubleTensor, LongTensor, IntTensor, BoolTensor
+from ._methods_extra import multinomial
 
 from . import compiler  # noqa: F401  (tp.compiler.reset())
 from . import linalg  # noqa: E402  (tp.linalg)

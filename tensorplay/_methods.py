@@ -25,15 +25,15 @@ import numpy as np
 
 from tensorplay.ir import dtypes
 
-from . import _numpy_interop as _interop, _views
+from . import _methods_extra, _numpy_interop as _interop, _views
 from ._tensor import Tensor
 from ._trace import bind
 from .autograd._engine import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
-from .ops import creation, elementwise as ew, indexing, linalg, shape as sh
-from .ops import activation, cumulative, matrix, reduction, scattering, selection, sorting, statistics  # noqa: F401
+from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
+from .ops import cumulative, matrix, scattering, selection, sorting  # noqa: F401  (op table rows)
+from .ops import linalg_extra, pointwise_extra, reduction_extra, shape_extra  # noqa: F401  (op table rows: asin, median, ...)
 # (the op modules above add the op table's rows; `attach` puts them on Tensor)
-from .ops import pointwise_extra  # noqa: F401  (op table rows: asin, sinh, log2, ...)
 from .ops import _table as op_table
 from .ops._common import as_tensor_operand, convert
 from ._device import as_dtype as _as_dtype, check_device as _check_device, to_arguments as _to_arguments
@@ -309,3 +309,4 @@ def attach() -> None:
 
 
 attach()
+_methods_extra.attach()  # type_as, detach_, stride, is_cuda, ... (tensorplay/_methods_extra.py)

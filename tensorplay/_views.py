@@ -402,14 +402,27 @@ def _eager_store(target: Tensor, src: np.ndarray, op: str) -> None:
         # writes through to the expanded tensor's storage.
         overlap = has_overlap(array_layout(dst))
         expanded = overlap or any(name == "broadcast_in_dim" for name, _ in target._steps)
-        if overlap and op != "fill_":
+        if overlap and op not in ("fill_",) + _DEPRECATED_OVERLAP_WRITES:
             raise RuntimeError(f"{op}: {OVERLAP_MESSAGE}")
         alias = _writeable_alias(dst) if expanded else None
         if alias is None:
             raise RuntimeError(f"{op}: {OVERLAP_MESSAGE}" if expanded else
                                f"{op}: cannot write into a read-only tensor (its numpy array is not writeable)")
+        if overlap and op in _DEPRECATED_OVERLAP_WRITES:
+            import warnings
+
+            warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor before "
+                          f"performing this operation.", UserWarning, stacklevel=5)
+            # as torch: only the filled elements are stored, so a shared location takes the filled value
+            same = (src == dst) | (np.isnan(src) & np.isnan(dst)) if src.dtype.kind == "f" else (src == dst)
+            np.copyto(alias, src, where=~same)
+            return
         dst = alias
     np.copyto(dst, src)
+
+
+# Writes torch still performs on tensors with elements sharing memory, with a deprecation warning.
+_DEPRECATED_OVERLAP_WRITES = ("masked_fill_", "index_fill_")
 
 
 def _writeable_alias(arr: np.ndarray) -> np.ndarray | None:

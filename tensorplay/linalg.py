@@ -370,3 +370,169 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if len(dims) == 1:
         return vector_norm(a, ord, dims, keepdim, dtype=dtype)
     return matrix_norm(a, ord, dims, keepdim, dtype=dtype)
+
+
+# --- composites over the functions above (issue 16): every transform applies ------------------------
+def matmul(input, other) -> Tensor:
+    """``input @ other`` (as `tp.matmul`).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.matmul(tp.eye(2), tp.tensor([1.0, 2.0])).tolist()
+    [1.0, 2.0]
+    """
+    from .ops.linalg import matmul as _matmul
+
+    return _matmul(input, other)
+
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """The diagonals of a batch of matrices (the last two dims by default).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.diagonal(tp.tensor([[1, 2], [3, 4]])).tolist()
+    [1, 4]
+    """
+    from .ops.shape import diagonal as _diagonal
+
+    return _diagonal(as_tensor_operand(A), offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim: int = -1) -> Tensor:
+    """The dot product of vectors along `dim` (inputs broadcast).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.vecdot(tp.tensor([[1.0, 2.0]]), tp.tensor([3.0, 4.0])).tolist()
+    [11.0]
+    """
+    from .ops import elementwise as ew, reduction as red
+
+    return red.sum(ew.mul(as_tensor_operand(x), as_tensor_operand(y)), dim)
+
+
+def cross(input, other, *, dim: int = -1) -> Tensor:
+    """The cross product of 3-vectors along `dim` (default the last; inputs broadcast).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.cross(tp.tensor([0.0, 1.0, 0.0]), tp.tensor([0.0, 0.0, 1.0])).tolist()
+    [1.0, 0.0, 0.0]
+    """
+    from .ops.linalg_extra import cross as _cross
+
+    return _cross(input, other, dim)
+
+
+def matrix_power(A, n: int) -> Tensor:
+    """``A`` multiplied by itself `n` times (n = 0: the identity; n < 0: powers of the inverse).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.matrix_power(tp.tensor([[1.0, 1.0], [0.0, 1.0]]), 3).tolist()
+    [[1.0, 3.0], [0.0, 1.0]]
+    """
+    from .ops.linalg import matmul as _matmul
+
+    a = _matrix_arg(A, "matrix_power")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
+    if n == 0:
+        return broadcast_to_shape(_eye_like(a), shape_of(a))
+    if n < 0:
+        a, n = inv(a), -n
+    result, base = None, a
+    while n:  # square-and-multiply
+        if n & 1:
+            result = base if result is None else _matmul(result, base)
+        n >>= 1
+        if n:
+            base = _matmul(base, base)
+    return result
+
+
+def multi_dot(tensors) -> Tensor:
+    """The product of a chain of matrices (the first may be a vector, as may the last).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.multi_dot([tp.tensor([1.0, 2.0]), tp.eye(2), tp.tensor([[1.0], [1.0]])]).tolist()
+    [3.0]
+    """
+    from .ops.linalg import matmul as _matmul
+
+    items = [as_tensor_operand(t) for t in tensors]
+    if len(items) < 2:
+        raise ValueError(f"multi_dot(): expected at least 2 tensors but got {len(items)}")
+    for i, t in enumerate(items):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(items) - 1)):
+            raise ValueError(f"multi_dot(): tensor {i} must be 2-d (only the first and last may be 1-d), got shape "
+                             f"{tuple(t.shape)}")
+    out = items[0]
+    for t in items[1:]:
+        out = _matmul(out, t)
+    return out
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse from the SVD: singular values at most
+    ``max(atol, rtol * largest)`` are dropped (default rtol: ``eps * max(m, n)``).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.pinv(tp.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
+    import numpy as np
+
+    from .ops import elementwise as ew, reduction as red, shape as sh
+    from .ops.linalg import matmul as _matmul
+
+    a = _matrix_arg(A, "pinv", square=False)
+    m, n = shape_of(a)[-2:]
+    u, s, vh = svd(a, full_matrices=False)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(a.dtype.np).eps) * builtins.max(m, n)
+    largest = red.amax(s, -1, keepdim=True) if s.shape[-1] else s
+    cutoff = ew.maximum(ew.mul(largest, float(rtol)), float(atol or 0.0))
+    keep = ew.gt(s, cutoff)
+    s_inv = ew.where(keep, ew.div(1.0, ew.where(keep, s, 1.0)), 0.0)
+    return _matmul(ew.mul(_mT(vh), sh.unsqueeze(s_inv, -2)), _mT(u))
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The number of singular values above ``max(atol, rtol * largest)`` (int64).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.matrix_rank(tp.tensor([[1.0, 2.0], [2.0, 4.0]])).item()
+    1
+    """
+    import numpy as np
+
+    from .ops import elementwise as ew, reduction as red
+
+    a = _matrix_arg(A, "matrix_rank", square=False)
+    m, n = shape_of(a)[-2:]
+    s = svdvals(a)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(a.dtype.np).eps) * builtins.max(m, n)
+    largest = red.amax(s, -1, keepdim=True) if s.shape[-1] else s
+    cutoff = ew.maximum(ew.mul(largest, float(rtol)), float(atol or 0.0))
+    return red.sum(convert(ew.gt(s, cutoff), dtypes.int64), -1)
+
+
+def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """X with ``A @ X = B`` (``X @ A = B`` when not `left`) for triangular A: only A's `upper` or lower
+    triangle is read (and its diagonal taken as ones when `unitriangular`).
+
+    >>> import tensorplay as tp
+    >>> tp.linalg.solve_triangular(tp.tensor([[2.0, 9.0], [1.0, 4.0]]), tp.tensor([[2.0], [9.0]]), upper=False).tolist()
+    [[1.0], [2.0]]
+    """
+    from .ops import elementwise as ew
+    from .ops.matrix import tril, triu
+
+    a = _matrix_arg(A, "solve_triangular")
+    t = triu(a) if upper else tril(a)
+    if unitriangular:
+        eye = _eye_like(a)
+        t = ew.add(ew.mul(t, ew.sub(1.0, eye)), eye)
+    return solve(t, B, left=left)
+
+
+__all__ += ["matmul", "diagonal", "vecdot", "cross", "matrix_power", "multi_dot", "pinv", "matrix_rank",
+            "solve_triangular"]

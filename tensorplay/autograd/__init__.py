@@ -16,8 +16,9 @@ tensor([ 2., -4.])
 from ._tensor_api import backward, clear_grad, grad
 from . import functional  # noqa: F401  (torch.autograd.functional)
 from .._legacy import Variable
+from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                         set_grad_enabled)
 
-__all__ = ["Variable", "backward", "grad", "clear_grad", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled",
+__all__ = ["Variable", "Function", "FunctionCtx", "backward", "grad", "clear_grad", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled",
            "is_grad_enabled", "is_inference_mode_enabled"]

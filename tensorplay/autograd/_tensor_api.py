@@ -13,6 +13,7 @@ import warnings
 
 from .._tensor import Tensor
 from . import _engine, _record
+from ._hooks import apply_hooks, register_hook
 from ._record import RETAINED
 
 
@@ -169,6 +170,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
             continue
         if not create_graph:
             g = detach(g)
+        g = apply_hooks(t, g)
         old = t.__dict__.get("grad")
         t.__dict__["grad"] = g if old is None else old + g
 
@@ -218,6 +220,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                 g = zeros_like(t)
         elif not create_graph:
             g = detach(g)
+        if g is not None:
+            g = apply_hooks(t, g)
         result.append(g)
     return tuple(result)
 
@@ -233,3 +237,4 @@ def attach(cls=Tensor) -> None:
     cls.retain_grad = retain_grad
     cls.detach = detach
     cls.backward = _tensor_backward
+    cls.register_hook = register_hook

@@ -18,6 +18,7 @@ _EXPORTS = {
     "debug_unwrap": "._debug",
     "custom_jvp": "._custom", "custom_vjp": "._custom", "checkpoint": "._custom",
     "checkpoint_policies": "._custom",
+    "FuncValueError": "._errors", "FuncTypeError": "._errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -31,6 +31,7 @@ from tensorplay.ir.primitive import get_primitive
 
 from .. import _pytree
 from .._exec import runner
+from ._errors import FuncTypeError, FuncValueError
 from .._tensor import Tensor
 from .._state import STATE
 from .._trace import ClosedGraph, bind, current_trace, trace_function
@@ -51,11 +52,11 @@ def _argnums_tuple(argnums, num_args: int, transform: str) -> tuple[int, ...]:
         if not isinstance(a, int) or isinstance(a, bool):
             raise TypeError(f"{transform}: argnums must be an int or a tuple of ints, got {argnums!r}")
         if not -num_args <= a < num_args:
-            raise ValueError(f"{transform}: argnums {a} is out of range for a function called with "
+            raise FuncValueError(f"{transform}: argnums {a} is out of range for a function called with "
                              f"{num_args} positional argument(s)")
         out.append(a % num_args)
     if len(set(out)) != len(out):
-        raise ValueError(f"{transform}: argnums {argnums!r} contains a repeated argument")
+        raise FuncValueError(f"{transform}: argnums {argnums!r} contains a repeated argument")
     return tuple(out)
 
 
@@ -148,7 +149,7 @@ def _check_tensor_output(tr: _Traced, what: str) -> None:
     """The main result must be made of tensors (no Python numbers) to be differentiated."""
     static = [s for s in tr.closed.out_static[:tr.main_tree.num_leaves] if s is not None]
     if static or tr.num_main == 0:
-        raise TypeError(f"{tr.transform}: {what}, but func returned "
+        raise FuncTypeError(f"{tr.transform}: {what}, but func returned "
                         f"{_describe(static[0].value) if static else 'no tensor'}")
 
 
@@ -191,7 +192,7 @@ def _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs):
     tr = _trace(func, args, kwargs, transform, has_aux, nums)
     _check_tensor_output(tr, "func must return a single-element tensor")
     if tr.num_main != 1:
-        raise TypeError(f"{transform}: func must return a single tensor, but it returned {tr.num_main} "
+        raise FuncTypeError(f"{transform}: func must return a single tensor, but it returned {tr.num_main} "
                         f"tensors; use vjp or jacrev for several outputs")
     out = tr.graph.outputs[0]
     if out.type.size != 1:
@@ -283,16 +284,16 @@ def _check_like(transform: str, what: str, given, expected_leaves: list, expecte
     """The tensor leaves of `given`, checked against `expected_leaves` in structure, shape and dtype."""
     leaves, tree = _pytree.tree_flatten(given)
     if tree != expected_tree:
-        raise ValueError(f"{transform}: {what} must have the same structure as {path_name} ({expected_tree}), "
+        raise FuncValueError(f"{transform}: {what} must have the same structure as {path_name} ({expected_tree}), "
                          f"got {tree}")
     for i, (g, e) in enumerate(zip(leaves, expected_leaves)):
         if not isinstance(g, Tensor):
             raise TypeError(f"{transform}: {what} leaf {i} is {_describe(g)}, expected a tensor")
         if tuple(g.shape) != tuple(e.shape):
-            raise ValueError(f"{transform}: {what} leaf {i} has shape {tuple(g.shape)}, but the corresponding "
+            raise FuncValueError(f"{transform}: {what} leaf {i} has shape {tuple(g.shape)}, but the corresponding "
                              f"{path_name} leaf has shape {tuple(e.shape)}")
         if g.dtype is not e.dtype:
-            raise TypeError(f"{transform}: {what} leaf {i} has dtype {g.dtype.name}, but the corresponding "
+            raise FuncTypeError(f"{transform}: {what} leaf {i} has dtype {g.dtype.name}, but the corresponding "
                             f"{path_name} leaf has dtype {e.dtype.name}")
     return leaves
 
@@ -364,7 +365,9 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
     primals = _check_primals(transform, primals)
     tangents = _check_primals(transform, tangents, "tangents")
     if len(tangents) != len(primals):
-        raise ValueError(f"{transform}: got {len(primals)} primals but {len(tangents)} tangents")
+        raise FuncValueError(f"{transform}: got {len(primals)} primals but {len(tangents)} tangents")
+    if not any(isinstance(leaf, Tensor) for leaf in _pytree.tree_flatten(primals)[0]):
+        raise FuncValueError(f"{transform}: expected primals to contain at least one tensor, got {primals!r}")
     argnums = tuple(range(len(primals)))
     tr = _trace(func, primals, {}, transform, has_aux, argnums)
     _check_tensor_output(tr, "func must return tensors")

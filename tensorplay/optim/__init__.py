@@ -1,4 +1,4 @@
-"""`tensorplay.optim`: SGD, Adam, AdamW, RMSprop and Adagrad, learning-rate schedulers, and pure updates.
+"""`tensorplay.optim`: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, learning-rate schedulers, and pure updates.
 
 Classes update parameters in place from gradients handed to ``step``
 (tensorplay has no tape; gradients come from `tensorplay.func.grad`);
@@ -18,6 +18,8 @@ from .sgd import SGD
 from .adam import Adam, AdamW
 from .rmsprop import RMSprop
 from .adagrad import Adagrad
+from .adaptive import Adadelta, Adamax, NAdam, RAdam
 from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "functional", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+           "functional", "lr_scheduler"]

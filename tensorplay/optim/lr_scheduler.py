@@ -26,7 +26,8 @@ from typing import Callable
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "OneCycleLR",
-           "ReduceLROnPlateau"]
+           "ReduceLROnPlateau", "ConstantLR", "LinearLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts",
+           "SequentialLR"]
 
 
 def _check_optimizer(optimizer, name: str) -> None:
@@ -446,3 +447,212 @@ class ReduceLROnPlateau:
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.__dict__.update(state_dict)
+
+
+class ConstantLR(LRScheduler):
+    """The rate times `factor` until epoch `total_iters`, then the base rate.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import optim
+    >>> opt = optim.SGD([tp.zeros(1)], lr=1.0)
+    >>> s = ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> [(s.get_last_lr()[0], s.step())[0] for _ in range(4)]
+    [0.5, 0.5, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [g["lr"] * self.factor for g in groups]
+        if self.last_epoch != self.total_iters:
+            return [g["lr"] for g in groups]
+        return [g["lr"] * (1.0 / self.factor) for g in groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The rate scaled linearly from `start_factor` to `end_factor` over `total_iters` epochs.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import optim
+    >>> opt = optim.SGD([tp.zeros(1)], lr=1.0)
+    >>> s = LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> [(s.get_last_lr()[0], s.step())[0] for _ in range(4)]
+    [0.5, 0.75, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [g["lr"] * self.start_factor for g in groups]
+        if self.last_epoch > self.total_iters:
+            return [g["lr"] for g in groups]
+        s, e = self.start_factor, self.end_factor
+        return [g["lr"] * (1.0 + (e - s) / (self.total_iters * s + (self.last_epoch - 1) * (e - s))) for g in groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        s, e = self.start_factor, self.end_factor
+        return [base * (s + (e - s) * min(self.total_iters, self.last_epoch) / self.total_iters)
+                for base in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """Each epoch multiplies the rate by ``lr_lambda(epoch)`` (one function, or one per group).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import optim
+    >>> opt = optim.SGD([tp.zeros(1)], lr=1.0)
+    >>> s = MultiplicativeLR(opt, lambda epoch: 0.5)
+    >>> [(s.get_last_lr()[0], s.step())[0] for _ in range(3)]
+    [1.0, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
+        _check_optimizer(optimizer, "MultiplicativeLR")
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        groups = self.optimizer.param_groups
+        if self.last_epoch > 0:
+            return [g["lr"] * f(self.last_epoch) for f, g in zip(self.lr_lambdas, groups)]
+        return [g["lr"] for g in groups]
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the base rate to `eta_min` over `T_0` epochs, restarting, each period `T_mult`
+    times longer than the last (SGDR).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import optim
+    >>> opt = optim.SGD([tp.zeros(1)], lr=1.0)
+    >>> s = CosineAnnealingWarmRestarts(opt, T_0=2)
+    >>> [(s.get_last_lr()[0], s.step())[0] for _ in range(4)]
+    [1.0, 0.5, 1.0, 0.5]
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        """Advance one epoch, or jump to a (fractional) `epoch`, restarting the cosine where a period ends."""
+        self._step_count += 1
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur -= self.T_i
+                self.T_i *= self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i, self.T_cur = self.T_0, epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class SequentialLR(LRScheduler):
+    """Run `schedulers` one after another, switching at the epochs in `milestones`.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay import optim
+    >>> opt = optim.SGD([tp.zeros(1)], lr=1.0)
+    >>> warm = LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> decay = ExponentialLR(opt, gamma=0.5)
+    >>> s = SequentialLR(opt, [warm, decay], milestones=[2])
+    >>> [(s.get_last_lr()[0], s.step())[0] for _ in range(5)]
+    [0.5, 0.75, 1.0, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer: Optimizer, schedulers, milestones, last_epoch: int = -1):
+        _check_optimizer(optimizer, "SequentialLR")
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"SequentialLR expects all schedulers to belong to the same optimizer, but got "
+                                 f"scheduler {type(s).__name__} at index {i} with a different optimizer")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"Sequential Schedulers expects number of schedulers provided to be one more than the "
+                             f"number of milestone points, but got {len(schedulers)} schedulers and "
+                             f"{len(milestones)} milestones")
+        self._schedulers, self._milestones = schedulers, list(milestones)
+        self.optimizer = optimizer
+        self.last_epoch = last_epoch + 1
+        for group in optimizer.param_groups:  # undo the first step each scheduler took when it was built
+            group["lr"] = group["initial_lr"]
+        for s in schedulers:
+            s.last_epoch -= 1
+        schedulers[0].step()
+        self._last_lr = schedulers[0].get_last_lr()
+
+    def step(self, epoch=None) -> None:
+        """Advance one epoch with the scheduler whose stretch this is (a new one starts from its epoch 0)."""
+        import bisect
+
+        self.last_epoch += 1
+        idx = bisect.bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                scheduler.step(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state

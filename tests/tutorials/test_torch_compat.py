@@ -49,3 +49,19 @@ def test_cpu_build_namespaces():
     assert not tp.backends.mps.is_available() and not tp.backends.cuda.is_built()
     device = "cuda" if tp.cuda.is_available() else "cpu"  # the idiom of every tutorial
     assert tp.ones(2, device=device).device == tp.device("cpu")
+
+
+def test_new_factories_take_torchs_keywords():
+    x = tp.ones(2, dtype=tp.float64)
+    z = x.new_zeros(2, 3, requires_grad=True, device="cpu")
+    assert z.requires_grad and z.dtype is tp.float64 and tuple(z.shape) == (2, 3)
+    assert x.new_ones((4,)).tolist() == [1.0] * 4 and tuple(x.new_empty(0, 2).shape) == (0, 2)
+    f = x.new_full((2,), fill_value=3, dtype=tp.int64)
+    assert f.dtype is tp.int64 and f.tolist() == [3, 3]
+    assert x.new_tensor([1, 2]).dtype is tp.float64
+    with pytest.raises(RuntimeError, match="not available"):
+        x.new_ones(2, device="cuda")
+    torch = pytest.importorskip("torch")
+    t = torch.ones(2, dtype=torch.float64)
+    assert t.new_full((2,), fill_value=3, dtype=torch.int64).tolist() == f.tolist()
+    assert str(t.new_tensor([1, 2]).dtype) == "torch.float64"
