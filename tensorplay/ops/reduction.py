@@ -212,9 +212,10 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     centered = sub(x, mean(x, axes, keepdim=True))
     s = sum(mul(centered, centered), axes, keepdim=keepdim)
     denom = builtins.max(n - correction, 0)
-    if denom == 0:
-        # PyTorch accumulates in float64, where squares of tiny deviations do not underflow: the
-        # result is inf unless every deviation is exactly 0 (then NaN). |deviation| keeps that sign.
+    if denom == 0 and d is not dtypes.float64:
+        # PyTorch accumulates float32 (and 16-bit floats) in float64, where squares of their tiny
+        # deviations do not underflow: the result is inf unless every deviation is exactly 0 (then
+        # NaN). |deviation| keeps that sign. float64 squares can underflow in torch too: s as it is.
         s = add(s, sum(abs(centered), axes, keepdim=keepdim))
     return s if denom == 1 else ebind(_DIV, s, constant(denom, d, shape_of(s), (s,)))
 
