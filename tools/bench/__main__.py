@@ -17,7 +17,7 @@ import time
 
 SCRIPTS = ["bench_fused_elementwise", "bench_mlp", "bench_per_sample_grads", "bench_jacobians",
            "bench_plain_transforms", "bench_dispatch", "bench_trace", "bench_compile_time", "bench_optimizer_step",
-           "bench_scan_compile", "bench_lstm"]
+           "bench_scan_compile", "bench_lstm", "bench_low_precision"]
 # Scripts without the common options (--quick, --markdown), run on their own.
 STANDALONE = ["bench_elementwise", "bench_disk_cache", "bench_scaleout", "bench_soak"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
