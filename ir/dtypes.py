@@ -80,7 +80,8 @@ def from_short(short: str) -> DType:
     except KeyError:
         if short == "bf16":
             raise ValueError(f"element type 'bf16': {BFLOAT16_MISSING}") from None
-        raise ValueError(f"unknown element type {short!r}; expected one of {sorted(_BY_SHORT)}") from None
+        # bf16 is a valid spelling with or without ml_dtypes: the message is the same on every install
+        raise ValueError(f"unknown element type {short!r}; expected one of {sorted({*_BY_SHORT, 'bf16'})}") from None
 
 
 def from_name(name: str) -> DType:
