@@ -317,7 +317,7 @@ def _only_unit_dims(src: Tensor, out: Tensor) -> bool:
     """Does the reshape `src -> out` only add or drop size-1 dimensions (as indexing with an int
     does)? Such a reshape is a view of any strided layout (numpy never copies for it), so its
     layout need not be worked out to know that."""
-    a, b = src._value.type.shape, out._value.type.shape
+    a, b = tuple(src.shape), tuple(out.shape)  # src may be a concrete tensor (a captured view)
     return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 

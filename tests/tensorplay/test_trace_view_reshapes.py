@@ -30,3 +30,13 @@ def test_traced_reshape_view_or_copy_matches_eager(fn):
     traced_out = tp.compile(fn)(traced_x)
     np.testing.assert_array_equal(traced_out.numpy(), eager_out.numpy())
     np.testing.assert_array_equal(traced_x.numpy(), eager_x.numpy())
+
+
+def test_a_concrete_view_reshaped_under_a_trace():
+    """A concrete (unbatched) view reaching a traced reshape: its layout comes from the concrete
+    tensor (the fuzzer found an AttributeError here)."""
+    base = tp.arange(6.0).reshape(2, 3)
+    x = base.t()  # a non-contiguous concrete view
+    got = tp.func.vmap(lambda s, a: a.reshape(-1).reshape(a.shape) * s, in_dims=(0, None))(tp.ones(2), x)
+    np.testing.assert_array_equal(got.numpy(), np.stack([x.numpy()] * 2))
+    np.testing.assert_array_equal(base.numpy(), np.arange(6.0).reshape(2, 3))
