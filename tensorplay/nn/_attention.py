@@ -15,6 +15,7 @@ from ..ops import reduction as _red
 from ..ops import shape as _sh
 from ..ops._common import as_tensor_operand, constant, convert
 from ..ops.creation import arange
+from ._functional_base import dropout, linear
 
 
 def _causal_mask(L: int, S: int) -> Tensor:
@@ -48,8 +49,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     tensor([[[1.0000, 2.0000],
              [2.3395, 3.3395]]])
     """
-    from .functional import dropout
-
     q, k, v = as_tensor_operand(query), as_tensor_operand(key), as_tensor_operand(value)
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(f"scaled_dot_product_attention: expected inputs of at least 2 dims, got query "
@@ -82,8 +81,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
 def multi_head_attention(module, query, key, value, key_padding_mask=None, need_weights: bool = True,
                          attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
     """The forward pass of `nn.MultiheadAttention` (its weights, dropout and layout); returns (output, weights)."""
-    from .functional import dropout, linear
-
     m = module
     q, k, v = as_tensor_operand(query), as_tensor_operand(key), as_tensor_operand(value)
     batched = q.ndim == 3

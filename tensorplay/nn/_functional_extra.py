@@ -20,6 +20,7 @@ from ..ops import reduction as _red
 from ..ops import shape as _sh
 from ..ops._common import as_tensor_operand
 from ..ops.creation import rand, tensor as _const
+from ._functional_base import _conv, _reduce_loss, one_hot, softmax
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "pad_mode", "pixel_shuffle", "pixel_unshuffle", "glu",
            "hardsigmoid", "hardswish", "mish", "selu", "celu", "softsign", "tanhshrink", "threshold", "softmin",
@@ -35,8 +36,6 @@ def _tuple(v, n: int, name: str, op: str) -> tuple:
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n: int, op: str):
-    from .functional import _conv
-
     x, w = as_tensor_operand(input), as_tensor_operand(weight)
     if w.ndim != n + 2:
         raise ValueError(f"{op}: expected weight of {n + 2} dims (in_channels, out_channels/groups, kernel...), got "
@@ -336,8 +335,6 @@ def softmin(input, dim: int | None = None, dtype=None) -> Tensor:
     >>> F.softmin(tp.tensor([0.0, 0.0]), dim=0).tolist()
     [0.5, 0.5]
     """
-    from .functional import softmax
-
     return softmax(ew.neg(as_tensor_operand(input)), dim, dtype)
 
 
@@ -361,12 +358,6 @@ def prelu(input, weight) -> Tensor:
 
 
 # --- losses and distances ------------------------------------------------------------------------
-def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
-    from .functional import _reduce_loss
-
-    return _reduce_loss(loss, reduction, op)
-
-
 def _pair(input, target, op: str):
     x, y = as_tensor_operand(input), as_tensor_operand(target)
     if tuple(x.shape) != tuple(y.shape):
@@ -390,9 +381,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     x, y = _pair(input, target, "smooth_l1_loss")
     d = ew.abs(ew.sub(x, y))
     if beta == 0:
-        return _reduce(d, reduction, "smooth_l1_loss")
+        return _reduce_loss(d, reduction, "smooth_l1_loss")
     loss = ew.where(ew.lt(d, beta), ew.div(ew.mul(ew.mul(d, d), 0.5), beta), ew.sub(d, 0.5 * beta))
-    return _reduce(loss, reduction, "smooth_l1_loss")
+    return _reduce_loss(loss, reduction, "smooth_l1_loss")
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None) -> Tensor:
@@ -408,7 +399,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     loss = ew.where(ew.lt(d, delta), ew.mul(ew.mul(d, d), 0.5), ew.mul(ew.sub(d, 0.5 * delta), delta))
     if weight is not None:
         loss = ew.mul(loss, weight)
-    return _reduce(loss, reduction, "huber_loss")
+    return _reduce_loss(loss, reduction, "huber_loss")
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
@@ -431,7 +422,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
         loss = ew.sub(xlogy(y, y), ew.mul(y, x))
     if reduction == "batchmean":
         return ew.div(_red.sum(loss), x.shape[0] if x.ndim else 1)
-    return _reduce(loss, reduction, "kl_div")
+    return _reduce_loss(loss, reduction, "kl_div")
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8) -> Tensor:
@@ -510,8 +501,6 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, eps: float = 1e
     [1.0, 1.0]
     """
     from ..ops.reduction import argmax
-    from .functional import one_hot, softmax
-
     x = as_tensor_operand(logits)
     u = rand(tuple(x.shape), dtype=x.dtype)
     gumbels = ew.neg(ew.log(ew.neg(ew.log(ew.clamp(u, min=1e-20)))))

@@ -20,7 +20,8 @@ MODULES = [
     "tensorplay.optim", "tensorplay.optim.functional", "tensorplay.optim.sgd", "tensorplay.optim.adam",
     "tensorplay.func._module_utils", "tensorplay.func._debug",
     # the PyTorch surface: layers, optimizers, schedulers, data, files, devices, numpy interop, factories
-    "tensorplay.nn._norm_resize", "tensorplay.nn._attention", "tensorplay.nn.modules.instancenorm",
+    "tensorplay.nn._norm_resize", "tensorplay.nn._attention", "tensorplay.nn._functional_base",
+    "tensorplay.nn._functional_extra", "tensorplay.nn.modules.instancenorm",
     "tensorplay.nn.modules.upsampling", "tensorplay.nn.modules.transformer", "tensorplay.nn.utils.clip_grad",
     "tensorplay.nn.utils.convert_parameters", "tensorplay.optim.rmsprop", "tensorplay.optim.adagrad",
     "tensorplay.optim.lr_scheduler", "tensorplay.utils.data", "tensorplay.utils.data.dataset",
