@@ -50,24 +50,6 @@ long = int64
 int = int32  # noqa: A001
 
 
-def detach(input):
-    """A tensor with the same value that blocks differentiation."""
-    return input.detach()
-
-
-def clone(input):
-    """A copy of `input` that does not share storage."""
-    return input.clone()
-
-
-def is_tensor(obj) -> bool:
-    return isinstance(obj, Tensor)
-
-
-def numel(input) -> int:
-    return input.numel()
-
-
 def make_graph(fn, *example_args, **example_kwargs) -> ClosedGraph:
     """Trace `fn` on the example arguments and return its graph; ``str()`` of it is the IR text.
 

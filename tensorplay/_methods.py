@@ -31,7 +31,7 @@ from ._trace import bind
 from .autograd._engine import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
-from .ops import cumulative, matrix, scattering, selection, sorting  # noqa: F401  (op table rows)
+from .ops import cumulative, handles, matrix, scattering, selection, sorting  # noqa: F401  (op table rows)
 from .ops import linalg_extra, pointwise_extra, reduction_extra, shape_extra  # noqa: F401  (op table rows: asin, median, ...)
 # (the op modules above add the op table's rows; `attach` puts them on Tensor)
 from .ops import _table as op_table
@@ -126,7 +126,7 @@ def _to(self, *args, **kwargs):
         return to_meta(self)
     dtype, copy = _to_arguments(args, kwargs)
     if dtype is None or dtype is self.dtype:
-        return _clone(self) if copy else self
+        return handles.clone(self) if copy else self
     return convert(self, dtype)
 
 
@@ -137,21 +137,9 @@ def _bfloat16(self):
     return convert(self, dtypes.bfloat16)
 
 
-def _clone(self, *, memory_format=None):
-    """A copy that owns its storage (traced values are immutable, so a new root handle suffices)."""
-    trace = _views.owner(self)
-    if trace is None:
-        if self.__dict__.get("_rg"):  # recorded, so gradients flow through the copy (as torch's CloneBackward)
-            from .ops._common import copy
-
-            return copy(self)
-        return Tensor._wrap(np.array(self._data, order="C", copy=True))
-    return Tensor._symbolic(trace, trace.lift(self))
-
-
 def _contiguous(self, memory_format=None):
     """self when its elements are laid out in C order, else a contiguous copy (as torch)."""
-    return self if _views.is_contiguous(self) else _clone(self)
+    return self if _views.is_contiguous(self) else handles.clone(self)
 
 
 def _is_contiguous(self, memory_format=None) -> bool:
@@ -255,7 +243,7 @@ METHODS = {
     "int": lambda self: convert(self, dtypes.int32), "long": lambda self: convert(self, dtypes.int64),
     "bool": lambda self: convert(self, dtypes.bool_), "cpu": lambda self: self,
     "half": lambda self: convert(self, dtypes.float16), "bfloat16": _bfloat16,
-    "contiguous": _contiguous, "is_contiguous": _is_contiguous, "clone": _clone, "_is_view": _is_view,
+    "contiguous": _contiguous, "is_contiguous": _is_contiguous, "_is_view": _is_view,
     "new_zeros": lambda self, *size, dtype=None: creation.zeros(*size, dtype=dtype or self.dtype),
     "new_ones": lambda self, *size, dtype=None: creation.ones(*size, dtype=dtype or self.dtype),
     "new_full": lambda self, size, value, dtype=None: creation.full(size, value, dtype=dtype or self.dtype),

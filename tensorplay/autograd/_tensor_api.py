@@ -88,13 +88,6 @@ def _retains_grad(self) -> bool:
     return self.__dict__.get("_ag") is not None and bool(self.__dict__.get("_retain"))
 
 
-def detach(self):
-    """The same storage, cut from the history: a leaf that does not require grad."""
-    from .._trace import bind
-
-    return bind("stop_gradient", self)
-
-
 def clear_grad(t, set_to_none: bool = True) -> None:
     """Reset ``t.grad`` (`Module.zero_grad` and `Optimizer.zero_grad`): None, or zeros in place."""
     g = t.__dict__.get("grad")
@@ -103,7 +96,7 @@ def clear_grad(t, set_to_none: bool = True) -> None:
     if set_to_none:
         t.__dict__["grad"] = None
         return
-    t.__dict__["grad"] = detach(g).zero_()
+    t.__dict__["grad"] = g.detach().zero_()
 
 
 def _as_list(x) -> list:
@@ -169,7 +162,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         if g is None:
             continue
         if not create_graph:
-            g = detach(g)
+            g = g.detach()
         g = apply_hooks(t, g)
         old = t.__dict__.get("grad")
         t.__dict__["grad"] = g if old is None else old + g
@@ -219,7 +212,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 
                 g = zeros_like(t)
         elif not create_graph:
-            g = detach(g)
+            g = g.detach()
         if g is not None:
             g = apply_hooks(t, g)
         result.append(g)
@@ -235,6 +228,5 @@ def attach(cls=Tensor) -> None:
     cls.retains_grad = property(_retains_grad)
     cls.requires_grad_ = requires_grad_
     cls.retain_grad = retain_grad
-    cls.detach = detach
     cls.backward = _tensor_backward
     cls.register_hook = register_hook
