@@ -1,4 +1,4 @@
-"""Helpers shared by the torch-oracle tests of tests/nn (imported after ``pytest.importorskip("torch")``)."""
+"""Helpers shared by the torch-oracle tests of tests/nn and tests/optim (imported after ``pytest.importorskip("torch")``)."""
 import numpy as np
 import pytest
 import torch

@@ -11,13 +11,8 @@ from tensorplay import optim
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(autouse=True)
-def torch_float64():
-    """torch keeps step scalars (NAdam's mu_product) in its default dtype: float64 for a float64 comparison."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+# torch keeps step scalars (NAdam's mu_product) in its default dtype: float64 for a float64 comparison
+from torch_oracle_util import torch_float64  # noqa: E402,F401  (autouse fixture)
 
 CONFIGS = [
     ("Adadelta", {}), ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
