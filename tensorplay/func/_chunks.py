@@ -131,6 +131,13 @@ class ChunkProgram:
     was built from (compiled on first use), elsewhere the text is parsed and compiled once per
     digest and worker.
 
+    The program's graph returns the batched graph's outputs in the order its compiled code
+    produces them (`order`: program output j is the map's output ``order[j]``), so that the
+    executable writes a chunk's results straight into the map's outputs (`Executable(out=)`
+    does that only when the outputs come in the order of its slots; otherwise it writes fresh
+    arrays and copies them, which doubles the memory traffic of a map with large results).
+    `output_types` and `run_here` speak in the map's order.
+
     >>> import pickle, numpy as np
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
@@ -139,11 +146,12 @@ class ChunkProgram:
     [-1.0, -1.0]
     """
 
-    __slots__ = ("text", "digest", "_graph", "_lock", "_types")
+    __slots__ = ("text", "digest", "order", "_graph", "_lock", "_types")
 
-    def __init__(self, text: str, graph: Graph | None = None):
+    def __init__(self, text: str, graph: Graph | None = None, order: Sequence[int] | None = None):
         self.text = text
-        self.digest = hashlib.sha256(text.encode()).hexdigest()
+        self.order = None if order is None or list(order) == list(range(len(order))) else tuple(order)
+        self.digest = hashlib.sha256((text if self.order is None else f"{self.order}\n{text}").encode()).hexdigest()
         self._graph = graph
         self._lock = threading.Lock()
         self._types = None
@@ -153,19 +161,23 @@ class ChunkProgram:
         """The program of `graph` (made once and kept on the graph, as its runner is)."""
         made = graph.__dict__.get("_tp_chunk_program")
         if made is None:
-            made = cls(print_graph(graph), graph)
+            order = _production_order(graph)
+            run = graph if order is None else Graph(graph.inputs, graph.nodes, [graph.outputs[k] for k in order],
+                                                    graph.name, graph.arg_attrs)
+            made = cls(print_graph(run), run, order)
             graph._tp_chunk_program = made
         return made
 
     def runner(self) -> tuple[Callable[..., list], bool]:
-        """``(run, fresh)`` for this program with the active backend (see `tensorplay._exec.runner`)."""
+        """``(run, fresh)`` for this program's graph with the active backend (see `tensorplay._exec.runner`);
+        `run` returns the results in the program's order (see `order`)."""
         if self._graph is not None:
             with self._lock:  # threads running the first chunks at once compile it once
                 return runner(self._graph)
         return runner(self.graph())
 
     def graph(self) -> Graph:
-        """The batched graph: the one it was made from, or (in a worker) the text parsed once per digest."""
+        """The program's graph: the one it was made from, or (in a worker) the text parsed once per digest."""
         if self._graph is not None:
             return self._graph
         cached = _WORKER_PROGRAMS.get(self.digest)
@@ -175,22 +187,50 @@ class ChunkProgram:
         return cached
 
     def output_types(self) -> list[tuple[tuple[int, ...], np.dtype]]:
-        """``(shape, dtype)`` of each result (worked out once)."""
+        """``(shape, dtype)`` of each result, in the map's order (worked out once)."""
         if self._types is None:
-            self._types = [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
+            types = [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
+            self._types = types if self.order is None else self.to_map(types)
         return self._types
 
+    def to_map(self, results: Sequence) -> list:
+        """Results in the program's order, put in the map's order."""
+        if self.order is None:
+            return list(results)
+        mapped: list = [None] * len(results)
+        for j, k in enumerate(self.order):
+            mapped[k] = results[j]
+        return mapped
+
+    def to_program(self, items: Sequence) -> list:
+        """One item per result in the map's order, put in the program's order."""
+        return list(items) if self.order is None else [items[k] for k in self.order]
+
     def __getstate__(self):
-        return {"text": self.text, "digest": self.digest}
+        return {"text": self.text, "digest": self.digest, "order": self.order}
 
     def __setstate__(self, state):
-        self.text, self.digest = state["text"], state["digest"]
+        self.text, self.digest, self.order = state["text"], state["digest"], state.get("order")
         self._graph = None
         self._lock = threading.Lock()
         self._types = None
 
     def __repr__(self) -> str:
         return f"<ChunkProgram {self.digest[:12]}: {len(self.text)} chars of IR>"
+
+
+def _production_order(graph: Graph) -> list[int] | None:
+    """The graph's outputs ordered by the node that computes each (the order in which compiled code
+    assigns their slots; a guess: where the schedule differs, the executable copies, as before),
+    or None when that is their order already or an output is an input or repeated."""
+    outs = graph.outputs
+    if len(set(outs)) != len(outs) or len(outs) < 2:
+        return None
+    position = {n.out: i for i, n in enumerate(graph.nodes)}
+    if any(v not in position for v in outs):
+        return None
+    order = sorted(range(len(outs)), key=lambda k: position[outs[k]])
+    return None if order == list(range(len(outs))) else order
 
 
 _WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> parsed graph (its runner is kept on it)
@@ -219,9 +259,9 @@ def run_here(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Pl
 
     run, _ = program.runner()
     if placement is not None and isinstance(run, Executable):  # the compiled code writes into place
-        run(*arrays, out=placement.buffers(program))
+        run(*arrays, out=program.to_program(placement.buffers(program)))
         return [None if d is not None else r for r, d in zip(placement.kept, placement.out_dims)]
-    results = [np.asarray(a) for a in run(*arrays)]
+    results = program.to_map([np.asarray(a) for a in run(*arrays)])
     return results if placement is None else placement.put(results)
 
 
@@ -384,7 +424,7 @@ def footprint(graph: Graph) -> int:
     """
     from tensorplay.codegen import compile_graph
 
-    exe = compile_graph(graph)
+    exe = compile_graph(ChunkProgram.of(graph).graph())  # what a chunk runs: compiled once, for both
     values = list(graph.inputs) + list(graph.outputs)
     return exe.arena_bytes + sum(v.type.size * v.dtype.itemsize for v in values)
 

@@ -140,6 +140,34 @@ def test_chunk_vmap_and_per_sample_grads_on_threads(pool):
     np.testing.assert_array_equal(g, g_full)
 
 
+def test_per_parameter_grads_written_in_production_order_are_returned_in_argument_order(pool):
+    """Backprop computes the last layer's gradient first: the chunk program returns its outputs in
+    that order (so the compiled code writes them into place) and the map puts them back."""
+    w1, w2 = T(_data(3, 4, seed=3)), T(_data(4, 2, seed=4))
+    x = T(_data(7, 3, seed=5))
+
+    def loss(p, a):
+        return ((a @ p[0]).tanh() @ p[1]).sin().sum()
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0))
+    full = per_sample((w1, w2), x)
+    expected = [np.stack([grad(loss)((w1, w2), x[i])[k].numpy() for i in range(7)]) for k in range(2)]
+    for ex in (pool, Remote(), None):
+        chunked = vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)((w1, w2), x)
+        for k in range(2):
+            assert chunked[k].shape == (7,) + (w1, w2)[k].shape
+            np.testing.assert_array_equal(chunked[k].numpy(), full[k].numpy())
+            np.testing.assert_allclose(chunked[k].numpy(), expected[k], rtol=1e-5, atol=1e-6)
+    from tensorplay.func._vmap import _BATCHED
+
+    programs = [_chunks.ChunkProgram.of(g) for key, g in _BATCHED._data.items() if key[2] == 3 and len(g.outputs) == 2]
+    assert programs and all(p.order == (1, 0) for p in programs)  # the second gradient is computed first
+    position = {n.out: i for i, n in enumerate(programs[0].graph().nodes)}
+    assert [position[v] for v in programs[0].graph().outputs] == sorted(position[v] for v in programs[0].graph().outputs)
+    again = pickle.loads(pickle.dumps(programs[0]))
+    assert again.order == (1, 0) and again.digest == programs[0].digest
+    assert [t[0] for t in again.output_types()] == [(3, 3, 4), (3, 4, 2)]  # in the map's order
+
 def test_jacrev_rows_on_an_executor_equal_jacrev(pool):
     x = T(_data(3))
     f = lambda v: (W @ v).sin()  # noqa: E731
@@ -273,7 +301,7 @@ def test_what_ships_is_ir_text_and_arrays_and_workers_parse_each_program_once():
     assert fn is _chunks.run_chunk
     assert isinstance(placement.shared, _shared.SharedRef) and placement.outs is None  # a reference, not the outputs
     assert placement.attach() is None  # the map is over: its shared outputs are gone, a late worker sends results back
-    assert program.__getstate__().keys() == {"text", "digest"}
+    assert program.__getstate__().keys() == {"text", "digest", "order"}  # the IR text, and the order of its outputs
     assert program.text.startswith("func @per_sample(")
     assert all(type(a) is np.ndarray for a in arrays)
     np.testing.assert_array_equal(arrays[-1], W.numpy())  # the captured tensor, shipped whole
