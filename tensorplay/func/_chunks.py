@@ -52,7 +52,7 @@ from tensorplay.ir.text import parse_graph, print_graph
 
 from .._exec import runner
 from . import _pipeline
-from ._shared import SharedOutputs, SharedRef
+from ._shared import RECYCLED, SharedOutputs, SharedRef
 
 __all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_here", "run_map",
            "footprint", "auto_chunk_size", "chunk_spans"]
@@ -506,7 +506,7 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
                  for (shape, dtype), d in zip(program_for(spans[0][1] - spans[0][0])[1], out_dims)]
         if executor is not None and not isinstance(executor, cf.ThreadPoolExecutor):
             shared = SharedOutputs.create(whole)  # None where there is no shared memory to be had
-        outs = list(shared.arrays) if shared is not None else [t and np.empty(t[0], t[1]) for t in whole]
+        outs = list(shared.arrays) if shared is not None else RECYCLED.arrays(whole)
     ref = shared.ref if shared is not None else None
 
     def failed(i: int, cause: BaseException) -> ChunkError:
@@ -569,6 +569,8 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
             raise failed(0, RuntimeError("cannot schedule new futures after shutdown"))
         return _run_on_dask(client, executor, n_chunks, task, collect, failed, outs, scatter)
     threads = isinstance(executor, cf.ThreadPoolExecutor)
+    if threads and n_chunks > 1:
+        return _run_on_threads(executor, n_chunks, task, collect, failed, outs)
     window = n_chunks if threads else 2 * _concurrency(executor, client)  # enough to keep every worker busy
     pending: dict = {}
     submitted = 0
@@ -597,6 +599,64 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
         finally:
             for future in pending:
                 future.cancel()
+    return outs
+
+
+def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collect, failed, outs: list) -> list:
+    """The chunks on a thread pool: one runner per pool thread (at most one per chunk), each taking
+    the next chunk not yet taken until none is left, so the calling thread submits and waits for
+    a few tasks rather than every chunk (its share is the serial part of the map), and the pool
+    threads share the chunks out as they finish (uneven chunk times balance themselves).
+
+    Chunks are taken in sample order; after a chunk fails no runner takes another, and the map
+    raises for the first chunk in order that failed -- every earlier chunk was taken before it,
+    and has finished, by then."""
+    from tensorplay.codegen.executable import serial_calls
+
+    lock = threading.Lock()
+    state = {"next": 0, "stop": False}
+    errors: dict[int, BaseException] = {}
+
+    def take() -> int | None:
+        with lock:
+            i = state["next"]
+            if state["stop"] or i >= n_chunks:
+                return None
+            state["next"] = i + 1
+            return i
+
+    def runner() -> None:
+        with serial_calls(), one_blas_thread():
+            while (i := take()) is not None:
+                try:
+                    program, types, chunk, placement = task(i)
+                    collect(i, types, placement, run_here(program, chunk, placement))
+                except BaseException as e:  # the chunk raised, or sent back something else
+                    with lock:
+                        errors[i] = e
+                        state["stop"] = True
+                    return
+
+    futures = []
+    with one_blas_thread():
+        try:
+            for _ in range(min(n_chunks, _concurrency(executor))):
+                try:
+                    futures.append(executor.submit(runner))
+                except Exception as e:  # a pool that is shut down: no chunk has run
+                    if not futures:
+                        raise failed(0, e) from e
+                    break  # the runners already submitted do every chunk
+            for future in futures:
+                future.result()
+        except BaseException:  # an interrupt while waiting: no runner takes another chunk
+            with lock:
+                state["stop"] = True
+            cf.wait(futures)  # nothing still writes into `outs` when the map raises
+            raise
+    if errors:
+        i = min(errors)
+        raise failed(i, errors[i]) from errors[i]
     return outs
 
 

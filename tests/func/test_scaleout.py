@@ -227,6 +227,29 @@ def test_a_chunk_that_raises_fails_the_whole_map_naming_the_chunk(pool, executor
     np.testing.assert_array_equal(x.numpy(), before)  # the in-place add never reached the caller
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_on_threads_the_first_failing_chunk_in_order_is_named_and_no_later_chunk_starts(threads):
+    """The pool threads take chunks in order: when chunks 3 and 5 would fail, chunk 3 is named
+    (chunk 5 may have failed first on another thread), and no chunk is taken after a failure."""
+    x = T(np.arange(16, dtype=np.float32).reshape(8, 2))
+    idx = T(np.array([0, 1, 0, 9, 0, 9, 0, 1], np.int64))  # samples 3 and 5 read out of range
+    started: list[int] = []
+    run_here = _chunks.run_here
+
+    def recording(program, arrays, placement=None):
+        started.append(placement.start)
+        return run_here(program, arrays, placement)
+
+    _chunks.run_here = recording
+    try:
+        with ThreadPoolExecutor(threads) as ex, pytest.raises(ChunkError, match=r"chunk 3 of 8 \(samples 3 to 3\)"):
+            vmap(lambda r, i: r[i], chunk_size=1, executor=ex)(x, idx)
+    finally:
+        _chunks.run_here = run_here
+    assert sorted(started) == list(range(len(started)))  # in order, none skipped
+    assert 3 <= max(started) < 3 + threads  # after chunk 3 failed, at most the chunks already taken
+
+
 def test_a_worker_that_dies_fails_the_whole_map_naming_the_chunk():
     x = T(_data(7, 2))
     before = x.numpy().copy()
@@ -364,3 +387,60 @@ def test_auto_chunk_size_rule():
     n = _chunks.auto_chunk_size("vmap", 1000, 5000, quadratic)
     largest = max(k for k in range(1, 1001) if quadratic(k) <= 5000 and quadratic(1000 % k or k) <= 5000)
     assert quadratic(n) <= 5000 and quadratic(1000 % n) <= 5000 and n >= largest * 15 // 16
+
+
+# --- output memory -----------------------------------------------------------------------------------
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Recycle output blocks from 1 KiB, so that small maps exercise it (a fresh pool per test)."""
+    pool_ = _shared.Recycled()
+    monkeypatch.setattr(_shared.Recycled, "MIN_BYTES", 1024)
+    monkeypatch.setattr(_chunks, "RECYCLED", pool_)
+    return pool_
+
+
+@pytest.mark.parametrize("executor", ["threads", None])
+def test_a_dropped_result_gives_its_memory_to_the_next_map_and_a_kept_one_is_never_reused(pool, small_blocks,
+                                                                                           executor):
+    ex = pool if executor == "threads" else None
+    f = vmap(per_sample, chunk_size=8, executor=ex)
+    x, y = T(_data(64, 3, seed=1)), T(_data(64, 2, seed=2))
+    expected = vmap(per_sample)(x, y).numpy()
+    first = f(x, y)
+    address = first.numpy().ctypes.data
+    np.testing.assert_array_equal(first.numpy(), expected)
+    kept_view = first.numpy()[5:9]  # a view of the result keeps its block alive
+    del first
+    x2, y2 = T(_data(64, 3, seed=3)), T(_data(64, 2, seed=4))
+    second = f(x2, y2)
+    assert second.numpy().ctypes.data != address and small_blocks.hits == 0
+    np.testing.assert_array_equal(kept_view, expected[5:9])  # not overwritten by the second map
+    del kept_view
+    third = f(x2, y2)  # the first block is free now
+    assert third.numpy().ctypes.data == address and small_blocks.hits == 1
+    np.testing.assert_array_equal(third.numpy(), second.numpy())
+    np.testing.assert_array_equal(second.numpy(), vmap(per_sample)(x2, y2).numpy())
+
+
+def test_recycled_blocks_fit_the_size_and_the_free_list_is_bounded(monkeypatch):
+    pool_ = _shared.Recycled()
+    monkeypatch.setattr(_shared.Recycled, "MIN_BYTES", 1024)
+    monkeypatch.setattr(_shared.Recycled, "MAX_BLOCK_BYTES", 20000)
+    a, none, b = pool_.arrays([((2, 512), np.float32), None, ((3,), np.int64)])
+    assert none is None and a.shape == (2, 512) and b.dtype == np.int64 and a.flags.c_contiguous
+    assert a.ctypes.data % 64 == 0 and b.ctypes.data % 64 == 0
+    a[...] = 1.5
+    b[...] = 7
+    assert a.sum() == 1536.0 and b.tolist() == [7, 7, 7]  # the arrays do not overlap
+    del a, b
+    small, = pool_.arrays([((100,), np.float32)])  # 400 bytes: below MIN_BYTES, a plain array
+    big, = pool_.arrays([((8192,), np.uint8)])     # more than twice as large: not the free block
+    assert pool_.hits == 0 and pool_.misses == 2
+    huge, = pool_.arrays([((20001,), np.uint8)])  # over MAX_BLOCK_BYTES: a plain array, never kept
+    assert pool_.misses == 2 and huge.base is None
+    blocks = [pool_.arrays([((4096,), np.uint8)])[0] for _ in range(5)]
+    assert pool_.hits == 1  # the first of them reused the block of `a` and `b`
+    del blocks, big, small, huge
+    assert len(pool_._free) == _shared.Recycled.MAX_FREE_BLOCKS  # the oldest free blocks were dropped
+    pool_.clear()
+    assert not pool_._free
