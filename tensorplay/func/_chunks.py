@@ -550,8 +550,9 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
                 except Exception as e:  # the chunk raised
                     raise failed(i, e) from e
             return outs
-        def scatter(client) -> _Scattered:
-            return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims)
+        def scatter(client, arrays_too: bool) -> _Scattered:
+            return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims,
+                              arrays_too)
 
         return _run_on(executor, n_chunks, task, collect, failed, outs, scatter)
     finally:
@@ -661,16 +662,20 @@ def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collec
 
 
 def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
-    """The chunks on a dask cluster: the programs and large inputs scattered once (`_Scattered`,
-    when there are more chunks than worker threads),
-    every chunk submitted in one `client.map` (one message to the scheduler, not one per chunk),
-    the results collected in order. The options the executor was made with
-    (``client.get_executor(**options)``: resources, retries, ...) apply, except that the tasks are
-    never pure: a chunk writes into this map's outputs, so dask must not reuse an earlier result.
-    The futures are registered with the executor, so its `shutdown` waits for them."""
+    """The chunks on a dask cluster: the programs scattered to every worker once per client and
+    kept there (`_Scattered`), the large unbatched inputs scattered once per map when there are
+    more chunks than worker threads, every chunk submitted in one `client.map` (one message to the
+    scheduler, not one per chunk), all of them awaited at once and their results gathered in one
+    call (not a round trip per chunk), then taken in order: the first chunk in order that failed
+    is named. The options the executor was made with (``client.get_executor(**options)``:
+    resources, retries, ...) apply, except that the tasks are never pure: a chunk writes into this
+    map's outputs, so dask must not reuse an earlier result. The futures are registered with the
+    executor, so its `shutdown` waits for them."""
+    from distributed import wait
+
     options = getattr(executor, "_kwargs", None) or {}
     try:  # with no more chunks than worker threads, each worker needs the inputs once anyway
-        ship = scatter(client) if n_chunks > _concurrency(executor, client) else None
+        ship = scatter(client, n_chunks > _concurrency(executor, client))
     except Exception as e:
         raise failed(0, e) from e
     tasks = []
@@ -688,9 +693,20 @@ def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, fa
     if registered is not None:
         registered.update(futures)
     try:
-        for i, (future, (_, types, _, placement)) in enumerate(zip(futures, tasks)):
+        wait(futures)
+        ok = next((i for i, f in enumerate(futures) if f.status != "finished"), n_chunks)
+        try:
+            results = client.gather(futures[:ok]) if ok else []
+        except Exception:  # one was lost after all: take them one by one, naming the first that fails
+            results, ok = [], 0
+        for i, ((_, types, _, placement), result) in enumerate(zip(tasks, results)):
             try:
-                collect(i, types, placement, future.result())
+                collect(i, types, placement, result)
+            except Exception as e:  # it sent back something else
+                raise failed(i, e) from e
+        for i in range(ok, n_chunks):
+            try:
+                collect(i, tasks[i][1], tasks[i][3], futures[i].result())
             except Exception as e:  # the chunk raised, its worker died, or it sent back something else
                 raise failed(i, e) from e
     finally:
@@ -701,25 +717,41 @@ def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, fa
 
 
 class _Scattered:
-    """A dask map's programs and large unbatched inputs, scattered to every worker in one
-    `client.scatter` call per map (``broadcast=True``): the chunks then carry dask futures, which
-    the workers resolve from their own memory, instead of the IR text and the captured tensors
-    each time. Unbatched arrays under `MIN_BYTES` travel with the chunks as before. Released with
-    the map (the futures go out of scope)."""
+    """What a dask map's chunks carry as dask futures instead of values: the programs, scattered
+    to every worker (``broadcast=True``) the first time a client runs them and kept there for
+    later maps (`_PROGRAM_FUTURES`, up to `MAX_PROGRAMS` per client; a future whose data was lost
+    is scattered again), and, when `arrays_too`, the unbatched inputs of `MIN_BYTES` or more,
+    scattered with them in the same `client.scatter` call for this map only. Smaller unbatched
+    arrays travel with the chunks."""
 
     MIN_BYTES = 1 << 16
+    MAX_PROGRAMS = 64
 
-    def __init__(self, client, programs: list[ChunkProgram], arrays: list, in_dims: list):
-        big = [j for j, (a, d) in enumerate(zip(arrays, in_dims)) if d is None and a.nbytes >= self.MIN_BYTES]
-        futures = client.scatter(list(programs) + [arrays[j] for j in big], broadcast=True, hash=False)
-        self._programs = {p.digest: f for p, f in zip(programs, futures)}
-        self._arrays = dict(zip(big, futures[len(programs):]))
+    def __init__(self, client, programs: list[ChunkProgram], arrays: list, in_dims: list, arrays_too: bool = True):
+        big = [j for j, (a, d) in enumerate(zip(arrays, in_dims))
+               if arrays_too and d is None and a.nbytes >= self.MIN_BYTES]
+        kept = _PROGRAM_FUTURES.get(client)
+        if kept is None:
+            kept = _PROGRAM_FUTURES[client] = {}
+        missing = [p for p in programs if getattr(kept.get(p.digest), "status", None) != "finished"]
+        futures = client.scatter(missing + [arrays[j] for j in big], broadcast=True, hash=False) \
+            if missing or big else []
+        for p, f in zip(missing, futures):
+            kept.pop(p.digest, None)
+            kept[p.digest] = f
+        while len(kept) > self.MAX_PROGRAMS:
+            kept.pop(next(iter(kept)))  # the oldest
+        self._programs = {p.digest: kept[p.digest] for p in programs}
+        self._arrays = dict(zip(big, futures[len(missing):]))
 
     def program(self, program: ChunkProgram):
         return self._programs[program.digest]
 
     def array(self, j: int, a: np.ndarray):
         return self._arrays.get(j, a)
+
+
+_PROGRAM_FUTURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # client -> {digest: future}
 
 
 def _dask_client(executor: cf.Executor):

@@ -121,18 +121,29 @@ def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_sh
     fn, (programs, arrays, placements), kwargs, futures = maps[0]
     assert fn is _chunks.run_chunk and kwargs["pure"] is False and len(futures) == 4
     assert all(isinstance(p, distributed.Future) for p in programs) and len({id(p) for p in programs}) == 2
+    programs_first = programs
     big = [next(v for v in a if isinstance(v, distributed.Future)) for a in arrays]
     assert len({id(f) for f in big}) == 1  # one future for w, shared by every chunk
     assert sum(isinstance(v, np.ndarray) and v.shape == (200,) for v in arrays[0]) == 1  # b
     if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
         assert all(f.result() == [None] for f in futures)
         assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")
-    # no more chunks than worker threads: nothing to gain from scattering, the chunks carry it all
+    # no more chunks than worker threads: nothing to gain from scattering the inputs, the chunks carry them
     got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=5, executor=ex)(w, x).numpy())
     np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=5)(w, x).numpy())
     _, (programs, arrays, _), _, _ = maps[1]
-    assert all(isinstance(p, _chunks.ChunkProgram) for p in programs)
+    assert all(isinstance(p, distributed.Future) for p in programs)  # programs: scattered once per client
     assert not any(isinstance(v, distributed.Future) for a in arrays for v in a)
+    # a later map of the same programs scatters only the inputs: the workers keep the programs
+    scattered = []
+    real_scatter = client.scatter
+    monkeypatch.setattr(client, "scatter", lambda data, **kw: scattered.append(data) or real_scatter(data, **kw))
+    w2 = T(_data(200, 100, seed=3))
+    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)(w2, x).numpy())
+    np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=3)(w2, x).numpy())
+    assert len(scattered) == 1 and len(scattered[0]) == 1 and type(scattered[0][0]) is np.ndarray  # w2 only
+    _, (programs2, _, _), _, _ = maps[2]
+    assert [p.key for p in programs2] == [p.key for p in programs_first]
 
 
 def test_a_shut_down_dask_executor_fails_naming_the_first_chunk(client):
