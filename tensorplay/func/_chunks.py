@@ -717,32 +717,55 @@ def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, fa
 
 
 class _Scattered:
-    """What a dask map's chunks carry as dask futures instead of values: the programs, scattered
-    to every worker (``broadcast=True``) the first time a client runs them and kept there for
-    later maps (`_PROGRAM_FUTURES`, up to `MAX_PROGRAMS` per client; a future whose data was lost
-    is scattered again), and, when `arrays_too`, the unbatched inputs of `MIN_BYTES` or more,
-    scattered with them in the same `client.scatter` call for this map only. Smaller unbatched
-    arrays travel with the chunks."""
+    """What a dask map's chunks carry as dask futures instead of values.
+
+    - The programs: scattered to every worker (``broadcast=True``) the first time a client runs
+      them, and kept there for later maps (up to `MAX_PROGRAMS` per client).
+    - The unbatched inputs of `MIN_BYTES` or more (weights, captured tensors): scattered for this
+      map when `arrays_too` (more chunks than worker threads: each worker would otherwise receive
+      them several times). An array of up to `MAX_HASHED_BYTES` is also known by its content
+      (BLAKE2b of its bytes, shape and dtype): seen in an earlier map of the same client, it is
+      scattered once and kept on the workers (up to `MAX_ARRAYS`), so that maps with the same
+      weights (inference, saliency over many batches) stop shipping them; an array seen for the
+      first time (weights that change at every step) travels as before, with the chunks.
+
+    Smaller unbatched arrays always travel with the chunks. A kept future whose data the cluster
+    lost is scattered again. One `client.scatter` call per map at most."""
 
     MIN_BYTES = 1 << 16
+    MAX_HASHED_BYTES = 64 << 20
     MAX_PROGRAMS = 64
+    MAX_ARRAYS = 16
 
     def __init__(self, client, programs: list[ChunkProgram], arrays: list, in_dims: list, arrays_too: bool = True):
-        big = [j for j, (a, d) in enumerate(zip(arrays, in_dims))
-               if arrays_too and d is None and a.nbytes >= self.MIN_BYTES]
-        kept = _PROGRAM_FUTURES.get(client)
+        kept = _DASK_KEPT.get(client)
         if kept is None:
-            kept = _PROGRAM_FUTURES[client] = {}
-        missing = [p for p in programs if getattr(kept.get(p.digest), "status", None) != "finished"]
-        futures = client.scatter(missing + [arrays[j] for j in big], broadcast=True, hash=False) \
-            if missing or big else []
+            kept = _DASK_KEPT[client] = ({}, {}, {})  # digest -> program future, array digest -> future, seen
+        kept_programs, kept_arrays, seen = kept
+        missing = [p for p in programs if not _alive(kept_programs.get(p.digest))]
+        self._arrays: dict = {}
+        send, send_keys = [], []  # arrays to scatter, and the content key to keep each under (or None)
+        for j, (a, d) in enumerate(zip(arrays, in_dims)):
+            if d is not None or a.nbytes < self.MIN_BYTES:
+                continue
+            key = _content_key(a) if a.nbytes <= self.MAX_HASHED_BYTES else None
+            if key is not None and _alive(kept_arrays.get(key)):
+                self._arrays[j] = kept_arrays[key]
+            elif arrays_too or (key is not None and key in seen):
+                send.append(j)
+                send_keys.append(key)
+            elif key is not None:
+                seen[key] = None
+                _trim(seen, 256)
+        futures = client.scatter(missing + [arrays[j] for j in send], broadcast=True, hash=False) \
+            if missing or send else []
         for p, f in zip(missing, futures):
-            kept.pop(p.digest, None)
-            kept[p.digest] = f
-        while len(kept) > self.MAX_PROGRAMS:
-            kept.pop(next(iter(kept)))  # the oldest
-        self._programs = {p.digest: kept[p.digest] for p in programs}
-        self._arrays = dict(zip(big, futures[len(missing):]))
+            _keep(kept_programs, p.digest, f, self.MAX_PROGRAMS)
+        for j, key, f in zip(send, send_keys, futures[len(missing):]):
+            self._arrays[j] = f
+            if key is not None:
+                _keep(kept_arrays, key, f, self.MAX_ARRAYS)
+        self._programs = {p.digest: kept_programs[p.digest] for p in programs}
 
     def program(self, program: ChunkProgram):
         return self._programs[program.digest]
@@ -751,7 +774,28 @@ class _Scattered:
         return self._arrays.get(j, a)
 
 
-_PROGRAM_FUTURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # client -> {digest: future}
+_DASK_KEPT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # client -> what its workers keep
+
+
+def _alive(future) -> bool:
+    return getattr(future, "status", None) == "finished"
+
+
+def _keep(kept: dict, key, value, limit: int) -> None:
+    kept.pop(key, None)
+    kept[key] = value
+    _trim(kept, limit)
+
+
+def _trim(kept: dict, limit: int) -> None:
+    while len(kept) > limit:
+        kept.pop(next(iter(kept)))  # the oldest
+
+
+def _content_key(a: np.ndarray) -> tuple:
+    h = hashlib.blake2b(digest_size=20)
+    h.update(np.ascontiguousarray(a).view(np.uint8).reshape(-1) if a.size else b"")
+    return (a.shape, a.dtype.str, h.digest())
 
 
 def _dask_client(executor: cf.Executor):
