@@ -52,7 +52,7 @@ from tensorplay.ir.text import parse_graph, print_graph
 
 from .._exec import runner
 from . import _pipeline
-from ._shared import SharedOutputs, SharedRef
+from ._shared import RECYCLED, SharedOutputs, SharedRef
 
 __all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_here", "run_map",
            "footprint", "auto_chunk_size", "chunk_spans"]
@@ -131,6 +131,13 @@ class ChunkProgram:
     was built from (compiled on first use), elsewhere the text is parsed and compiled once per
     digest and worker.
 
+    The program's graph returns the batched graph's outputs in the order its compiled code
+    produces them (`order`: program output j is the map's output ``order[j]``), so that the
+    executable writes a chunk's results straight into the map's outputs (`Executable(out=)`
+    does that only when the outputs come in the order of its slots; otherwise it writes fresh
+    arrays and copies them, which doubles the memory traffic of a map with large results).
+    `output_types` and `run_here` speak in the map's order.
+
     >>> import pickle, numpy as np
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
@@ -139,11 +146,12 @@ class ChunkProgram:
     [-1.0, -1.0]
     """
 
-    __slots__ = ("text", "digest", "_graph", "_lock", "_types")
+    __slots__ = ("text", "digest", "order", "_graph", "_lock", "_types")
 
-    def __init__(self, text: str, graph: Graph | None = None):
+    def __init__(self, text: str, graph: Graph | None = None, order: Sequence[int] | None = None):
         self.text = text
-        self.digest = hashlib.sha256(text.encode()).hexdigest()
+        self.order = None if order is None or list(order) == list(range(len(order))) else tuple(order)
+        self.digest = hashlib.sha256((text if self.order is None else f"{self.order}\n{text}").encode()).hexdigest()
         self._graph = graph
         self._lock = threading.Lock()
         self._types = None
@@ -153,19 +161,23 @@ class ChunkProgram:
         """The program of `graph` (made once and kept on the graph, as its runner is)."""
         made = graph.__dict__.get("_tp_chunk_program")
         if made is None:
-            made = cls(print_graph(graph), graph)
+            order = _production_order(graph)
+            run = graph if order is None else Graph(graph.inputs, graph.nodes, [graph.outputs[k] for k in order],
+                                                    graph.name, graph.arg_attrs)
+            made = cls(print_graph(run), run, order)
             graph._tp_chunk_program = made
         return made
 
     def runner(self) -> tuple[Callable[..., list], bool]:
-        """``(run, fresh)`` for this program with the active backend (see `tensorplay._exec.runner`)."""
+        """``(run, fresh)`` for this program's graph with the active backend (see `tensorplay._exec.runner`);
+        `run` returns the results in the program's order (see `order`)."""
         if self._graph is not None:
             with self._lock:  # threads running the first chunks at once compile it once
                 return runner(self._graph)
         return runner(self.graph())
 
     def graph(self) -> Graph:
-        """The batched graph: the one it was made from, or (in a worker) the text parsed once per digest."""
+        """The program's graph: the one it was made from, or (in a worker) the text parsed once per digest."""
         if self._graph is not None:
             return self._graph
         cached = _WORKER_PROGRAMS.get(self.digest)
@@ -175,22 +187,50 @@ class ChunkProgram:
         return cached
 
     def output_types(self) -> list[tuple[tuple[int, ...], np.dtype]]:
-        """``(shape, dtype)`` of each result (worked out once)."""
+        """``(shape, dtype)`` of each result, in the map's order (worked out once)."""
         if self._types is None:
-            self._types = [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
+            types = [(v.type.shape, v.dtype.np) for v in self.graph().outputs]
+            self._types = types if self.order is None else self.to_map(types)
         return self._types
 
+    def to_map(self, results: Sequence) -> list:
+        """Results in the program's order, put in the map's order."""
+        if self.order is None:
+            return list(results)
+        mapped: list = [None] * len(results)
+        for j, k in enumerate(self.order):
+            mapped[k] = results[j]
+        return mapped
+
+    def to_program(self, items: Sequence) -> list:
+        """One item per result in the map's order, put in the program's order."""
+        return list(items) if self.order is None else [items[k] for k in self.order]
+
     def __getstate__(self):
-        return {"text": self.text, "digest": self.digest}
+        return {"text": self.text, "digest": self.digest, "order": self.order}
 
     def __setstate__(self, state):
-        self.text, self.digest = state["text"], state["digest"]
+        self.text, self.digest, self.order = state["text"], state["digest"], state.get("order")
         self._graph = None
         self._lock = threading.Lock()
         self._types = None
 
     def __repr__(self) -> str:
         return f"<ChunkProgram {self.digest[:12]}: {len(self.text)} chars of IR>"
+
+
+def _production_order(graph: Graph) -> list[int] | None:
+    """The graph's outputs ordered by the node that computes each (the order in which compiled code
+    assigns their slots; a guess: where the schedule differs, the executable copies, as before),
+    or None when that is their order already or an output is an input or repeated."""
+    outs = graph.outputs
+    if len(set(outs)) != len(outs) or len(outs) < 2:
+        return None
+    position = {n.out: i for i, n in enumerate(graph.nodes)}
+    if any(v not in position for v in outs):
+        return None
+    order = sorted(range(len(outs)), key=lambda k: position[outs[k]])
+    return None if order == list(range(len(outs))) else order
 
 
 _WORKER_PROGRAMS = _pipeline.LRU("chunk_programs", maxsize=64)  # digest -> parsed graph (its runner is kept on it)
@@ -219,9 +259,9 @@ def run_here(program: ChunkProgram, arrays: Sequence[np.ndarray], placement: "Pl
 
     run, _ = program.runner()
     if placement is not None and isinstance(run, Executable):  # the compiled code writes into place
-        run(*arrays, out=placement.buffers(program))
+        run(*arrays, out=program.to_program(placement.buffers(program)))
         return [None if d is not None else r for r, d in zip(placement.kept, placement.out_dims)]
-    results = [np.asarray(a) for a in run(*arrays)]
+    results = program.to_map([np.asarray(a) for a in run(*arrays)])
     return results if placement is None else placement.put(results)
 
 
@@ -384,7 +424,7 @@ def footprint(graph: Graph) -> int:
     """
     from tensorplay.codegen import compile_graph
 
-    exe = compile_graph(graph)
+    exe = compile_graph(ChunkProgram.of(graph).graph())  # what a chunk runs: compiled once, for both
     values = list(graph.inputs) + list(graph.outputs)
     return exe.arena_bytes + sum(v.type.size * v.dtype.itemsize for v in values)
 
@@ -466,7 +506,7 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
                  for (shape, dtype), d in zip(program_for(spans[0][1] - spans[0][0])[1], out_dims)]
         if executor is not None and not isinstance(executor, cf.ThreadPoolExecutor):
             shared = SharedOutputs.create(whole)  # None where there is no shared memory to be had
-        outs = list(shared.arrays) if shared is not None else [t and np.empty(t[0], t[1]) for t in whole]
+        outs = list(shared.arrays) if shared is not None else RECYCLED.arrays(whole)
     ref = shared.ref if shared is not None else None
 
     def failed(i: int, cause: BaseException) -> ChunkError:
@@ -510,8 +550,9 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
                 except Exception as e:  # the chunk raised
                     raise failed(i, e) from e
             return outs
-        def scatter(client) -> _Scattered:
-            return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims)
+        def scatter(client, arrays_too: bool) -> _Scattered:
+            return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims,
+                              arrays_too)
 
         return _run_on(executor, n_chunks, task, collect, failed, outs, scatter)
     finally:
@@ -529,6 +570,8 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
             raise failed(0, RuntimeError("cannot schedule new futures after shutdown"))
         return _run_on_dask(client, executor, n_chunks, task, collect, failed, outs, scatter)
     threads = isinstance(executor, cf.ThreadPoolExecutor)
+    if threads and n_chunks > 1:
+        return _run_on_threads(executor, n_chunks, task, collect, failed, outs)
     window = n_chunks if threads else 2 * _concurrency(executor, client)  # enough to keep every worker busy
     pending: dict = {}
     submitted = 0
@@ -560,17 +603,79 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
     return outs
 
 
+def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collect, failed, outs: list) -> list:
+    """The chunks on a thread pool: one runner per pool thread (at most one per chunk), each taking
+    the next chunk not yet taken until none is left, so the calling thread submits and waits for
+    a few tasks rather than every chunk (its share is the serial part of the map), and the pool
+    threads share the chunks out as they finish (uneven chunk times balance themselves).
+
+    Chunks are taken in sample order; after a chunk fails no runner takes another, and the map
+    raises for the first chunk in order that failed -- every earlier chunk was taken before it,
+    and has finished, by then."""
+    from tensorplay.codegen.executable import serial_calls
+
+    lock = threading.Lock()
+    state = {"next": 0, "stop": False}
+    errors: dict[int, BaseException] = {}
+
+    def take() -> int | None:
+        with lock:
+            i = state["next"]
+            if state["stop"] or i >= n_chunks:
+                return None
+            state["next"] = i + 1
+            return i
+
+    def runner() -> None:
+        with serial_calls(), one_blas_thread():
+            while (i := take()) is not None:
+                try:
+                    program, types, chunk, placement = task(i)
+                    collect(i, types, placement, run_here(program, chunk, placement))
+                except BaseException as e:  # the chunk raised, or sent back something else
+                    with lock:
+                        errors[i] = e
+                        state["stop"] = True
+                    return
+
+    futures = []
+    with one_blas_thread():
+        try:
+            for _ in range(min(n_chunks, _concurrency(executor))):
+                try:
+                    futures.append(executor.submit(runner))
+                except Exception as e:  # a pool that is shut down: no chunk has run
+                    if not futures:
+                        raise failed(0, e) from e
+                    break  # the runners already submitted do every chunk
+            for future in futures:
+                future.result()
+        except BaseException:  # an interrupt while waiting: no runner takes another chunk
+            with lock:
+                state["stop"] = True
+            cf.wait(futures)  # nothing still writes into `outs` when the map raises
+            raise
+    if errors:
+        i = min(errors)
+        raise failed(i, errors[i]) from errors[i]
+    return outs
+
+
 def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
-    """The chunks on a dask cluster: the programs and large inputs scattered once (`_Scattered`,
-    when there are more chunks than worker threads),
-    every chunk submitted in one `client.map` (one message to the scheduler, not one per chunk),
-    the results collected in order. The options the executor was made with
-    (``client.get_executor(**options)``: resources, retries, ...) apply, except that the tasks are
-    never pure: a chunk writes into this map's outputs, so dask must not reuse an earlier result.
-    The futures are registered with the executor, so its `shutdown` waits for them."""
+    """The chunks on a dask cluster: the programs scattered to every worker once per client and
+    kept there (`_Scattered`), the large unbatched inputs scattered once per map when there are
+    more chunks than worker threads, every chunk submitted in one `client.map` (one message to the
+    scheduler, not one per chunk), all of them awaited at once and their results gathered in one
+    call (not a round trip per chunk), then taken in order: the first chunk in order that failed
+    is named. The options the executor was made with (``client.get_executor(**options)``:
+    resources, retries, ...) apply, except that the tasks are never pure: a chunk writes into this
+    map's outputs, so dask must not reuse an earlier result. The futures are registered with the
+    executor, so its `shutdown` waits for them."""
+    from distributed import wait
+
     options = getattr(executor, "_kwargs", None) or {}
     try:  # with no more chunks than worker threads, each worker needs the inputs once anyway
-        ship = scatter(client) if n_chunks > _concurrency(executor, client) else None
+        ship = scatter(client, n_chunks > _concurrency(executor, client))
     except Exception as e:
         raise failed(0, e) from e
     tasks = []
@@ -588,9 +693,20 @@ def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, fa
     if registered is not None:
         registered.update(futures)
     try:
-        for i, (future, (_, types, _, placement)) in enumerate(zip(futures, tasks)):
+        wait(futures)
+        ok = next((i for i, f in enumerate(futures) if f.status != "finished"), n_chunks)
+        try:
+            results = client.gather(futures[:ok]) if ok else []
+        except Exception:  # one was lost after all: take them one by one, naming the first that fails
+            results, ok = [], 0
+        for i, ((_, types, _, placement), result) in enumerate(zip(tasks, results)):
             try:
-                collect(i, types, placement, future.result())
+                collect(i, types, placement, result)
+            except Exception as e:  # it sent back something else
+                raise failed(i, e) from e
+        for i in range(ok, n_chunks):
+            try:
+                collect(i, tasks[i][1], tasks[i][3], futures[i].result())
             except Exception as e:  # the chunk raised, its worker died, or it sent back something else
                 raise failed(i, e) from e
     finally:
@@ -601,25 +717,85 @@ def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, fa
 
 
 class _Scattered:
-    """A dask map's programs and large unbatched inputs, scattered to every worker in one
-    `client.scatter` call per map (``broadcast=True``): the chunks then carry dask futures, which
-    the workers resolve from their own memory, instead of the IR text and the captured tensors
-    each time. Unbatched arrays under `MIN_BYTES` travel with the chunks as before. Released with
-    the map (the futures go out of scope)."""
+    """What a dask map's chunks carry as dask futures instead of values.
+
+    - The programs: scattered to every worker (``broadcast=True``) the first time a client runs
+      them, and kept there for later maps (up to `MAX_PROGRAMS` per client).
+    - The unbatched inputs of `MIN_BYTES` or more (weights, captured tensors): scattered for this
+      map when `arrays_too` (more chunks than worker threads: each worker would otherwise receive
+      them several times). An array of up to `MAX_HASHED_BYTES` is also known by its content
+      (BLAKE2b of its bytes, shape and dtype): seen in an earlier map of the same client, it is
+      scattered once and kept on the workers (up to `MAX_ARRAYS`), so that maps with the same
+      weights (inference, saliency over many batches) stop shipping them; an array seen for the
+      first time (weights that change at every step) travels as before, with the chunks.
+
+    Smaller unbatched arrays always travel with the chunks. A kept future whose data the cluster
+    lost is scattered again. One `client.scatter` call per map at most."""
 
     MIN_BYTES = 1 << 16
+    MAX_HASHED_BYTES = 64 << 20
+    MAX_PROGRAMS = 64
+    MAX_ARRAYS = 16
 
-    def __init__(self, client, programs: list[ChunkProgram], arrays: list, in_dims: list):
-        big = [j for j, (a, d) in enumerate(zip(arrays, in_dims)) if d is None and a.nbytes >= self.MIN_BYTES]
-        futures = client.scatter(list(programs) + [arrays[j] for j in big], broadcast=True, hash=False)
-        self._programs = {p.digest: f for p, f in zip(programs, futures)}
-        self._arrays = dict(zip(big, futures[len(programs):]))
+    def __init__(self, client, programs: list[ChunkProgram], arrays: list, in_dims: list, arrays_too: bool = True):
+        kept = _DASK_KEPT.get(client)
+        if kept is None:
+            kept = _DASK_KEPT[client] = ({}, {}, {})  # digest -> program future, array digest -> future, seen
+        kept_programs, kept_arrays, seen = kept
+        missing = [p for p in programs if not _alive(kept_programs.get(p.digest))]
+        self._arrays: dict = {}
+        send, send_keys = [], []  # arrays to scatter, and the content key to keep each under (or None)
+        for j, (a, d) in enumerate(zip(arrays, in_dims)):
+            if d is not None or a.nbytes < self.MIN_BYTES:
+                continue
+            key = _content_key(a) if a.nbytes <= self.MAX_HASHED_BYTES else None
+            if key is not None and _alive(kept_arrays.get(key)):
+                self._arrays[j] = kept_arrays[key]
+            elif arrays_too or (key is not None and key in seen):
+                send.append(j)
+                send_keys.append(key)
+            elif key is not None:
+                seen[key] = None
+                _trim(seen, 256)
+        futures = client.scatter(missing + [arrays[j] for j in send], broadcast=True, hash=False) \
+            if missing or send else []
+        for p, f in zip(missing, futures):
+            _keep(kept_programs, p.digest, f, self.MAX_PROGRAMS)
+        for j, key, f in zip(send, send_keys, futures[len(missing):]):
+            self._arrays[j] = f
+            if key is not None:
+                _keep(kept_arrays, key, f, self.MAX_ARRAYS)
+        self._programs = {p.digest: kept_programs[p.digest] for p in programs}
 
     def program(self, program: ChunkProgram):
         return self._programs[program.digest]
 
     def array(self, j: int, a: np.ndarray):
         return self._arrays.get(j, a)
+
+
+_DASK_KEPT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # client -> what its workers keep
+
+
+def _alive(future) -> bool:
+    return getattr(future, "status", None) == "finished"
+
+
+def _keep(kept: dict, key, value, limit: int) -> None:
+    kept.pop(key, None)
+    kept[key] = value
+    _trim(kept, limit)
+
+
+def _trim(kept: dict, limit: int) -> None:
+    while len(kept) > limit:
+        kept.pop(next(iter(kept)))  # the oldest
+
+
+def _content_key(a: np.ndarray) -> tuple:
+    h = hashlib.blake2b(digest_size=20)
+    h.update(np.ascontiguousarray(a).view(np.uint8).reshape(-1) if a.size else b"")
+    return (a.shape, a.dtype.str, h.digest())
 
 
 def _dask_client(executor: cf.Executor):

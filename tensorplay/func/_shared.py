@@ -15,16 +15,27 @@ left behind in ``/dev/shm``. The file is sparse: its pages are allocated (and ze
 kernel) by the worker that first writes them, in parallel, not by the caller up front. So
 that a write cannot find the tmpfs full (a SIGBUS), `SharedOutputs.create` returns None (plain
 arrays, results sent back) unless the tmpfs has room for the outputs and 64 MB more.
+
+`Recycled` is the memory of a map's outputs when the chunks run in this process (threads, or
+here in order): one block per map, reused by a later map once every array made from it is gone.
+A block the kernel hands out fresh costs a page fault and the zeroing of every page on first
+touch, which the chunks' threads pay in the middle of their work and, being memory-bound, do not
+speed up with more threads; a map called in a loop whose results are dropped each time (per-
+sample gradients in a training loop) gets the same warm block back instead. Only blocks of
+`Recycled.MIN_BYTES` to `Recycled.MAX_BLOCK_BYTES` are kept, at most `Recycled.MAX_FREE_BLOCKS` unused.
 """
 from __future__ import annotations
 
 import mmap
 import os
 import secrets
+import threading
+import weakref
+from collections import deque
 
 import numpy as np
 
-__all__ = ["SharedOutputs", "SharedRef", "Attached"]
+__all__ = ["SharedOutputs", "SharedRef", "Attached", "Recycled", "RECYCLED"]
 
 _DIR = "/dev/shm"
 _HEADER = 64  # the nonce, then padding
@@ -111,15 +122,7 @@ class SharedOutputs:
 
     @classmethod
     def create(cls, types: list) -> "SharedOutputs | None":
-        layout, offset = [], _HEADER
-        for t in types:
-            if t is None:
-                layout.append(None)
-                continue
-            shape, dtype = tuple(t[0]), np.dtype(t[1])
-            offset = -(-offset // _ALIGN) * _ALIGN
-            layout.append((offset, shape, dtype.str))
-            offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        layout, offset = _layout(types, _HEADER)
         size = max(offset, _HEADER + 1)
         if not os.path.isdir(_DIR):
             return None
@@ -154,5 +157,96 @@ class SharedOutputs:
             self._path = None
 
 
-def _views(mm: mmap.mmap, layout: list) -> list:
-    return [None if e is None else np.ndarray(e[1], np.dtype(e[2]), buffer=mm, offset=e[0]) for e in layout]
+def _views(buffer, layout: list) -> list:
+    return [None if e is None else np.ndarray(e[1], np.dtype(e[2]), buffer=buffer, offset=e[0]) for e in layout]
+
+
+def _layout(types: list, offset: int = 0, align: int = _ALIGN) -> tuple[list, int]:
+    """``[(offset, shape, dtype str) | None, ...]`` of `types` packed from `offset`, each array
+    aligned to `align` bytes, and the end offset."""
+    layout = []
+    for t in types:
+        if t is None:
+            layout.append(None)
+            continue
+        shape, dtype = tuple(t[0]), np.dtype(t[1])
+        offset = -(-offset // align) * align
+        layout.append((offset, shape, dtype.str))
+        offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return layout, offset
+
+
+class Recycled:
+    """Output blocks of in-process maps, reused once the arrays viewing them are gone (see the module).
+
+    `arrays(types)` returns one array per entry of `types` (``(shape, dtype)``, or None for no
+    array), views of one block, each 64-byte aligned: a free block of at least the size (and less
+    than twice it) when there is one, else a new one. The views' base is a `memoryview` of the
+    block, which lives as long as any array made from it; when it dies a finalizer returns the
+    block to the free list. The finalizer may run in any thread, at any allocation, so it takes no
+    lock: it appends to a deque and drops the oldest free blocks beyond `MAX_FREE_BLOCKS`. Blocks
+    under `MIN_BYTES` or over `MAX_BLOCK_BYTES` are plain arrays, never kept, so at most
+    ``MAX_FREE_BLOCKS * MAX_BLOCK_BYTES`` bytes lie unused.
+
+    >>> pool = Recycled()
+    >>> a, b = pool.arrays([((1024, 1024), np.float32), ((3,), np.int64)])
+    >>> address = a.ctypes.data
+    >>> del a, b                                     # the map's results are dropped
+    >>> c, = pool.arrays([((1024, 1024), np.float32)])
+    >>> c.ctypes.data == address                     # the same memory, already paged in
+    True
+    """
+
+    MIN_BYTES = 4 << 20  # below this a fresh allocation is cheap (and glibc reuses its own heap)
+    MAX_BLOCK_BYTES = 512 << 20
+    MAX_FREE_BLOCKS = 2  # a map called in a loop needs one (the previous result, dropped)
+
+    def __init__(self):
+        self._free: deque = deque()  # blocks (uint8 arrays) not in use, oldest first
+        self._lock = threading.Lock()  # for `arrays` only (never taken by the finalizer)
+        self._layouts: dict = {}  # types -> (layout, size): a map called in a loop lays out the same outputs
+        self.hits = self.misses = 0
+
+    def arrays(self, types: list) -> list:
+        key = tuple(types)
+        made = self._layouts.get(key)
+        if made is None:
+            if len(self._layouts) > 64:
+                self._layouts.clear()
+            made = self._layouts[key] = _layout(types, align=64)
+        layout, size = made
+        if not self.MIN_BYTES <= size <= self.MAX_BLOCK_BYTES:
+            return [None if t is None else np.empty(t[0], t[1]) for t in types]
+        block = self._take(size + 64)
+        base = np.frombuffer(memoryview(block), np.uint8, size, -block.ctypes.data % 64)  # its base: a memoryview
+        weakref.finalize(base.base, self._give, block).atexit = False
+        return _views(base, layout)
+
+    def _take(self, size: int) -> np.ndarray:
+        with self._lock:
+            for _ in range(len(self._free)):
+                try:
+                    block = self._free.popleft()
+                except IndexError:  # taken meanwhile by `_give` trimming
+                    break
+                if size <= block.nbytes < 2 * size:
+                    self.hits += 1
+                    return block
+                self._free.append(block)  # another size: kept, behind the others
+            self.misses += 1
+        return np.empty(size, np.uint8)  # numpy asks for huge pages for blocks this large
+
+    def _give(self, block: np.ndarray) -> None:
+        self._free.append(block)
+        while len(self._free) > self.MAX_FREE_BLOCKS:
+            try:
+                self._free.popleft()
+            except IndexError:
+                break
+
+    def clear(self) -> None:
+        """Drop every free block (the memory goes back to the system)."""
+        self._free.clear()
+
+
+RECYCLED = Recycled()

@@ -211,11 +211,16 @@ class _VmapCall:
         self.out_dims = out_dims
         self.randomness = randomness
         self.leaves, self.tree = _pytree.tree_flatten((tuple(args), kwargs))
-        self.paths = _leaf_paths((tuple(args), kwargs), ("args", "kwargs"))
+        self._call_args = (tuple(args), kwargs)
         dims = self._expand_in_dims(tuple(args))
         dims += [None] * (len(self.leaves) - len(dims))  # keyword arguments are never batched
         self.batched = self._check_batched(dims)          # [(leaf index, dim)]
         self.size = self._batch_size()
+
+    @functools.cached_property
+    def paths(self) -> list[str]:
+        """A readable path per leaf (``args[1]['w']``), for messages: worked out only when one is raised."""
+        return _leaf_paths(self._call_args, ("args", "kwargs"))
 
     # --- in_dims ----------------------------------------------------------------------------------
     def _expand_in_dims(self, args: tuple) -> list:

@@ -140,6 +140,35 @@ def test_chunk_vmap_and_per_sample_grads_on_threads(pool):
     np.testing.assert_array_equal(g, g_full)
 
 
+def test_per_parameter_grads_written_in_production_order_are_returned_in_argument_order(pool):
+    """Backprop computes the last layer's gradient first: the chunk program returns its outputs in
+    that order (so the compiled code writes them into place) and the map puts them back."""
+    w1, w2 = T(_data(3, 4, seed=3)), T(_data(4, 2, seed=4))
+    x = T(_data(7, 3, seed=5))
+
+    def loss(p, a):
+        return ((a @ p[0]).tanh() @ p[1]).sin().sum()
+
+    full = vmap(grad(loss), in_dims=(None, 0))((w1, w2), x)
+    serial = vmap(grad(loss), in_dims=(None, 0), chunk_size=3)((w1, w2), x)  # the executors' bit-for-bit reference
+    expected = [np.stack([grad(loss)((w1, w2), x[i])[k].numpy() for i in range(7)]) for k in range(2)]
+    for ex in (pool, Remote(), None):
+        chunked = vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)((w1, w2), x)
+        for k in range(2):
+            assert chunked[k].shape == (7,) + (w1, w2)[k].shape
+            np.testing.assert_array_equal(chunked[k].numpy(), serial[k].numpy())
+            np.testing.assert_allclose(chunked[k].numpy(), full[k].numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(chunked[k].numpy(), expected[k], rtol=1e-5, atol=1e-6)
+    from tensorplay.func._vmap import _BATCHED
+
+    programs = [_chunks.ChunkProgram.of(g) for key, g in _BATCHED._data.items() if key[2] == 3 and len(g.outputs) == 2]
+    assert programs and all(p.order == (1, 0) for p in programs)  # the second gradient is computed first
+    position = {n.out: i for i, n in enumerate(programs[0].graph().nodes)}
+    assert [position[v] for v in programs[0].graph().outputs] == sorted(position[v] for v in programs[0].graph().outputs)
+    again = pickle.loads(pickle.dumps(programs[0]))
+    assert again.order == (1, 0) and again.digest == programs[0].digest
+    assert [t[0] for t in again.output_types()] == [(3, 3, 4), (3, 4, 2)]  # in the map's order
+
 def test_jacrev_rows_on_an_executor_equal_jacrev(pool):
     x = T(_data(3))
     f = lambda v: (W @ v).sin()  # noqa: E731
@@ -197,6 +226,29 @@ def test_a_chunk_that_raises_fails_the_whole_map_naming_the_chunk(pool, executor
     assert isinstance(info.value.__cause__, IndexError)
     assert "vmap(f, in_dims=0)" in str(info.value)
     np.testing.assert_array_equal(x.numpy(), before)  # the in-place add never reached the caller
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_on_threads_the_first_failing_chunk_in_order_is_named_and_no_later_chunk_starts(threads):
+    """The pool threads take chunks in order: when chunks 3 and 5 would fail, chunk 3 is named
+    (chunk 5 may have failed first on another thread), and no chunk is taken after a failure."""
+    x = T(np.arange(16, dtype=np.float32).reshape(8, 2))
+    idx = T(np.array([0, 1, 0, 9, 0, 9, 0, 1], np.int64))  # samples 3 and 5 read out of range
+    started: list[int] = []
+    run_here = _chunks.run_here
+
+    def recording(program, arrays, placement=None):
+        started.append(placement.start)
+        return run_here(program, arrays, placement)
+
+    _chunks.run_here = recording
+    try:
+        with ThreadPoolExecutor(threads) as ex, pytest.raises(ChunkError, match=r"chunk 3 of 8 \(samples 3 to 3\)"):
+            vmap(lambda r, i: r[i], chunk_size=1, executor=ex)(x, idx)
+    finally:
+        _chunks.run_here = run_here
+    assert sorted(started) == list(range(len(started)))  # in order, none skipped
+    assert 3 <= max(started) < 3 + threads  # after chunk 3 failed, at most the chunks already taken
 
 
 def test_a_worker_that_dies_fails_the_whole_map_naming_the_chunk():
@@ -273,7 +325,7 @@ def test_what_ships_is_ir_text_and_arrays_and_workers_parse_each_program_once():
     assert fn is _chunks.run_chunk
     assert isinstance(placement.shared, _shared.SharedRef) and placement.outs is None  # a reference, not the outputs
     assert placement.attach() is None  # the map is over: its shared outputs are gone, a late worker sends results back
-    assert program.__getstate__().keys() == {"text", "digest"}
+    assert program.__getstate__().keys() == {"text", "digest", "order"}  # the IR text, and the order of its outputs
     assert program.text.startswith("func @per_sample(")
     assert all(type(a) is np.ndarray for a in arrays)
     np.testing.assert_array_equal(arrays[-1], W.numpy())  # the captured tensor, shipped whole
@@ -336,3 +388,60 @@ def test_auto_chunk_size_rule():
     n = _chunks.auto_chunk_size("vmap", 1000, 5000, quadratic)
     largest = max(k for k in range(1, 1001) if quadratic(k) <= 5000 and quadratic(1000 % k or k) <= 5000)
     assert quadratic(n) <= 5000 and quadratic(1000 % n) <= 5000 and n >= largest * 15 // 16
+
+
+# --- output memory -----------------------------------------------------------------------------------
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Recycle output blocks from 1 KiB, so that small maps exercise it (a fresh pool per test)."""
+    pool_ = _shared.Recycled()
+    monkeypatch.setattr(_shared.Recycled, "MIN_BYTES", 1024)
+    monkeypatch.setattr(_chunks, "RECYCLED", pool_)
+    return pool_
+
+
+@pytest.mark.parametrize("executor", ["threads", None])
+def test_a_dropped_result_gives_its_memory_to_the_next_map_and_a_kept_one_is_never_reused(pool, small_blocks,
+                                                                                           executor):
+    ex = pool if executor == "threads" else None
+    f = vmap(per_sample, chunk_size=8, executor=ex)
+    x, y = T(_data(64, 3, seed=1)), T(_data(64, 2, seed=2))
+    expected = vmap(per_sample)(x, y).numpy()
+    first = f(x, y)
+    address = first.numpy().ctypes.data
+    np.testing.assert_array_equal(first.numpy(), expected)
+    kept_view = first.numpy()[5:9]  # a view of the result keeps its block alive
+    del first
+    x2, y2 = T(_data(64, 3, seed=3)), T(_data(64, 2, seed=4))
+    second = f(x2, y2)
+    assert second.numpy().ctypes.data != address and small_blocks.hits == 0
+    np.testing.assert_array_equal(kept_view, expected[5:9])  # not overwritten by the second map
+    del kept_view
+    third = f(x2, y2)  # the first block is free now
+    assert third.numpy().ctypes.data == address and small_blocks.hits == 1
+    np.testing.assert_array_equal(third.numpy(), second.numpy())
+    np.testing.assert_array_equal(second.numpy(), vmap(per_sample)(x2, y2).numpy())
+
+
+def test_recycled_blocks_fit_the_size_and_the_free_list_is_bounded(monkeypatch):
+    pool_ = _shared.Recycled()
+    monkeypatch.setattr(_shared.Recycled, "MIN_BYTES", 1024)
+    monkeypatch.setattr(_shared.Recycled, "MAX_BLOCK_BYTES", 20000)
+    a, none, b = pool_.arrays([((2, 512), np.float32), None, ((3,), np.int64)])
+    assert none is None and a.shape == (2, 512) and b.dtype == np.int64 and a.flags.c_contiguous
+    assert a.ctypes.data % 64 == 0 and b.ctypes.data % 64 == 0
+    a[...] = 1.5
+    b[...] = 7
+    assert a.sum() == 1536.0 and b.tolist() == [7, 7, 7]  # the arrays do not overlap
+    del a, b
+    small, = pool_.arrays([((100,), np.float32)])  # 400 bytes: below MIN_BYTES, a plain array
+    big, = pool_.arrays([((8192,), np.uint8)])     # more than twice as large: not the free block
+    assert pool_.hits == 0 and pool_.misses == 2
+    huge, = pool_.arrays([((20001,), np.uint8)])  # over MAX_BLOCK_BYTES: a plain array, never kept
+    assert pool_.misses == 2 and huge.base is None
+    blocks = [pool_.arrays([((4096,), np.uint8)])[0] for _ in range(5)]
+    assert pool_.hits == 1  # the first of them reused the block of `a` and `b`
+    del blocks, big, small, huge
+    assert len(pool_._free) == _shared.Recycled.MAX_FREE_BLOCKS  # the oldest free blocks were dropped
+    pool_.clear()
+    assert not pool_._free

@@ -121,18 +121,30 @@ def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_sh
     fn, (programs, arrays, placements), kwargs, futures = maps[0]
     assert fn is _chunks.run_chunk and kwargs["pure"] is False and len(futures) == 4
     assert all(isinstance(p, distributed.Future) for p in programs) and len({id(p) for p in programs}) == 2
+    programs_first = programs
     big = [next(v for v in a if isinstance(v, distributed.Future)) for a in arrays]
     assert len({id(f) for f in big}) == 1  # one future for w, shared by every chunk
     assert sum(isinstance(v, np.ndarray) and v.shape == (200,) for v in arrays[0]) == 1  # b
     if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
         assert all(f.result() == [None] for f in futures)
         assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")
-    # no more chunks than worker threads: nothing to gain from scattering, the chunks carry it all
+    # no more chunks than worker threads: the inputs are not scattered for this map, but w, scattered
+    # by the last one, is still on the workers (known by its content): the chunks carry its future
     got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=5, executor=ex)(w, x).numpy())
     np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=5)(w, x).numpy())
     _, (programs, arrays, _), _, _ = maps[1]
-    assert all(isinstance(p, _chunks.ChunkProgram) for p in programs)
-    assert not any(isinstance(v, distributed.Future) for a in arrays for v in a)
+    assert all(isinstance(p, distributed.Future) for p in programs)  # programs: scattered once per client
+    assert [[v.key for v in a if isinstance(v, distributed.Future)] for a in arrays] == [[big[0].key]] * 2
+    # a later map of the same programs scatters only the inputs: the workers keep the programs
+    scattered = []
+    real_scatter = client.scatter
+    monkeypatch.setattr(client, "scatter", lambda data, **kw: scattered.append(data) or real_scatter(data, **kw))
+    w2 = T(_data(200, 100, seed=3))
+    got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)(w2, x).numpy())
+    np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=3)(w2, x).numpy())
+    assert len(scattered) == 1 and len(scattered[0]) == 1 and type(scattered[0][0]) is np.ndarray  # w2 only
+    _, (programs2, _, _), _, _ = maps[2]
+    assert [p.key for p in programs2] == [p.key for p in programs_first]
 
 
 def test_a_shut_down_dask_executor_fails_naming_the_first_chunk(client):
@@ -140,3 +152,33 @@ def test_a_shut_down_dask_executor_fails_naming_the_first_chunk(client):
     ex.shutdown(wait=False)
     with pytest.raises(ChunkError, match=r"chunk 0 of 2 \(samples 0 to 1\) failed: RuntimeError: cannot schedule"):
         within_timeout(lambda: vmap(tp.sin, chunk_size=2, executor=ex)(T(_data(3))))
+
+
+def test_weights_seen_again_are_kept_on_the_workers_and_changed_weights_are_never_stale(client, monkeypatch):
+    maps, scattered = [], []
+    real_map, real_scatter = client.map, client.scatter
+    monkeypatch.setattr(client, "map", lambda fn, *its, **kw: maps.append([list(i) for i in its]) or real_map(fn, *its, **kw))
+    monkeypatch.setattr(client, "scatter", lambda data, **kw: scattered.append(data) or real_scatter(data, **kw))
+    ex = client.get_executor()
+    w = T(_data(100, 200, seed=7))  # 80 kB, two chunks on two workers: nothing to scatter for one map
+    x = T(_data(4, 200))
+    f = lambda a: (w @ a).tanh().sum()  # noqa: E731
+    expected = vmap(f, chunk_size=2)(x).numpy()
+
+    def shipped_w():  # how the last map's chunks carried w: the array itself, or a future
+        return [next(v for v in arrays if getattr(v, "shape", None) == (100, 200) or isinstance(v, distributed.Future))
+                for arrays in maps[-1][1]]
+
+    for call in range(3):
+        np.testing.assert_array_equal(within_timeout(lambda: vmap(f, chunk_size=2, executor=ex)(x).numpy()), expected)
+        carried = shipped_w()
+        if call == 0:  # seen for the first time: it travels with the chunks
+            assert all(type(v) is np.ndarray for v in carried)
+        else:  # seen again: scattered once (call 1), then the workers' copy is used (call 2)
+            assert all(isinstance(v, distributed.Future) for v in carried)
+    assert sum(any(type(d) is np.ndarray and d.shape == (100, 200) for d in batch) for batch in scattered) == 1
+    w.add_(1.0)  # the same tensor, other values: never the workers' stale copy
+    changed = vmap(f, chunk_size=2)(x).numpy()
+    assert not np.array_equal(changed, expected)
+    np.testing.assert_array_equal(within_timeout(lambda: vmap(f, chunk_size=2, executor=ex)(x).numpy()), changed)
+    assert all(type(v) is np.ndarray for v in shipped_w())

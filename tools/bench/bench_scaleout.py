@@ -2,18 +2,23 @@
 
     python -m tensorplay.tools.bench.bench_scaleout [--quick] [--markdown] [--parts threads dask rss]
                                                     [--batch 1024] [--chunk 128] [--budget 16MB]
+                                                    [--long-batch 16384]
 
 1. threads: per-sample gradients of an MLP 32-128-128-10 (the torch.func tutorial's
    `vmap(grad(loss))`, as in bench_per_sample_grads), B=1024, `chunk_size=128` on a
    ThreadPoolExecutor of 1 and of 2 threads (ratios against 1 thread), next to the unchunked
    and the serial chunked map. Compiled code releases the GIL; each chunk's executable runs
    single-threaded (`codegen.executable.serial_calls`) and BLAS is pinned to one thread by the
-   harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more.
+   harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more. Notes: the GIL
+   probe, the serial part from CPU times (Amdahl's bound), and 1 vs 2 threads when every result
+   is kept (so that no map reuses the output memory of a dropped one).
 2. dask: the same chunks on a `LocalCluster(n_workers=2, processes=True, threads_per_worker=1)`
    (its executor made with `pure=False`) against a 2-thread pool, at chunk_size 128 and B/2, for
-   two workloads: the per-sample *parameter* gradients of (1),
-   whose result (B x 22,026 floats = 90 MB) must travel back from the workers, and per-sample
-   *input* gradients of a deeper MLP 32-256-256-256-1 (B x 32 floats back, compute-bound).
+   the per-sample *parameter* gradients of (1), whose result (B x 22,026 floats = 90 MB) must
+   travel back from the workers, and the per-sample *input* gradients of a deeper MLP
+   32-256-256-256-1 (B x 32 floats back, compute-bound), also at B=16384 in chunks of B/4 and
+   B/2 (chunks long enough for dask's fixed cost per task not to matter). Wall times, the
+   calling process's CPU (with the scheduler), and the worker processes' CPU per map.
 3. rss: a 65,536-sample map (an MLP 64-256-256-10 forward per sample) with
    `chunk_size="auto", max_memory=BUDGET`, in a fresh subprocess per configuration: the peak
    RSS during a warm call above the RSS before it, minus the result the call returns, against
@@ -36,6 +41,7 @@ from tensorplay.tools.bench import _harness as H  # noqa: E402
 from tensorplay.tools.bench import _models as M  # noqa: E402
 
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -43,29 +49,61 @@ from tensorplay.func import grad, vmap  # noqa: E402
 
 
 # --- 1. threads ------------------------------------------------------------------------------------
-def threads_suite(args) -> H.Suite:
+def _workload(args, batch: int | None = None) -> SimpleNamespace:
+    """The per-sample-gradient setup every part shares: MLP sizes, batch and chunk size (small
+    with --quick), the tensorplay model functions, parameters and one batch (x, y)."""
     sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
-    batch = 8 if args.quick else args.batch
-    chunk = 2 if args.quick else args.chunk
+    batch = batch or (8 if args.quick else args.batch)
     T = M.tensorplay_fns()
     params = T.params(M.init_mlp(sizes))
     x, y = (T.array(a) for a in M.batch(batch, sizes[0], sizes[-1]))
-    psg = vmap(grad(T.loss1), in_dims=(None, 0, 0))
+    return SimpleNamespace(sizes=sizes, batch=batch, chunk=2 if args.quick else args.chunk, T=T, params=params,
+                           x=x, y=y, psg=lambda **kw: vmap(grad(T.loss1), in_dims=(None, 0, 0), **kw))
+
+
+def threads_suite(args) -> H.Suite:
+    w = _workload(args)
     one, two = ThreadPoolExecutor(1), ThreadPoolExecutor(2)
-    on = {n: vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk, executor=ex) for n, ex in ((1, one), (2, two))}
-    serial = vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk)
-    suite = H.Suite(f"per-sample gradients, MLP {'-'.join(map(str, sizes))}, B={batch}, chunk_size={chunk} "
+    on = {n: w.psg(chunk_size=w.chunk, executor=ex) for n, ex in ((1, one), (2, two))}
+    serial, psg = w.psg(chunk_size=w.chunk), w.psg()
+    call = (w.params, w.x, w.y)
+    suite = H.Suite(f"per-sample gradients, MLP {'-'.join(map(str, w.sizes))}, B={w.batch}, chunk_size={w.chunk} "
                     f"(ratio to 1 thread; < 1 = faster)", ref="1 thread", rtol=0, atol=0)
-    suite.run_case(f"B={batch}", [
-        H.Impl("1 thread", lambda: on[1](params, x, y)),
-        H.Impl("2 threads", lambda: on[2](params, x, y)),
-        H.Impl("serial chunks", lambda: serial(params, x, y)),
-        H.Impl("unchunked", lambda: psg(params, x, y), check=False,  # BLAS rounds per m (codegen.dot)
+    suite.run_case(f"B={w.batch}", [
+        H.Impl("1 thread", lambda: on[1](*call)),
+        H.Impl("2 threads", lambda: on[2](*call)),
+        H.Impl("serial chunks", lambda: serial(*call)),
+        H.Impl("unchunked", lambda: psg(*call), check=False,  # BLAS rounds per m (codegen.dot)
                note="gemm-sized products round per chunk size, so not compared bit for bit"),
     ], args)
     one.shutdown()
     two.shutdown()
     return suite
+
+
+def fresh_memory_note(args) -> str:
+    """1 vs 2 threads when every result is kept, so that each map writes memory fresh from the
+    kernel (page faults and zeroing) instead of the block the previous, dropped, result used."""
+    import statistics
+    import time
+
+    w = _workload(args)
+    times: dict[int, list[float]] = {1: [], 2: []}
+    with ThreadPoolExecutor(1) as one, ThreadPoolExecutor(2) as two:
+        fs = {1: w.psg(chunk_size=w.chunk, executor=one), 2: w.psg(chunk_size=w.chunk, executor=two)}
+        for n in (1, 2):
+            fs[n](w.params, w.x, w.y)
+        for _ in range(3 if args.quick else 9):
+            for n in (1, 2):
+                kept = [fs[n](w.params, w.x, w.y) for _ in range(2)]  # warm: the recycled block is in use
+                t0, c0 = time.perf_counter(), time.process_time()
+                kept.append(fs[n](w.params, w.x, w.y))
+                times[n].append((time.perf_counter() - t0, time.process_time() - c0))
+                del kept
+    m = {n: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v)) for n, v in times.items()}
+    return (f"results kept (fresh output memory every map, median of {len(times[1])}): 1 thread {1e3 * m[1][0]:.2f} ms "
+            f"(cpu {1e3 * m[1][1]:.2f}), 2 threads {1e3 * m[2][0]:.2f} ms (cpu {1e3 * m[2][1]:.2f}): "
+            f"{m[1][0] / m[2][0]:.2f}x")
 
 
 def gil_probe(args) -> str:
@@ -78,12 +116,9 @@ def gil_probe(args) -> str:
     from tensorplay.func import _chunks
     from tensorplay.func._vmap import _BATCHED
 
-    sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
-    chunk = 2 if args.quick else args.chunk
-    T = M.tensorplay_fns()
-    params = T.params(M.init_mlp(sizes))
-    x, y = (T.array(a) for a in M.batch(chunk * 2, sizes[0], sizes[-1]))
-    vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk)(params, x, y)
+    w = _workload(args, batch=(2 if args.quick else args.chunk) * 2)
+    chunk = w.chunk
+    w.psg(chunk_size=chunk)(w.params, w.x, w.y)
     graph = next(g for key, g in _BATCHED._data.items() if key[2] == chunk)
     program = _chunks.ChunkProgram.of(graph)
     arrays = [np.random.default_rng(0).standard_normal(v.type.shape).astype(v.dtype.np) if v.dtype.np.kind == "f"
@@ -127,12 +162,8 @@ def serial_probe(args) -> str:
 
     from tensorplay.func import _chunks
 
-    sizes = [3, 4, 2] if args.quick else [32, 128, 128, 10]
-    batch = 8 if args.quick else args.batch
-    chunk = 2 if args.quick else args.chunk
-    T = M.tensorplay_fns()
-    params = T.params(M.init_mlp(sizes))
-    x, y = (T.array(a) for a in M.batch(batch, sizes[0], sizes[-1]))
+    w = _workload(args)
+    batch, chunk = w.batch, w.chunk
     inside: list[float] = []
     lock = threading.Lock()
     run_here = _chunks.run_here
@@ -147,14 +178,14 @@ def serial_probe(args) -> str:
 
     serial, parallel = [], []
     with ThreadPoolExecutor(1) as one:
-        f = vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=chunk, executor=one)
-        f(params, x, y)
+        f = w.psg(chunk_size=chunk, executor=one)
+        f(w.params, w.x, w.y)
         _chunks.run_here = timed
         try:
             for _ in range(3 if args.quick else 31):
                 inside.clear()
                 t0 = time.thread_time()
-                f(params, x, y)
+                f(w.params, w.x, w.y)
                 serial.append(time.thread_time() - t0)
                 parallel.append(sum(inside))
         finally:
@@ -167,44 +198,83 @@ def serial_probe(args) -> str:
 
 # --- 2. dask ---------------------------------------------------------------------------------------
 def dask_suite(args) -> H.Suite | str:
+    """Every row: wall (median / min), the calling process's CPU (`cpu ms`: for dask it hosts the
+    LocalCluster's scheduler too) and the worker processes' CPU per map (asked of the workers with
+    `client.run(time.process_time)` around a separate run of calls), their sum, and that sum
+    against the thread pool's CPU (which is all in the calling process)."""
     try:
         import logging
 
         from distributed import Client, LocalCluster
     except ImportError:
         return "dask: dask.distributed is not installed (pip install tensorplay[distributed]); skipped"
-    batch = 8 if args.quick else args.batch
-    chunk = 2 if args.quick else args.chunk
-    T = M.tensorplay_fns()
-    tp = T.tp
-    small = [3, 4, 2] if args.quick else [32, 128, 128, 10]
+    import time
+
+    w = _workload(args)
+    T, tp, chunk, batch = w.T, w.T.tp, w.chunk, w.batch
     deep = [3, 4, 1] if args.quick else [32, 256, 256, 256, 1]
-    p_small, p_deep = T.params(M.init_mlp(small)), T.params(M.init_mlp(deep, seed=2))
-    x, y = (T.array(a) for a in M.batch(batch, small[0], small[-1]))
+    p_deep = T.params(M.init_mlp(deep, seed=2))
+    long_batch = 16 if args.quick else args.long_batch
+    x_long = T.array(M.batch(long_batch, deep[0], 1, seed=3)[0])
 
     def saliency(ps, v):  # per-sample input gradient of a scalar network output
         return tp.tanh(T.mlp(ps, v.unsqueeze(0))).sum()
 
-    workloads = {
-        "param grads": (lambda ex, n: vmap(grad(T.loss1), in_dims=(None, 0, 0), chunk_size=n, executor=ex),
-                        (p_small, x, y)),
-        "input grads": (lambda ex, n: vmap(grad(saliency, argnums=1), in_dims=(None, 0), chunk_size=n, executor=ex),
-                        (p_deep, x)),
-    }
+    def input_grads(ex, n):
+        return vmap(grad(saliency, argnums=1), in_dims=(None, 0), chunk_size=n, executor=ex)
+
+    halves = lambda b: sorted({chunk, max(1, b // 2)})  # noqa: E731
+    workloads = [  # (name, make(executor, chunk size), call arguments, chunk sizes)
+        ("param grads", lambda ex, n: w.psg(chunk_size=n, executor=ex), (w.params, w.x, w.y), halves(batch)),
+        ("input grads", input_grads, (p_deep, w.x), halves(batch)),
+        (f"input grads B={long_batch}", input_grads, (p_deep, x_long),
+         sorted({max(1, long_batch // 4), max(1, long_batch // 2)})),
+    ]
     cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
                            silence_logs=logging.CRITICAL)
     client = Client(cluster, timeout="120s")
     pool = ThreadPoolExecutor(2)
-    suite = H.Suite(f"dask LocalCluster (2 worker processes) vs a 2-thread pool, B={batch} "
-                    f"(ratio to the thread pool)", ref="2 threads", rtol=0, atol=0)
+    workers_cpu: dict[tuple[str, str], float] = {}
+    spent: dict[str, tuple[float, float, int]] = {}  # case -> workers' CPU seconds, wall seconds, calls
+
+    def worker_seconds() -> float:
+        return sum(client.run(time.process_time).values())
+
+    suite = H.Suite(f"dask LocalCluster (2 worker processes, 1 thread each) vs a 2-thread pool, B={batch} unless "
+                    f"given (ratio to the thread pool)", ref="2 threads", rtol=0, atol=0)
+
+    def fmt(case, impl, timing, total=False, ratio=False):
+        wk = workers_cpu.get((case, impl), 0.0)
+        if not (total or ratio):
+            return f"{1e3 * wk:.4g}"
+        mine = timing.cpu_median + wk
+        if total:
+            return f"{1e3 * mine:.4g}"
+        ref = next((r for r in suite.rows if r.case == case and r.impl == suite.ref and r.timing), None)
+        return f"{mine / (ref.timing.cpu_median + workers_cpu.get((case, ref.impl), 0.0)):.2f}x" if ref else "-"
+
+    suite.extra = {"workers cpu ms": fmt, "caller + workers cpu ms": lambda *a: fmt(*a, total=True),
+                   "total cpu vs ref": lambda *a: fmt(*a, ratio=True)}
     try:
         dask_ex = client.get_executor(pure=False)  # pure=False: dask does not hash the arrays for task keys
-        for name, (make, call_args) in workloads.items():
-            for size in sorted({chunk, max(1, batch // 2)}):
-                on_threads, on_dask = make(pool, size), make(dask_ex, size)
-                suite.run_case(f"{name}, chunk_size={size}",
-                               [H.Impl("2 threads", lambda f=on_threads, a=call_args: f(*a)),
-                                H.Impl("dask, 2 workers", lambda f=on_dask, a=call_args: f(*a))], args)
+        for name, make, call_args, sizes in workloads:
+            for size in sizes:
+                case = f"{name}, chunk_size={size}"
+                fns = {"2 threads": lambda f=make(pool, size), a=call_args: f(*a),
+                       "dask, 2 workers": lambda f=make(dask_ex, size), a=call_args: f(*a)}
+                suite.run_case(case, [H.Impl(n, fn) for n, fn in fns.items()], args)
+                calls = 2 if args.quick else 5
+                before, t0 = worker_seconds(), time.perf_counter()
+                for _ in range(calls):
+                    fns["dask, 2 workers"]()
+                spent[case] = (worker_seconds() - before, time.perf_counter() - t0, calls)
+        before, t0 = worker_seconds(), time.perf_counter()
+        time.sleep(0.5 if args.quick else 2.0)
+        idle = max(0.0, (worker_seconds() - before) / (time.perf_counter() - t0))
+        for case, (cpu, wall, calls) in spent.items():  # net of what idle workers spend meanwhile
+            workers_cpu[(case, "dask, 2 workers")] = max(0.0, cpu - idle * wall) / calls
+        suite.title += (f"; `workers cpu ms` is net of the {1e3 * idle:.1f} ms of CPU per second that the idle "
+                        f"workers use (heartbeats, event loops)")
     finally:
         pool.shutdown()
         client.close()
@@ -288,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--chunk", type=int, default=128)
     ap.add_argument("--budget", default="16MB")
+    ap.add_argument("--long-batch", type=int, default=16384, help="batch of the long-chunk dask workload")
     args = H.parse(ap, argv)
     H.header("scaling out vmap: threads, dask, memory budgets", args)
     with open("/proc/loadavg") as f:
@@ -297,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         suites.append(threads_suite(args))
         notes.append(gil_probe(args))
         notes.append(serial_probe(args))
+        notes.append(fresh_memory_note(args))
     if "dask" in args.parts:
         result = dask_suite(args)
         (suites if isinstance(result, H.Suite) else notes).append(result)
