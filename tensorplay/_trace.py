@@ -44,6 +44,7 @@ from . import _pytree, _views
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
+from .compiler import register_reset
 from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op, needs_tape as _needs_tape
 from .autograd._record import RUN_TAPED as _RUN_TAPED
 
@@ -664,6 +665,21 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType
 _ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
+
+
+@register_reset
+def clear_memos() -> None:
+    """Forget the tracing memos (result types per signature, argument types and trees);
+    `tp.compiler.reset()` calls it.
+
+    >>> import tensorplay as tp
+    >>> _ = tp.compile(lambda x: x + 1)(tp.ones(2))
+    >>> tp.compiler.reset(); len(_TYPES)
+    0
+    """
+    _TYPES.clear()
+    _ARG_TYPES.clear()
+    _ARG_TREES.clear()
 
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:

@@ -99,6 +99,7 @@ def clear() -> None:
     """
     for c in _CACHES:
         c.clear()
+    _IN_TREES.clear()
 
 
 def stats() -> dict[str, tuple[int, int, int]]:

@@ -281,3 +281,15 @@ def test_draws_from_a_user_generator_are_fresh_on_cached_calls(wrap):
     eager = tp.rand(3, generator=g).numpy()
     np.testing.assert_array_equal(a, eager)
     assert not np.array_equal(a, b)
+
+
+def test_compiler_reset_clears_the_tracing_memos_and_pipeline_caches():
+    from tensorplay import _trace
+
+    grad(lambda x: (x * x).sum())(tp.ones(3))
+    hessian(lambda x: (x * x * x).sum())(tp.ones(3))
+    assert _trace._TYPES and _trace._ARG_TYPES and any(n for _, _, n in _pipeline.stats().values())
+    tp.compiler.reset()
+    assert not _trace._TYPES and not _trace._ARG_TYPES and not _pipeline._IN_TREES
+    assert all(n == 0 for _, _, n in _pipeline.stats().values())
+    np.testing.assert_allclose(grad(lambda x: (x * x).sum())(tp.ones(3)).numpy(), [2.0, 2.0, 2.0])
