@@ -108,7 +108,7 @@ class _Traced:
     def pipeline_key(self, argnums: Sequence[int]) -> tuple:
         """What a pass pipeline's result depends on: the graph's structure, the differentiated
         inputs and how many outputs are the main result."""
-        return (self.graph.structural_key(), tuple(self.wrt(argnums)), self.num_main)
+        return (self.closed.structural_key(), tuple(self.wrt(argnums)), self.num_main)
 
 
 def _trace(func: Callable, args: tuple, kwargs: dict, transform: str, has_aux: bool,
@@ -679,7 +679,7 @@ def hessian(func: Callable, argnums=0) -> Callable:
         # `func` runs once; both nestings are built from the replay of its graph
         closed = trace_function(func, args, kwargs, transform=name, name=getattr(func, "__name__", None))
         g = _pipeline.replay(closed, getattr(func, "__name__", None))
-        key = (closed.graph.structural_key(), argnums, closed.out_tree, tuple(closed.out_static))
+        key = (closed.structural_key(), argnums, closed.out_tree, tuple(closed.out_static))
         try:
             inner = _pipeline.memo(_NESTING, key, lambda: [_cheaper_nesting(g, argnums, args, kwargs, name)])[0]
         except TypeError:  # a non-hashable non-tensor output: no memo
