@@ -343,7 +343,7 @@ def typed_result(prim: Primitive, vals: Sequence[Value], attrs: dict) -> TensorT
     >>> from tensorplay.ir import TensorType, float32, get_primitive
     >>> x = Value(TensorType((2, 3), float32))
     >>> typed_result(get_primitive("neg"), (x,), {})
-    TensorType(shape=(2, 3), dtype=float32)
+    tensor<2x3xf32>
     """
     return _typed_sig(prim, vals, attrs)[0]
 
