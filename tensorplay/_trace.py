@@ -44,6 +44,7 @@ from . import _pytree, _views
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
+from .compiler import register_reset
 from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _record_op, needs_tape as _needs_tape
 from .autograd._record import RUN_TAPED as _RUN_TAPED
 
@@ -133,6 +134,8 @@ class Trace:
         self._known: dict[Value, np.ndarray] = {}
         self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
         self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
+        self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
+        self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -195,8 +198,10 @@ class Trace:
         """Append the node `prim(*vals)` (values of this graph; `attrs` frozen, kept by the node)."""
         node = _new_node(Node)  # Node.typed, inlined: the type comes from the memoised shape rule
         node.prim, node.inputs, node.attrs = prim, vals, attrs
-        node.out = value = Value(typed_result(prim, vals, attrs), node)
+        typ, sig = _typed_sig(prim, vals, attrs)
+        node.out = value = Value(typ, node)
         self.builder.nodes.append(node)
+        self.sigs.append(sig)
         return value
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
@@ -230,8 +235,12 @@ class Trace:
         results = outs + written
         # dead code (values an inlined transform does not return, values computed only to be
         # printed) is dropped without copying: the nodes are this trace's own
-        return Graph(self.arg_values + self.capture_values, live_nodes(self.builder.nodes, results), results,
-                     self.builder.name)
+        nodes = self.builder.nodes
+        live = live_nodes(nodes, results)
+        # every node came through `append` and is live: the signatures describe the graph's nodes
+        if len(live) == len(nodes) == len(self.sigs) and None not in self.sigs:
+            self.graph_sigs = self.sigs
+        return Graph(self.arg_values + self.capture_values, live, results, self.builder.name)
 
     # --- concrete values on demand --------------------------------------------------------------
     def concrete_array(self, t: Tensor, what: str) -> np.ndarray:
@@ -330,18 +339,105 @@ def typed_result(prim: Primitive, vals: Sequence[Value], attrs: dict) -> TensorT
     A shape rule is a pure function of its operands' shapes and dtypes and the (frozen) attributes,
     so a signature that passed once is not checked again; a failing one is never stored, so every
     bad call raises the rule's own error.
+
+    >>> from tensorplay.ir import TensorType, float32, get_primitive
+    >>> x = Value(TensorType((2, 3), float32))
+    >>> typed_result(get_primitive("neg"), (x,), {})
+    tensor<2x3xf32>
+    """
+    return _typed_sig(prim, vals, attrs)[0]
+
+
+_sig_ids = itertools.count()  # never reset: an id names one signature for the life of the process
+_EXACT = frozenset({int, str, type(None), dtypes.DType})  # attribute classes whose == is identity of meaning
+
+
+def _exact_attrs(attrs: dict) -> tuple:
+    """The items of `attrs` as a key where equal keys mean equal attributes: floats by their bits
+    (0.0 and -0.0 differ, a NaN equals itself), bools apart from ints (True == 1 in Python)."""
+    for v in attrs.values():  # the common case, ints and (nested) tuples of ints, is its own exact key
+        c = v.__class__
+        if c is tuple:
+            for x in v:
+                if x.__class__ is not int:
+                    if x.__class__ is tuple:
+                        for y in x:
+                            if y.__class__ is not int:
+                                return tuple([(k, _exact(v)) for k, v in attrs.items()])
+                    else:
+                        return tuple([(k, _exact(v)) for k, v in attrs.items()])
+        elif c not in _EXACT:
+            return tuple([(k, v if v.__class__ in _EXACT else _exact(v)) for k, v in attrs.items()])
+    return tuple(attrs.items())
+
+
+def _exact(v):
+    c = v.__class__
+    if c in _EXACT:
+        return v
+    if c is tuple:
+        return tuple([_exact(x) for x in v])
+    if c is float:
+        return ("float", v.hex())
+    if c is bool:
+        return ("bool", v)
+    return (c, v)  # another hashable attribute: its class is part of its meaning
+
+
+def _typed_sig(prim: Primitive, vals: Sequence[Value], attrs: dict) -> tuple:
+    """(result type, signature id) of `prim` applied to `vals` with `attrs`, memoised.
+
+    The id is the same for two nodes exactly when their primitive, operand shapes and dtypes and
+    attributes (compared exactly, see `_exact_attrs`) are: a node's structure up to its operands'
+    identities. It is None when the signature cannot be memoised (checked every time).
     """
     try:
-        key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), tuple(attrs.items()) if attrs else None)
+        key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), _exact_attrs(attrs) if attrs else None)
         out = _TYPES.get(key)
     except (TypeError, AttributeError):  # an unhashable attribute or a tuple operand: checked every time
-        return result_type(prim, [v.type for v in vals], attrs)
+        return result_type(prim, [v.type for v in vals], attrs), None
     if out is None:
-        out = result_type(prim, [v.type for v in vals], attrs)
+        out = (result_type(prim, [v.type for v in vals], attrs), next(_sig_ids))
         if len(_TYPES) >= _TYPES_LIMIT:
             _TYPES.clear()
         _TYPES[key] = out
     return out
+
+
+def signature_key(graph: Graph, sigs: list) -> tuple:
+    """A flat key of `graph` (nodes with signature ids `sigs`, one per node, in order): equal for
+    two graphs exactly when `Graph.structural_key` is equal, cheaper to build, hash and compare.
+
+    Each node is its signature id then its operands' positions (the id fixes how many), which
+    determines the node; the inputs' types and the outputs' positions complete the graph.
+    """
+    inputs = graph.inputs
+    index = {v: i for i, v in enumerate(inputs)}
+    flat = [len(inputs)]
+    flat += [_input_type_id(v.type) for v in inputs]
+    k = len(index)
+    for node, sig in zip(graph.nodes, sigs):
+        flat.append(sig)
+        for v in node.inputs:
+            flat.append(index[v])
+        index[node.out] = k
+        k += 1
+    flat.append(-1)
+    flat += [index[v] for v in graph.outputs]
+    return tuple(flat)
+
+
+_TYPE_IDS: dict = {}  # (shape, dtype) of a graph input -> its id in signature keys
+
+
+def _input_type_id(t) -> int:
+    key = (t.shape, t.dtype)
+    i = _TYPE_IDS.get(key)
+    if i is None:
+        if len(_TYPE_IDS) >= _TYPES_LIMIT:
+            _TYPE_IDS.clear()
+        i = _TYPE_IDS[key] = next(_sig_ids)  # from the signature counter: never reused either
+    return i
 
 
 def _under_stack(e: Exception) -> Exception:
@@ -448,6 +544,22 @@ class ClosedGraph:
     out_static: list = field(default_factory=list)
     mutated: list = field(default_factory=list)
     output_aliases: list = field(default_factory=list)
+    sigs: tuple | None = None  # (the graph traced, its nodes' signature ids) when known (see `signature_key`)
+
+    def structural_key(self) -> tuple:
+        """A hashable key of `graph`'s structure: `signature_key` when the trace recorded every node's
+        signature, else ``Graph.structural_key`` (the two kinds never compare equal).
+
+        >>> import tensorplay as tp
+        >>> a = trace_function(lambda x: x * 2, (tp.ones(2),))
+        >>> b = trace_function(lambda y: y * 2, (tp.zeros(2),))
+        >>> a.structural_key() == b.structural_key()
+        True
+        """
+        sigs = self.sigs
+        if sigs is not None and sigs[0] is self.graph:  # (a pass may have replaced the graph since)
+            return ("sig",) + signature_key(self.graph, sigs[1])
+        return ("struct", self.graph.structural_key())
 
     @property
     def num_outputs(self) -> int:
@@ -659,11 +771,28 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     return ClosedGraph(graph, len(tensor_pos), list(trace.capture_sources), in_tree, out_tree,
                        [None] * len(leaves) if all_tensors else
                        [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
-                       out_static, trace.mutated, trace.output_aliases)
+                       out_static, trace.mutated, trace.output_aliases,
+                       None if trace.graph_sigs is None else (graph, trace.graph_sigs))
 
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType
 _ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
+
+
+@register_reset
+def clear_memos() -> None:
+    """Forget the tracing memos (result types per signature, argument types and trees);
+    `tp.compiler.reset()` calls it.
+
+    >>> import tensorplay as tp
+    >>> _ = tp.compile(lambda x: x + 1)(tp.ones(2))
+    >>> tp.compiler.reset(); len(_TYPES)
+    0
+    """
+    _TYPES.clear()
+    _ARG_TYPES.clear()
+    _ARG_TREES.clear()
+    _TYPE_IDS.clear()
 
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:

@@ -99,6 +99,7 @@ def clear() -> None:
     """
     for c in _CACHES:
         c.clear()
+    _IN_TREES.clear()
 
 
 def stats() -> dict[str, tuple[int, int, int]]:
@@ -274,7 +275,7 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         else:  # vmap(f): the arguments that are not mapped reach `f` as they are
             user = trace_function(_per_sample_call(user_fn, leaves, tree, positions),
                                   tuple(leaves[i] for i in positions), transform=name, in_types=types, name=user_name)
-    key = (tuple(t.key for t in chain), arg_key, user.graph.structural_key(), user.out_tree,
+    key = (tuple(t.key for t in chain), arg_key, user.structural_key(), user.out_tree,
            tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
            tuple([isinstance(s, RandomKey) for s in user.captures]))
     try:

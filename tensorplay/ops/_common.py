@@ -21,6 +21,7 @@ from .._args import get_default_dtype, normalize_dim, normalize_dims, scalar_dty
 from .._tensor import Tensor
 from .._state import STATE as _STATE
 from .._trace import bind
+from ..compiler import register_reset
 from ._data import to_array
 
 _NP2DT = {d.np: d for d in dtypes.KNOWN}
@@ -120,7 +121,32 @@ def result_type(*operands, op: str | None = None) -> DType:
 
 
 def broadcast_shapes(*shapes, op: str = "broadcast") -> tuple[int, ...]:
-    """The broadcast of `shapes` under numpy/PyTorch rules, or a ValueError naming `op`."""
+    """The broadcast of `shapes` under numpy/PyTorch rules, or a ValueError naming `op`.
+
+    >>> broadcast_shapes((64, 1), (10,))
+    (64, 10)
+    """
+    try:
+        hit = _BROADCASTS.get(shapes)
+    except TypeError:  # an unhashable shape (a list): the rule below
+        hit = None
+    if hit is not None:
+        return hit
+    out = tuple([int(d) for d in _broadcast_rule(shapes, op)])
+    if len(_BROADCASTS) >= 4096:
+        _BROADCASTS.clear()
+    try:
+        _BROADCASTS[shapes] = out
+    except TypeError:
+        pass
+    return out
+
+
+_BROADCASTS: dict = {}  # shapes -> their broadcast (only shapes that broadcast are stored)
+register_reset(_BROADCASTS.clear)
+
+
+def _broadcast_rule(shapes, op: str) -> tuple[int, ...]:
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-ndim, 0):

@@ -7,13 +7,17 @@ import builtins
 
 import numpy as np
 
-from tensorplay.ir import dtypes
+from tensorplay.ir import dtypes, get_primitive
 
 from .._tensor import Tensor
 from .._trace import bind
-from ._common import as_tensor_operand, broadcast_shapes, broadcast_to_shape, constant, convert, normalize_dim
+from ._common import ebind, as_tensor_operand, broadcast_shapes, broadcast_to_shape, constant, convert, normalize_dim
 from ._table import op
 from .shape import flatten, movedim, narrow, permute, reshape, select, slice_dim
+
+
+_BASIC_KEYS = frozenset({int, slice, tuple})
+_SLICE, _RESHAPE = get_primitive("slice"), get_primitive("reshape")
 
 
 def _index_tensor(item, op: str = "index") -> Tensor:
@@ -78,8 +82,48 @@ def _mask_to_indices(mask, op: str):
     return [Tensor._wrap(i.astype(np.int64)) for i in np.nonzero(arr)]
 
 
+def _basic(x: Tensor, key) -> Tensor | None:
+    """x[key] for an int, a slice, or a tuple of them (at most one per dim): one slice node, and
+    one reshape dropping the int-indexed dims. None for any other key (the general path)."""
+    keys = key if key.__class__ is tuple else (key,)
+    shape = x._data.shape if x._trace is None else x._value.type.shape
+    if len(keys) > len(shape):
+        return None
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    out_shape = []
+    for d, k in enumerate(keys):
+        n = shape[d]
+        if k.__class__ is int:
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {n}")
+            k %= n
+            starts[d], limits[d] = k, k + 1
+        elif k.__class__ is slice:
+            if k.step is not None and k.step <= 0:
+                if k.step == 0:
+                    raise ValueError("slice step cannot be zero")
+                raise ValueError("step must be greater than zero")
+            start, stop, step = k.indices(n)
+            stop = builtins.max(start, stop)
+            starts[d], limits[d], strides[d] = start, stop, step
+            out_shape.append(-(-(stop - start) // step))
+        else:
+            return None
+    out_shape.extend(shape[len(keys):])
+    out = x
+    if starts != [0] * len(shape) or limits != list(shape) or strides != [1] * len(shape):
+        out = ebind(_SLICE, x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides))
+    if len(out_shape) != len(shape):
+        out = ebind(_RESHAPE, out, shape=tuple(out_shape))
+    return out
+
+
 def getitem(x: Tensor, key) -> Tensor:
     """x[key] with PyTorch/numpy semantics; basic indexing returns views."""
+    if key.__class__ in _BASIC_KEYS:
+        out = _basic(x, key)
+        if out is not None:
+            return out
     if isinstance(key, list) and not builtins.any(isinstance(k, (list, Tensor, slice)) or k is None
                                                   or k is Ellipsis for k in key):
         key = (key,)  # x[[0, 2]] is integer-array indexing

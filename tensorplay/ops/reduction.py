@@ -32,6 +32,8 @@ def _arg(x) -> Tensor:
 
 def _axes(dim, ndim: int, op: str) -> tuple[int, ...]:
     """Normalised reduction axes; None and an empty list both mean every dim (PyTorch's rule)."""
+    if dim.__class__ is int and 0 < ndim and -ndim <= dim < ndim:  # one dim in range: the common call
+        return (dim % ndim,)
     if isinstance(dim, (tuple, list)) and len(dim) == 0:
         dim = None
     return normalize_dims(dim, ndim, op)

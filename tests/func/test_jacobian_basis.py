@@ -109,3 +109,46 @@ def test_hessian_peak_memory_is_of_the_order_of_its_output():
     wn = w.numpy().astype(np.float64)
     for k in (0, m - 1):
         np.testing.assert_allclose(got.numpy()[k], d2[k] * np.outer(wn[k], wn[k]), rtol=2e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [f, g], ids=["vector output", "scalar output"])
+def test_hessian_nesting_choice_keeps_the_values(fn):
+    """hessian picks forward-over-reverse or forward-over-forward by the cost of the whole graph;
+    either way the values are the spec's (reverse-over-reverse), at top level, nested and compiled."""
+    x = tp.from_numpy(X)
+    want = jacrev(jacrev(fn))(x).numpy()
+    np.testing.assert_allclose(hessian(fn)(x).numpy(), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tp.compile(hessian(fn))(x).numpy(), want, rtol=1e-10, atol=1e-12)
+    from tensorplay.func import vmap
+
+    xs = tp.from_numpy(np.stack([X, 2 * X]))
+    got = vmap(hessian(fn))(xs).numpy()
+    np.testing.assert_allclose(got[1], jacrev(jacrev(fn))(tp.from_numpy(2 * X)).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_nesting_by_cost():
+    """A scalar loss is differentiated forward-over-reverse; tanh(W x) with more inputs than outputs,
+    whose reverse basis would meet W as a dense one-hot product, forward-over-forward."""
+    from tensorplay.func import _ad
+
+    w = tp.from_numpy(RNG.standard_normal((4, 32)))
+    x = tp.from_numpy(RNG.standard_normal(32))
+    pick = lambda fn: _ad._cheaper_nesting(fn, 0, (x,), {}, "hessian(argnums=0)")  # noqa: E731
+    assert pick(lambda x: (tp.sin(w @ x) ** 2).sum()) is jacrev
+    assert pick(lambda x: tp.tanh(w @ x)) is jacfwd
+
+
+def test_hessian_runs_the_function_once_per_call():
+    """Both nestings are built from one trace of the function: its Python side effects happen once."""
+    calls = []
+
+    def h(x):
+        calls.append(1)
+        return tp.tanh(W @ x)
+
+    x = tp.from_numpy(X)
+    for k in range(3):
+        hessian(h)(x)
+        assert len(calls) == k + 1
+    tp.compile(lambda x: hessian(h)(x) * 2)(x)
+    assert len(calls) == 4

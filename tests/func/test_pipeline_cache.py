@@ -281,3 +281,31 @@ def test_draws_from_a_user_generator_are_fresh_on_cached_calls(wrap):
     eager = tp.rand(3, generator=g).numpy()
     np.testing.assert_array_equal(a, eager)
     assert not np.array_equal(a, b)
+
+
+def test_compiler_reset_clears_the_tracing_memos_and_pipeline_caches():
+    from tensorplay import _trace
+
+    grad(lambda x: (x * x).sum())(tp.ones(3))
+    hessian(lambda x: (x * x * x).sum())(tp.ones(3))
+    assert _trace._TYPES and _trace._ARG_TYPES and any(n for _, _, n in _pipeline.stats().values())
+    tp.compiler.reset()
+    assert not _trace._TYPES and not _trace._ARG_TYPES and not _pipeline._IN_TREES
+    assert all(n == 0 for _, _, n in _pipeline.stats().values())
+    np.testing.assert_allclose(grad(lambda x: (x * x).sum())(tp.ones(3)).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_no_wrong_cache_hit_for_attributes_equal_under_python_equality():
+    """pad values 0.0 and -0.0 are equal in Python but not in the result: each call gets its own
+    executable (the plain call's key compares attributes exactly), in any order, repeatedly."""
+    import tensorplay.nn.functional as F
+
+    xs = tp.ones(2, 3)
+    for _ in range(2):
+        for v in (0.0, -0.0, float("nan"), 2.0):
+            got = vmap(lambda x: F.pad(x, (1, 1), value=v))(xs).numpy()
+            want = np.pad(np.ones((2, 3), np.float32), ((0, 0), (1, 1)), constant_values=v)
+            np.testing.assert_array_equal(got, want)
+            assert np.signbit(got[0, 0]) == np.signbit(v)
+            g = jacrev(lambda x: F.pad(x * x, (1, 1), value=v).sum() + F.pad(x, (1, 0), value=v)[0])(tp.ones(3))
+            np.testing.assert_array_equal(g.numpy(), [2.0, 2.0, 2.0])

@@ -44,3 +44,114 @@ def test_bench_harness_pins_openblas_at_run_time():
         pytest.skip("no bundled OpenBLAS, or threads left at the library default")
     H.apply_threads()
     assert H.openblas_threads() == H.THREADS
+
+
+_BASIC_KEYS = [0, -1, 2, slice(None), slice(1, None), slice(None, None, 2), slice(-2, None), slice(3, 1),
+               slice(5, 9), (1, 2), (-1, slice(None, 2)), (slice(1, 3), 0), (slice(None), slice(None, None, 3), 1),
+               (0, 0, 0), ()]
+
+
+@pytest.mark.parametrize("key", _BASIC_KEYS, ids=repr)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "size-1", "empty"])
+def test_basic_index_fast_path_matches_numpy_eager_traced_and_as_a_view(key, layout):
+    base = np.arange(4 * 5 * 6, dtype=np.float64).reshape(4, 5, 6)
+    arr = {"contiguous": base, "transposed": base.transpose(2, 1, 0)[:4, :5, :6],
+           "size-1": base[:1, :1, :], "empty": base[:0]}[layout]
+    try:
+        want = arr[key]
+    except IndexError:
+        for x in (tp.from_numpy(arr.copy()),):
+            with pytest.raises(IndexError, match="out of bounds"):
+                x[key]
+            with pytest.raises(IndexError, match="out of bounds"):
+                tp.func.grad(lambda x: x[key].sum())(x)
+        return
+    x = tp.tensor(base).permute(2, 1, 0)[:4, :5, :6] if layout == "transposed" else tp.tensor(arr)
+    np.testing.assert_array_equal(x[key].numpy(), want)
+    # traced: the gradient of sum(x[key] * 2) is 2 where the key selects, else 0
+    g = tp.func.grad(lambda x: (x[key] * 2).sum())(x).numpy()
+    mask = np.zeros(arr.shape)
+    mask[key] = 2.0
+    np.testing.assert_array_equal(g, mask)
+    compiled = tp.compile(lambda x: x[key] + 0)(x).numpy()
+    np.testing.assert_array_equal(compiled, want)
+    # a view: writes through it reach the base, eagerly and under a transform
+    y = tp.tensor(arr.copy())
+    y[key].add_(1.0)
+    expect = arr.copy()
+    expect[key] += 1.0
+    np.testing.assert_array_equal(y.numpy(), expect)
+
+
+def test_basic_index_errors_match_the_general_path():
+    x = tp.ones(3, 4)
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0]
+    with pytest.raises(IndexError, match="too many indices"):
+        tp.tensor(1.0)[0]
+    with pytest.raises(ValueError, match="step"):
+        x[::0]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        tp.func.grad(lambda x: x[3].sum())(x)
+    assert tuple(x[None, 0].shape) == (1, 4)
+    with pytest.raises(IndexError, match="bool"):
+        x[0, True]
+
+
+def _corpus_traces():
+    import sys, os
+    sys.path.insert(0, os.path.dirname(__file__))
+    from corpus import CORPUS
+
+    rng = np.random.default_rng(0)
+    out = []
+    for name, fn, make_args in CORPUS:
+        args = make_args(rng)
+        for transform in ("grad", "compile"):
+            try:
+                out.append((f"{name}/{transform}", _trace.trace_function(fn, args, transform=transform)))
+            except Exception:  # an entry that needs concrete values: not a structure to compare
+                pass
+    return out
+
+
+def test_signature_key_agrees_with_the_structural_key_over_the_corpus():
+    """The trace's flat signature key is equal for two graphs exactly when Graph.structural_key is
+    (a wrong equality would let two different graphs share an executable)."""
+    traces = _corpus_traces()
+    # the same functions traced again (fresh values, same structure), and graphs with exact-attribute twins
+    traces += [(n + "/again", c) for n, c in _corpus_traces()]
+    assert sum(c.sigs is not None for _, c in traces) > len(traces) // 2
+    keys = [(c.structural_key(), c.graph.structural_key()) for _, c in traces]
+    for i, (ka, sa) in enumerate(keys):
+        for kb, sb in keys:
+            assert (ka == kb) == (sa == sb), traces[i][0]
+
+
+@pytest.mark.parametrize("a, b", [(0.0, -0.0), (1, 1.0), (1, True), (0, False), (float("nan"), 0.0), (2.0, 3.0)])
+def test_signature_key_tells_exact_attribute_values_apart(a, b):
+    """Attributes equal under Python's == but different in meaning (0.0 / -0.0, 1 / 1.0 / True) give
+    different signatures; a NaN attribute equals itself."""
+    from tensorplay.ir import float32
+
+    def traced(value):
+        with _trace.Trace("grad", concrete=True) as tr:
+            x = tr.new_arg(TensorType((3,), float32))
+            out = tr.emit(get_primitive("full"), (), {"shape": (3,), "dtype": float32, "value": value})
+            graph = tr.finish([x * out])
+        return _trace.ClosedGraph(graph, 1, [], sigs=(graph, tr.graph_sigs))
+
+    ka, kb = traced(a).structural_key(), traced(b).structural_key()
+    assert ka[0] == "sig" and ka != kb
+    assert traced(a).structural_key() == ka
+
+
+def test_signature_key_is_dropped_when_a_pass_replaces_the_graph():
+    from tensorplay.ir.passes.simplify import simplify
+
+    c = _trace.trace_function(lambda x: x * 1.0 + 0.0, (tp.ones(3),), transform="grad")
+    assert c.structural_key()[0] == "sig"
+    c.graph = simplify(c.graph)
+    assert c.structural_key() == ("struct", c.graph.structural_key())
