@@ -23,7 +23,7 @@ from .._state import STATE as _STATE
 from .._trace import bind
 from ._data import to_array
 
-_NP2DT = {d.np: d for d in dtypes.KNOWN}
+_NP2DT = dtypes.BY_NUMPY  # the same dict: bfloat16 joins it when ml_dtypes is loaded
 _SCALARS = (bool, int, float, np.number, np.bool_)
 
 
