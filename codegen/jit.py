@@ -78,6 +78,7 @@ class _Engine:
                                                codemodel="jitdefault")
         self.count = 0
         self.imports: dict[str, int] = {}  # symbols of libraries loaded for compiled code
+        self.libraries: dict[str, tuple[str, ...]] = {}  # path -> those symbols (a disk-cache entry lists them)
 
     def pipeline(self, speed_level: int = 3):
         pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
@@ -229,11 +230,15 @@ def load_library(path: str, symbols: list[str] = ()) -> None:
     """Make the shared library at `path`, and by address its `symbols`, resolvable from compiled code."""
     import ctypes
 
+    e = engine()
+    known = e.libraries.get(path, ())
+    if set(symbols) <= set(known):
+        return
     llvm.load_library_permanently(path)
     lib = ctypes.CDLL(path)
-    e = engine()
     for name in symbols:
         e.imports[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    e.libraries[path] = tuple(sorted({*known, *symbols}))
 
 
 def symbol_address(name: str) -> int:

@@ -22,8 +22,8 @@ def run(code: str, env: dict | None = None) -> dict:
 
 def test_import_does_not_load_ml_dtypes():
     got = run("import json, sys, tensorplay as tp, tensorplay.codegen\n"
-              "print(json.dumps({'loaded': 'ml_dtypes' in sys.modules, 'bf16': hasattr(tp, 'bfloat16')}))")
-    assert got == {"loaded": False, "bf16": HAVE_ML_DTYPES}
+              "print(json.dumps({'loaded': 'ml_dtypes' in sys.modules}))")
+    assert got == {"loaded": False}
 
 
 def test_absent_ml_dtypes_means_no_bfloat16():
