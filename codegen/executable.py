@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import ctypes
+import json
 import os
 import sys
 import threading
@@ -109,8 +110,8 @@ class Executable:
                 layout = None
         if self._jit is None:
             layout = self._compile(graph, clock)
-            text = repr(layout)
-            if key and _read_layout(text) == layout:  # stored only if it reads back as the same data
+            text = _dump_layout(layout)
+            if key and _same_layout(_read_layout(text), layout):  # stored only if it reads back the same
                 disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir, text)
                 clock.lap("cache_store")
         else:
@@ -118,8 +119,9 @@ class Executable:
         weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
         self._size = layout["size"]
         self._chunks = _chunks(self._size) if self._size else []
-        self._kernel_info = layout["kernels"]
-        self._errors = layout["errors"]  # status word c: entry c - 1 failed
+        self._kernel_info = layout["kernels"]  # from a disk-cache hit: text, read on first use
+        self._errors = layout["errors"]  # status word c: entry c - 1 failed (text, likewise)
+        self._n_kernels = layout["n_kernels"]
         self._prepare(layout)
         n_args = self._n_in + len(self._alloc) + (1 if self._arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
@@ -134,7 +136,7 @@ class Executable:
                       "phases": ph, "schedule_s": ph["schedule"], "plan_s": ph["plan"] + ph["cache_lookup"],
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
-                      "nodes": layout["nodes"], "kernels": len(self._kernel_info),
+                      "nodes": layout["nodes"], "kernels": self._n_kernels,
                       "object_bytes": len(self._jit.object_code), "arena_bytes": self._arena_bytes,
                       "threads": max(len(self._chunks), 1)}
 
@@ -295,6 +297,8 @@ class Executable:
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
+        if isinstance(self._errors, str):
+            self._errors = _literal(self._errors, [])
         error = self._errors[status - 1] if 0 < status <= len(self._errors) else None
         if error is None:
             return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
@@ -335,10 +339,12 @@ class Executable:
     def kernels(self) -> list[dict]:
         """One entry per kernel: name, kind, loop domain, fused node names and their positions
         in `graph.nodes` (in order), and whether it runs as one flat loop."""
+        if isinstance(self._kernel_info, str):
+            self._kernel_info = _literal(self._kernel_info, [])
         return [dict(k) for k in self._kernel_info]
 
     def __repr__(self) -> str:
-        return f"<Executable @{self.name}: {len(self._kernel_info)} kernels>"
+        return f"<Executable @{self.name}: {self._n_kernels} kernels>"
 
 
 class _PhaseClock:
@@ -398,7 +404,7 @@ def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: lis
     return {"entry": entry, "size": size,
             "alloc": [(v.type.shape, v.dtype.name) for v in plan.out_values],
             "recipe": recipe, "arena_bytes": plan.arena_bytes,
-            "kernels": [k.describe() for k in kernels],
+            "kernels": [k.describe() for k in kernels], "n_kernels": len(kernels),
             "errors": [_error_message(node, where) for node, where in coded],
             "nodes": len(graph.nodes),
             "libraries": sorted((path, tuple(symbols)) for path, symbols in jit.engine().libraries.items())}
@@ -423,19 +429,44 @@ def _error_message(node, where: str):
                      + (f", inside the {where} region" if where else ""))
 
 
+def _dump_layout(layout: dict) -> str:
+    """`layout` as stored in a disk-cache entry: JSON, with the kernels and error messages as
+    Python literals inside it (read only when asked for: `Executable.kernels`, an error)."""
+    return json.dumps({**layout, "kernels": repr(layout["kernels"]), "errors": repr(layout["errors"])})
+
+
 def _read_layout(text: str) -> dict | None:
     """The layout stored in a disk-cache entry, or None if it does not read as one (entries are
-    checksummed: this guards against an entry of an older layout format)."""
+    checksummed: this guards against an entry written by other code under the same key)."""
     try:
-        layout = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    if not isinstance(layout, dict) or set(layout) != _LAYOUT_KEYS:
+        layout = json.loads(text)
+        if not isinstance(layout, dict) or set(layout) != _LAYOUT_KEYS:
+            return None
+        layout["alloc"] = [(tuple(shape), str(name)) for shape, name in layout["alloc"]]
+        layout["recipe"] = [(str(kind), int(i)) for kind, i in layout["recipe"]]
+        layout["libraries"] = [(str(path), tuple(symbols)) for path, symbols in layout["libraries"]]
+        if not (isinstance(layout["kernels"], str) and isinstance(layout["errors"], str)
+                and isinstance(layout["entry"], str)):
+            return None
+    except (ValueError, TypeError):
         return None
     return layout
 
 
-_LAYOUT_KEYS = {"entry", "size", "alloc", "recipe", "arena_bytes", "kernels", "errors", "nodes", "libraries"}
+def _same_layout(read: dict | None, layout: dict) -> bool:
+    return read is not None and {**read, "kernels": _literal(read["kernels"], None),
+                                 "errors": _literal(read["errors"], None)} == layout
+
+
+def _literal(text: str, default):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return default
+
+
+_LAYOUT_KEYS = {"entry", "size", "alloc", "recipe", "arena_bytes", "kernels", "n_kernels", "errors", "nodes",
+                "libraries"}
 # Module-level settings of the code generator that the generated code depends on (tests and
 # benchmarks change them at run time): (module, name, default). A module not imported yet has its
 # default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these
