@@ -416,8 +416,8 @@ def _error_message(node, where: str):
     failure = getattr(node.prim, "failure", None)
     if failure is not None:
         return ("linalg", f"{node.prim.name}: {failure} (operand {node.inputs[0].type})")
-    if len(node.inputs) < 2:
-        return None  # only an index operand reads out of range
+    if len(node.inputs) < 2 or getattr(node.inputs[1].type, "dtype", None) not in dtypes.INTS:
+        return None  # only an (integer) index operand reads out of range
     x = node.inputs[0]
     axis = node.attrs.get("axis", 0)
     try:
