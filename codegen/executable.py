@@ -137,7 +137,8 @@ class Executable:
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
                       "nodes": layout["nodes"], "kernels": self._n_kernels,
-                      "object_bytes": len(self._jit.object_code), "arena_bytes": self._arena_bytes,
+                      "object_bytes": len(self._jit.object_code), "merged_functions": self._jit.merged,
+                      "arena_bytes": self._arena_bytes,
                       "threads": max(len(self._chunks), 1)}
 
     def _compile(self, graph: Graph, clock: "_PhaseClock") -> dict:

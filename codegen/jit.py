@@ -124,6 +124,7 @@ class JitModule:
     llvm_ir: str
     object_code: bytes
     timings: dict[str, float] = field(default_factory=dict)
+    merged: int = 0  # internal functions merged into an identical one (`merge_identical_functions`)
     _jit: object = None
     _tracker: object = None
 
@@ -242,7 +243,7 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None) ->
     optimise `text`, emit its object code and link it; return the addresses of `symbols`.
     Timings: parse (+verify, + the merge), llvm_opt, codegen (object code), link."""
     t0 = time.perf_counter()
-    text, _ = merge_identical_functions(text)
+    text, merged = merge_identical_functions(text)
     with _parsed(text) as mod:
         mod.verify()
         t1 = time.perf_counter()
@@ -254,6 +255,7 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None) ->
     t3 = time.perf_counter()
     jm = link_object(obj, symbols, optimised)
     jm.timings.update(parse=t1 - t0, llvm_opt=t2 - t1, codegen=t3 - t2)
+    jm.merged = merged
     return jm
 
 
