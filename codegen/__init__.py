@@ -7,8 +7,10 @@ Pipeline: `schedule` (fuse nodes into kernels) -> `lowerings/*` (one lowering
 per primitive, in the `registry`; `vecmath` for transcendentals) -> `module` (one
 LLVM module, one entry function) -> `jit` (O2 + vectorisers, object code, one
 ORC LLJIT per module) -> `executable`; `cache` (in memory) and `disk_cache`
-(object code shared by processes) in front. Set TENSORPLAY_DEBUG=1 to print each compilation's kernels and
-timings, =2 to also print the optimised LLVM IR.
+(object code shared by processes) in front; a disk-cache hit imports only `executable`,
+`disk_cache` and `jit` (llvmlite.binding), not the scheduler, the lowerings or vecmath. Set
+TENSORPLAY_DEBUG=1 to print each compilation's kernels and timings, =2 to also print the
+optimised LLVM IR.
 
 `releases_jit_memory` (True) is the gate of the RSS soak of `tools.fuzz`. Dropping or evicting an
 executable gives its memory back at once: its LLJIT, its LLVM module and context, and the pass
@@ -20,8 +22,17 @@ stays is ~1.5 KB per compile inside llvmlite (`jit`), well inside the soak's 4 K
 """
 from .cache import clear_cache, compile_count, compile_graph
 from .executable import Executable
-from .lower import LOWERINGS
 
 releases_jit_memory = True
+
+
+def __getattr__(name: str):
+    # The lowering table (and with it llvmlite.ir, vecmath and every lowering) is imported on first
+    # use: a disk-cache hit never needs it.
+    if name == "LOWERINGS":
+        from .lower import LOWERINGS
+
+        return LOWERINGS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["releases_jit_memory", "compile_graph", "compile_count", "clear_cache", "Executable", "LOWERINGS"]

@@ -17,10 +17,14 @@ generator without bumping the version never loads a stale entry.
 - Bounded: when the directory grows beyond ``TENSORPLAY_CACHE_MAX_MB`` (default 512), the
   least recently used entries are deleted down to 3/4 of the bound.
 
+An entry holds the object code, the optimised LLVM IR (for introspection) and the executable's
+layout (text: what the entry function expects, `executable._layout`), so that a hit needs no
+scheduling or lowering.
+
     >>> key = make_key("func @f() ...", "options", "host")
-    >>> store(key, b"object code", "llvm ir")
-    >>> load(key) if enabled() else (b"object code", "llvm ir")
-    (b'object code', 'llvm ir')
+    >>> store(key, b"object code", "llvm ir", "{'layout': 1}")
+    >>> load(key) if enabled() else (b"object code", "llvm ir", "{'layout': 1}")
+    (b'object code', 'llvm ir', "{'layout': 1}")
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import tempfile
 import threading
 import zlib
 
-MAGIC = b"TPOBJ001"
+MAGIC = b"TPOBJ002"  # 002: + the layout
 SUFFIX = ".tpo"
 DEFAULT_MAX_MB = 512
 _writes = 0
@@ -96,8 +100,8 @@ def _path(key: str) -> str:
     return os.path.join(directory(), key[:2], key + SUFFIX)
 
 
-def load(key: str) -> tuple[bytes, str] | None:
-    """(object code, optimised LLVM IR) stored under `key`, or None if absent or invalid."""
+def load(key: str) -> tuple[bytes, str, str] | None:
+    """(object code, optimised LLVM IR, layout) stored under `key`, or None if absent or invalid."""
     if not enabled():
         return None
     path = _path(key)
@@ -116,7 +120,7 @@ def load(key: str) -> tuple[bytes, str] | None:
     return entry
 
 
-def store(key: str, obj: bytes, llvm_ir: str) -> None:
+def store(key: str, obj: bytes, llvm_ir: str, layout: str = "") -> None:
     """Write an entry atomically (temporary file + rename); errors are ignored (the cache is optional)."""
     global _writes
     if not enabled():
@@ -127,7 +131,7 @@ def store(key: str, obj: bytes, llvm_ir: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=SUFFIX)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_encode(key, obj, llvm_ir))
+                f.write(_encode(key, obj, llvm_ir, layout))
             os.replace(tmp, path)
         except BaseException:
             _remove(tmp)
@@ -141,27 +145,29 @@ def store(key: str, obj: bytes, llvm_ir: str) -> None:
         trim()
 
 
-def _encode(key: str, obj: bytes, llvm_ir: str) -> bytes:
+def _encode(key: str, obj: bytes, llvm_ir: str, layout: str) -> bytes:
     ir_z = zlib.compress(llvm_ir.encode(), 1)
-    payload = struct.pack("<QQ", len(obj), len(ir_z)) + obj + ir_z
+    lay = layout.encode()
+    payload = struct.pack("<QQQ", len(obj), len(ir_z), len(lay)) + obj + ir_z + lay
     return MAGIC + key.encode() + hashlib.sha256(payload).digest() + payload
 
 
-def _decode(data: bytes, key: str) -> tuple[bytes, str] | None:
+def _decode(data: bytes, key: str) -> tuple[bytes, str, str] | None:
     head = len(MAGIC) + len(key) + 32
-    if len(data) < head + 16 or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + len(key)] != key.encode():
+    if len(data) < head + 24 or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + len(key)] != key.encode():
         return None
     digest, payload = data[head - 32:head], data[head:]
     if hashlib.sha256(payload).digest() != digest:
         return None
-    n_obj, n_ir = struct.unpack("<QQ", payload[:16])
-    if 16 + n_obj + n_ir != len(payload):
+    n_obj, n_ir, n_lay = struct.unpack("<QQQ", payload[:24])
+    if 24 + n_obj + n_ir + n_lay != len(payload):
         return None
     try:
-        llvm_ir = zlib.decompress(payload[16 + n_obj:]).decode()
+        llvm_ir = zlib.decompress(payload[24 + n_obj:24 + n_obj + n_ir]).decode()
+        layout = payload[24 + n_obj + n_ir:].decode()
     except (zlib.error, UnicodeDecodeError):
         return None
-    return payload[16:16 + n_obj], llvm_ir
+    return payload[24:24 + n_obj], llvm_ir, layout
 
 
 def entries() -> list[tuple[float, int, str]]:

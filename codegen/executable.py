@@ -20,9 +20,12 @@ IndexError (module `context`).
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
+import json
 import os
+import sys
 import threading
 import time
 import weakref
@@ -31,11 +34,10 @@ from typing import Callable
 
 import numpy as np
 
+from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
 from . import disk_cache, jit
-from .module import BufferPlan, build_module, coded_nodes, plan_buffers, splittable
-from .schedule import normalize, schedule
 
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
@@ -90,73 +92,86 @@ class Executable:
         # so a dropped executable (and its machine code) would wait for the cyclic collector.
         self.graph = Graph(graph.inputs, graph.nodes, graph.outputs, graph.name, graph.arg_attrs)
         self.name = graph.name
-        graph = normalize(graph)  # the graph compiled (the same one unless it has tuples to fold)
-        kernels = schedule(graph)
-        clock.lap("schedule")
-        plan = plan_buffers(graph, kernels)
-        self._size = splittable(kernels)
-        self._chunks = _chunks(self._size) if self._size else []
-        if not self._chunks:
-            self._size = 0  # one call: constant trip counts compile to simpler code
-        clock.lap("plan")
-        prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
-        entry = f"{prefix}_entry"
-        key = _disk_key(self.graph, bool(self._size)) if disk_cache.enabled() else None
+        # The disk cache is keyed by the graph itself, so a hit needs neither the scheduler nor the
+        # lowerings (nor their imports): the entry carries the layout the compiled code expects.
+        key = _disk_key(self.graph) if disk_cache.enabled() else None
         cached = disk_cache.load(key) if key else None
+        layout = _read_layout(cached[2]) if cached is not None else None
         clock.lap("cache_lookup")
-        if cached is not None:
-            self._jit = jit.link_object(cached[0], [entry], cached[1])
+        self._jit = None
+        source = "compiled"
+        if layout is not None:
+            try:
+                for path, symbols in layout["libraries"]:
+                    jit.load_library(path, symbols)
+                self._jit = jit.link_object(cached[0], [layout["entry"]], cached[1])
+                source = "disk cache"
+            except (OSError, RuntimeError, KeyError, AttributeError):  # a library or symbol gone: rebuild
+                layout = None
+        if self._jit is None:
+            layout = self._compile(graph, clock)
+            text = _dump_layout(layout)
+            if key and _same_layout(_read_layout(text), layout):  # stored only if it reads back the same
+                disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir, text)
+                clock.lap("cache_store")
         else:
-            triple, layout = jit.host_triple_and_layout()
-            text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
-            clock.lap("llvm_ir")
-            self._jit = jit.compile_ir(text, [entry])
-        clock.book(self._jit.timings)
-        if cached is None and key:
-            disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir)
-            clock.lap("cache_store")
+            clock.book(self._jit.timings)
         weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
-        self._kernels = kernels
-        self._plan = plan
-        self._coded = coded_nodes(graph, kernels)  # status word c: entry c - 1 failed
-        self._prepare(graph, plan)
-        n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
+        self._size = layout["size"]
+        self._chunks = _chunks(self._size) if self._size else []
+        self._kernel_info = layout["kernels"]  # from a disk-cache hit: text, read on first use
+        self._errors = layout["errors"]  # status word c: entry c - 1 failed (text, likewise)
+        self._n_kernels = layout["n_kernels"]
+        self._prepare(layout)
+        n_args = self._n_in + len(self._alloc) + (1 if self._arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
         ranges = [ctypes.c_int64] * 2 if self._size else []
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
-            self._jit.addresses[entry])
+            self._jit.addresses[layout["entry"]])
         self._fast = None if self._size else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
-        self.stats = {"source": "disk cache" if cached is not None else "compiled",
+        self.stats = {"source": source,
                       "phases": ph, "schedule_s": ph["schedule"], "plan_s": ph["plan"] + ph["cache_lookup"],
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
-                      "nodes": len(graph.nodes), "kernels": len(kernels),
-                      "object_bytes": len(self._jit.object_code), "arena_bytes": plan.arena_bytes,
+                      "nodes": layout["nodes"], "kernels": self._n_kernels,
+                      "object_bytes": len(self._jit.object_code), "merged_functions": self._jit.merged,
+                      "arena_bytes": self._arena_bytes,
                       "threads": max(len(self._chunks), 1)}
 
+    def _compile(self, graph: Graph, clock: "_PhaseClock") -> dict:
+        """Schedule, lower and JIT-compile `graph` into `self._jit`; the layout of the compiled code
+        (what a disk-cache entry stores besides the object code, see `_layout`)."""
+        from .module import build_module, coded_nodes, plan_buffers, splittable
+        from .schedule import normalize, schedule
+
+        graph = normalize(graph)  # the graph compiled (the same one unless it has tuples to fold)
+        kernels = schedule(graph)
+        clock.lap("schedule")
+        plan = plan_buffers(graph, kernels)
+        size = splittable(kernels)
+        if not _chunks(size):
+            size = 0  # one call: constant trip counts compile to simpler code
+        clock.lap("plan")
+        prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
+        triple, layout = jit.host_triple_and_layout()
+        text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size))
+        clock.lap("llvm_ir")
+        self._jit = jit.compile_ir(text, [entry])
+        clock.book(self._jit.timings)
+        return _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels))
+
     # --- call path ----------------------------------------------------------------------------
-    def _prepare(self, g: Graph, plan: BufferPlan) -> None:
-        self._in_sig = [(v.type.shape, v.dtype.np, _strides(v.type.shape, v.dtype.itemsize)) for v in g.inputs]
-        self._n_in = len(g.inputs)
-        self._alloc = [(v.type.shape, v.dtype.np) for v in plan.out_values]
-        self._arena_bytes = plan.arena_bytes
+    def _prepare(self, layout: dict) -> None:
+        self._in_sig = [(v.type.shape, v.dtype.np, _strides(v.type.shape, v.dtype.itemsize)) for v in self.graph.inputs]
+        self._n_in = len(self.graph.inputs)
+        self._alloc = [(shape, dtypes.from_name(name).np) for shape, name in layout["alloc"]]
+        self._arena_bytes = layout["arena_bytes"]
         # how to produce each graph output: ("slot", j) | ("input", i) | ("repeat", k)
-        recipe = []
-        first_pos: dict = {}
-        inputs = {v: i for i, v in enumerate(g.inputs)}
-        for pos, v in enumerate(g.outputs):
-            if v in first_pos:
-                recipe.append(("repeat", first_pos[v]))
-            elif v in inputs:
-                recipe.append(("input", inputs[v]))
-            else:
-                recipe.append(("slot", plan.slots[v][1]))
-            first_pos.setdefault(v, pos)
-        self._recipe = recipe
-        self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(plan.out_values)
+        self._recipe = recipe = layout["recipe"]
+        self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(self._alloc)
         self._arenas: list[np.ndarray] = []  # scratch arenas not in use (a call pops one, then returns it)
 
     def _fast_call(self) -> Callable[[tuple], list[np.ndarray]]:
@@ -283,19 +298,17 @@ class Executable:
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
-        if not 0 < status <= len(self._coded):
+        if isinstance(self._errors, str):
+            self._errors = _literal(self._errors, [])
+        error = self._errors[status - 1] if 0 < status <= len(self._errors) else None
+        if error is None:
             return RuntimeError(f"@{self.name}: compiled code reported error status {status}")
-        node, where = self._coded[status - 1]
-        failure = getattr(node.prim, "failure", None)  # a LAPACK routine's info != 0 (ir/prims/decompositions.py)
-        if failure is not None:
+        kind, message = error
+        if kind == "linalg":  # a LAPACK routine's info != 0 (ir/prims/decompositions.py)
             from tensorplay.ir.prims.decompositions import LinAlgError
 
-            return LinAlgError(f"{node.prim.name}: {failure} (operand {node.inputs[0].type}) in compiled @{self.name}")
-        x = node.inputs[0]
-        axis = node.attrs.get("axis", 0)
-        return IndexError(f"{node.prim.name}: index out of range for axis {axis} with size {x.shape[axis]} "
-                          f"(operand {x.type}, index {node.inputs[1].type}) in compiled @{self.name}"
-                          + (f", inside the {where} region" if where else ""))
+            return LinAlgError(f"{message} in compiled @{self.name}")
+        return IndexError(message.replace("@@", f"@{self.name}"))
 
     def _coerce(self, a, i: int) -> np.ndarray:
         if not isinstance(a, np.ndarray):
@@ -327,10 +340,12 @@ class Executable:
     def kernels(self) -> list[dict]:
         """One entry per kernel: name, kind, loop domain, fused node names and their positions
         in `graph.nodes` (in order), and whether it runs as one flat loop."""
-        return [k.describe() for k in self._kernels]
+        if isinstance(self._kernel_info, str):
+            self._kernel_info = _literal(self._kernel_info, [])
+        return [dict(k) for k in self._kernel_info]
 
     def __repr__(self) -> str:
-        return f"<Executable @{self.name}: {len(self._kernels)} kernels>"
+        return f"<Executable @{self.name}: {self._n_kernels} kernels>"
 
 
 class _PhaseClock:
@@ -370,16 +385,109 @@ def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _disk_key(graph: Graph, ranged: bool) -> str:
-    """The disk-cache key: the graph's text plus every setting the generated code depends on
-    (module-level knobs included: tests and benchmarks change them at run time)."""
-    from tensorplay.ir.text import print_graph
-    from . import dot, module
-    from . import schedule as sched
+def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: list) -> dict:
+    """What the compiled code of `graph` expects, as plain data (a disk-cache entry stores its
+    `repr`): the entry symbol, the element count of a threaded entry (0: one call), the output
+    buffers it fills (shape, dtype name), how each graph output is made of them (the recipe),
+    the arena size, the kernels (`Kernel.describe`), the message of each error code, the node
+    count and the libraries (path, symbols) its calls resolve to (numpy's OpenBLAS)."""
+    recipe = []
+    first_pos: dict = {}
+    inputs = {v: i for i, v in enumerate(graph.inputs)}
+    for pos, v in enumerate(graph.outputs):
+        if v in first_pos:
+            recipe.append(("repeat", first_pos[v]))
+        elif v in inputs:
+            recipe.append(("input", inputs[v]))
+        else:
+            recipe.append(("slot", plan.slots[v][1]))
+        first_pos.setdefault(v, pos)
+    return {"entry": entry, "size": size,
+            "alloc": [(v.type.shape, v.dtype.name) for v in plan.out_values],
+            "recipe": recipe, "arena_bytes": plan.arena_bytes,
+            "kernels": [k.describe() for k in kernels], "n_kernels": len(kernels),
+            "errors": [_error_message(node, where) for node, where in coded],
+            "nodes": len(graph.nodes),
+            "libraries": sorted((path, tuple(symbols)) for path, symbols in jit.engine().libraries.items())}
 
-    blas = dot.find_blas()
-    options = (f"ranged={ranged} blas={blas.sgemm if blas else None} blas_min_flops={dot.BLAS_MIN_FLOPS} "
-               f"vector_width={module.VECTOR_WIDTH} fused_depth={sched.MAX_FUSED_DEPTH} paths={sched.MAX_PATHS}")
+
+def _error_message(node, where: str):
+    """(kind, message) of the error that `node` reports through the status word, or None when it
+    reports none. "@@" stands for the executable's name (an entry serves graphs of any name)."""
+    failure = getattr(node.prim, "failure", None)
+    if failure is not None:
+        return ("linalg", f"{node.prim.name}: {failure} (operand {node.inputs[0].type})")
+    if len(node.inputs) < 2 or getattr(node.inputs[1].type, "dtype", None) not in dtypes.INTS:
+        return None  # only an (integer) index operand reads out of range
+    x = node.inputs[0]
+    axis = node.attrs.get("axis", 0)
+    try:
+        size = x.shape[axis]
+    except (TypeError, IndexError, AttributeError):
+        return None
+    return ("index", f"{node.prim.name}: index out of range for axis {axis} with size {size} "
+                     f"(operand {x.type}, index {node.inputs[1].type}) in compiled @@"
+                     + (f", inside the {where} region" if where else ""))
+
+
+def _dump_layout(layout: dict) -> str:
+    """`layout` as stored in a disk-cache entry: JSON, with the kernels and error messages as
+    Python literals inside it (read only when asked for: `Executable.kernels`, an error)."""
+    return json.dumps({**layout, "kernels": repr(layout["kernels"]), "errors": repr(layout["errors"])})
+
+
+def _read_layout(text: str) -> dict | None:
+    """The layout stored in a disk-cache entry, or None if it does not read as one (entries are
+    checksummed: this guards against an entry written by other code under the same key)."""
+    try:
+        layout = json.loads(text)
+        if not isinstance(layout, dict) or set(layout) != _LAYOUT_KEYS:
+            return None
+        layout["alloc"] = [(tuple(shape), str(name)) for shape, name in layout["alloc"]]
+        layout["recipe"] = [(str(kind), int(i)) for kind, i in layout["recipe"]]
+        layout["libraries"] = [(str(path), tuple(symbols)) for path, symbols in layout["libraries"]]
+        if not (isinstance(layout["kernels"], str) and isinstance(layout["errors"], str)
+                and isinstance(layout["entry"], str)):
+            return None
+    except (ValueError, TypeError):
+        return None
+    return layout
+
+
+def _same_layout(read: dict | None, layout: dict) -> bool:
+    return read is not None and {**read, "kernels": _literal(read["kernels"], None),
+                                 "errors": _literal(read["errors"], None)} == layout
+
+
+def _literal(text: str, default):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return default
+
+
+_LAYOUT_KEYS = {"entry", "size", "alloc", "recipe", "arena_bytes", "kernels", "n_kernels", "errors", "nodes",
+                "libraries"}
+# Module-level settings of the code generator that the generated code depends on (tests and
+# benchmarks change them at run time): (module, name, default). A module not imported yet has its
+# default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these
+# defaults against the modules).
+KEY_SETTINGS = (("dot", "BLAS_MIN_FLOPS", 2 * 32 ** 3), ("module", "VECTOR_WIDTH", 512),
+                ("schedule", "MAX_FUSED_DEPTH", 64), ("schedule", "MAX_PATHS", 4))
+
+
+def _disk_key(graph: Graph) -> str:
+    """The disk-cache key: the graph's text plus every setting the generated code depends on."""
+    from tensorplay.ir.text import print_graph
+
+    package = __name__.rpartition(".")[0]
+    settings = []
+    for module, name, default in KEY_SETTINGS:
+        loaded = sys.modules.get(f"{package}.{module}")
+        settings.append(f"{name}={getattr(loaded, name) if loaded is not None else default}")
+    # whether the entry is threaded (`_chunks`), and which BLAS `dot.find_blas` finds: numpy's own
+    blas = "off" if os.environ.get("TENSORPLAY_NO_BLAS") else f"numpy {np.__version__} {os.path.dirname(np.__file__)}"
+    options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} " + " ".join(settings))
     return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
 
 

@@ -33,6 +33,7 @@ that run's stack frame.
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -78,6 +79,7 @@ class _Engine:
                                                codemodel="jitdefault")
         self.count = 0
         self.imports: dict[str, int] = {}  # symbols of libraries loaded for compiled code
+        self.libraries: dict[str, tuple[str, ...]] = {}  # path -> those symbols (a disk-cache entry lists them)
 
     def pipeline(self, speed_level: int = 3):
         pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
@@ -122,6 +124,7 @@ class JitModule:
     llvm_ir: str
     object_code: bytes
     timings: dict[str, float] = field(default_factory=dict)
+    merged: int = 0  # internal functions merged into an identical one (`merge_identical_functions`)
     _jit: object = None
     _tracker: object = None
 
@@ -190,10 +193,57 @@ def run_pipeline(mod, speed_level: int | None = None) -> None:
         pto.close()
 
 
+_DEFINE = re.compile(r'^define internal [^\n]*?@"([^"]+)"\(', re.MULTILINE)
+
+
+def merge_identical_functions(text: str) -> tuple[str, int]:
+    r"""`text` with every internal function whose body is identical to an earlier one removed and
+    its callers calling that one instead; and how many were removed.
+
+    A graph often has several kernels with the same code (each layer's activation and its
+    derivative, when the layers have the same width): LLVM would optimise and emit each copy.
+    Done on the unoptimised text, before parsing (LLVM's MergeFunctions pass would need a second
+    pass pipeline, and runs after the optimiser in the default one). Only ``define internal``
+    functions with quoted names (all that `llvmlite.ir` prints) are merged; a function's own name
+    inside its body (recursion) is compared as a placeholder.
+
+    >>> f = 'define internal void @"a"(ptr %".1")\n{\nentry:\n  ret void\n}\n'
+    >>> text = f + f.replace('@"a"', '@"b"') + 'define void @"e"()\n{\n  call void @"b"(ptr null)\n}\n'
+    >>> merged, n = merge_identical_functions(text)
+    >>> n, '@"b"' in merged, merged.count("define")
+    (1, False, 2)
+    """
+    removed = 0
+    for _ in range(4):  # merging callees can make their callers identical in turn
+        first: dict[str, str] = {}
+        renames: dict[str, str] = {}
+        spans = []
+        for m in _DEFINE.finditer(text):
+            end = text.find("\n}\n", m.end())
+            if end < 0:
+                return text, removed
+            end += 3
+            name = m.group(1)
+            body = text[m.start():end].replace(f'@"{name}"', '@"\0"')
+            kept = first.setdefault(body, name)
+            if kept != name:
+                renames[name] = kept
+                spans.append((m.start(), end))
+        if not renames:
+            break
+        for start, end in reversed(spans):
+            text = text[:start] + text[end:]
+        text = re.sub(r'@"([^"]+)"', lambda m: f'@"{renames.get(m.group(1), m.group(1))}"', text)
+        removed += len(renames)
+    return text, removed
+
+
 def compile_ir(text: str, symbols: list[str], speed_level: int | None = None) -> JitModule:
-    """Parse, verify and optimise `text`, emit its object code and link it; return the addresses
-    of `symbols`. Timings: parse (+verify), llvm_opt, codegen (object code), link."""
+    """Merge identical internal functions (`merge_identical_functions`), parse, verify and
+    optimise `text`, emit its object code and link it; return the addresses of `symbols`.
+    Timings: parse (+verify, + the merge), llvm_opt, codegen (object code), link."""
     t0 = time.perf_counter()
+    text, merged = merge_identical_functions(text)
     with _parsed(text) as mod:
         mod.verify()
         t1 = time.perf_counter()
@@ -205,6 +255,7 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None) ->
     t3 = time.perf_counter()
     jm = link_object(obj, symbols, optimised)
     jm.timings.update(parse=t1 - t0, llvm_opt=t2 - t1, codegen=t3 - t2)
+    jm.merged = merged
     return jm
 
 
@@ -229,11 +280,15 @@ def load_library(path: str, symbols: list[str] = ()) -> None:
     """Make the shared library at `path`, and by address its `symbols`, resolvable from compiled code."""
     import ctypes
 
+    e = engine()
+    known = e.libraries.get(path, ())
+    if set(symbols) <= set(known):
+        return
     llvm.load_library_permanently(path)
     lib = ctypes.CDLL(path)
-    e = engine()
     for name in symbols:
         e.imports[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    e.libraries[path] = tuple(sorted({*known, *symbols}))
 
 
 def symbol_address(name: str) -> int:

@@ -29,7 +29,7 @@ Lowerings are declared in `codegen/lowerings/*` with `@lowering` (or
 the backend, so every other module may import it.
 
 >>> from tensorplay.codegen.registry import LOWERINGS
->>> import tensorplay.codegen  # fills the table
+>>> import tensorplay.codegen.lower  # fills the table
 >>> LOWERINGS["sin"].kind, LOWERINGS["reduce_sum"].kind
 ('expr', 'kernel')
 """

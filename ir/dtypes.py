@@ -4,14 +4,19 @@ A `DType` is an immutable singleton; `tensorplay.float32` *is* `ir.dtypes.float3
 The short name (`f32`) is what the text format prints.
 
 Two 16-bit floating types are storage types: `float16` (IEEE half) always, and
-`bfloat16` when the optional `ml_dtypes` package is importable (numpy has no
-bfloat16 of its own). Their math is computed in float32 and rounded once to the
+`bfloat16` when the optional `ml_dtypes` package is installed (numpy has no
+bfloat16 of its own). ml_dtypes is imported only when bfloat16's numpy dtype is
+first needed (`bfloat16.np`, or a lookup of an array whose dtype ml_dtypes made):
+importing it takes ~1 s, most of `import tensorplay` when jax is installed. Their math is computed in float32 and rounded once to the
 storage type per operation, as PyTorch does on the CPU (see `widen` below).
 They are not in `ALL`/`FLOATS` (the full-width types the registry-driven tests
 enumerate) but in `LOW_FLOATS`; a primitive that accepts float32 accepts them.
 """
 from __future__ import annotations
 
+import importlib.util
+import sys
+import threading
 from typing import Callable
 
 import numpy as np
@@ -22,12 +27,21 @@ class DType:
 
     __slots__ = ("name", "short", "np", "kind", "itemsize")
 
-    def __init__(self, name: str, short: str, np_dtype, kind: str):
+    def __init__(self, name: str, short: str, np_dtype, kind: str, itemsize: int = 0):
         self.name = name
         self.short = short
-        self.np = np.dtype(np_dtype)
         self.kind = kind  # 'b' bool, 'i' integer, 'f' floating
-        self.itemsize = self.np.itemsize
+        if np_dtype is None:  # numpy dtype resolved on first use (`__getattr__`): bfloat16
+            self.itemsize = itemsize
+        else:
+            self.np = np.dtype(np_dtype)
+            self.itemsize = self.np.itemsize
+
+    def __getattr__(self, attr: str):
+        # Reached only for an unset slot, i.e. bfloat16's `np` before ml_dtypes was imported.
+        if attr == "np" and self is bfloat16:
+            return _load_bfloat16()
+        raise AttributeError(f"'DType' object has no attribute {attr!r}")
 
     @property
     def is_floating_point(self) -> bool:
@@ -54,11 +68,9 @@ int32 = DType("int32", "i32", np.int32, "i")
 int64 = DType("int64", "i64", np.int64, "i")
 bool_ = DType("bool", "i1", np.bool_, "b")
 float16 = DType("float16", "f16", np.float16, "f")
-try:  # bfloat16 needs ml_dtypes' numpy dtype (an optional extra: pip install tensorplay[bfloat16])
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
-bfloat16 = DType("bfloat16", "bf16", _ml_dtypes.bfloat16, "f") if _ml_dtypes is not None else None
+# bfloat16 needs ml_dtypes' numpy dtype (an optional extra: pip install tensorplay[bfloat16]). It
+# exists when ml_dtypes is installed; ml_dtypes itself is imported when its numpy dtype is needed.
+bfloat16 = DType("bfloat16", "bf16", None, "f", 2) if importlib.util.find_spec("ml_dtypes") is not None else None
 
 ALL = (bool_, int32, int64, float32, float64)
 FLOATS = (float32, float64)
@@ -69,7 +81,10 @@ BFLOAT16_MISSING = ("bfloat16 needs the optional ml_dtypes package (pip install 
                     "or pip install ml_dtypes)")
 _BY_SHORT = {d.short: d for d in KNOWN}
 _BY_NAME = {d.name: d for d in KNOWN}
-_BY_NP = {d.np: d for d in KNOWN}
+# numpy dtype -> DType, shared by the lookups that bypass `from_numpy` (the call path); bfloat16's
+# entry is added when its numpy dtype is resolved (`_load_bfloat16`)
+BY_NUMPY = {d.np: d for d in KNOWN if d is not bfloat16}
+_BY_NP = BY_NUMPY
 _CATEGORY_RANK = {"b": 0, "i": 1, "f": 2}
 
 
@@ -100,8 +115,33 @@ def from_numpy(np_dtype) -> DType:
     try:
         return _BY_NP[dt]
     except KeyError:
+        # an array of ml_dtypes' bfloat16 can only exist once ml_dtypes is imported
+        if bfloat16 is not None and "ml_dtypes" in sys.modules and _load_bfloat16() == dt:
+            return bfloat16
         raise TypeError(f"numpy dtype {dt} has no tensorplay counterpart "
                         f"(supported: {', '.join(d.name for d in KNOWN)})") from None
+
+
+_bf16_lock = threading.Lock()
+
+
+def _load_bfloat16():
+    """bfloat16's numpy dtype: import ml_dtypes, set `bfloat16.np`, register it in the lookups."""
+    global _bf16_loaded
+    with _bf16_lock:
+        if not _bf16_loaded:
+            try:
+                import ml_dtypes
+            except ImportError as e:  # installed (find_spec saw it) but broken
+                raise TypeError(f"{BFLOAT16_MISSING} (importing it failed: {e})") from None
+            bfloat16.np = np.dtype(ml_dtypes.bfloat16)
+            _BY_NP[bfloat16.np] = bfloat16
+            _LOW_NP[bfloat16.np] = bfloat16
+            _bf16_loaded = True
+    return bfloat16.np
+
+
+_bf16_loaded = False
 
 
 def category(dtype: DType) -> int:
@@ -146,7 +186,7 @@ def compute_dtype(dtype: DType) -> DType:
 # (`codegen.irutil.narrow`). A conversion from float64 to a 16-bit type also goes through float32
 # (two roundings), as PyTorch's Half(float) / BFloat16(float) constructors do.
 
-_LOW_NP = {d.np: d for d in LOW_FLOATS}
+_LOW_NP = {d.np: d for d in LOW_FLOATS if d is not bfloat16}  # bfloat16 added by `_load_bfloat16`
 _F32 = np.dtype(np.float32)
 # Families whose impls only move elements (exact on any dtype) or carry regions that handle their own
 # values: they see the 16-bit arrays unchanged.
@@ -196,6 +236,10 @@ def narrow(out, target: DType):
         with np.errstate(all="ignore"):  # beyond the 16-bit range is inf, as in torch (and numpy is faster so)
             return np.asarray(out).astype(target.np)
     return out
+
+
+if bfloat16 is not None and "ml_dtypes" in sys.modules:  # already imported (by jax, say): costs nothing
+    _load_bfloat16()
 
 
 def has_low_float(arrays, attrs) -> bool:

@@ -278,4 +278,4 @@ def _value_if_known(t: Tensor) -> np.ndarray | None:
         return None
 
 
-_SUPPORTED_NP = {d.np for d in dtypes.KNOWN}
+_SUPPORTED_NP = dtypes.BY_NUMPY  # keys: the numpy dtypes (bfloat16 once ml_dtypes is loaded)

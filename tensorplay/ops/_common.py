@@ -24,7 +24,7 @@ from .._trace import bind
 from ..compiler import register_reset
 from ._data import to_array
 
-_NP2DT = {d.np: d for d in dtypes.KNOWN}
+_NP2DT = dtypes.BY_NUMPY  # the same dict: bfloat16 joins it when ml_dtypes is loaded
 _SCALARS = (bool, int, float, np.number, np.bool_)
 
 

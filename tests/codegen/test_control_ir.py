@@ -102,8 +102,8 @@ def test_cache_keys_see_region_contents():
     sin, cos, sin2 = _scan_with("sin"), _scan_with("cos"), _scan_with("sin")
     assert sin.structural_key() != cos.structural_key()
     assert sin.structural_key() == sin2.structural_key()
-    assert _disk_key(sin, False) != _disk_key(cos, False)
-    assert _disk_key(sin, False) == _disk_key(sin2, False)
+    assert _disk_key(sin) != _disk_key(cos)
+    assert _disk_key(sin) == _disk_key(sin2)
     before = codegen.compile_count()
     a, b, c = codegen.compile_graph(sin), codegen.compile_graph(cos), codegen.compile_graph(sin2)
     assert a is c and a is not b and codegen.compile_count() - before <= 2

@@ -149,3 +149,105 @@ def test_the_size_is_bounded(cache_dir, monkeypatch):
     total = sum(p.stat().st_size for p in _files(cache_dir))
     assert total <= disk_cache.max_bytes()
     assert disk_cache.load(f"{39:064x}") is not None  # the newest entry survives
+
+
+def test_the_key_settings_defaults_are_the_modules_defaults():
+    # a disk-cache key reads a setting from its module if imported, else this default: they must agree
+    import importlib
+
+    from tensorplay.codegen import executable
+
+    for module, name, default in executable.KEY_SETTINGS:
+        assert getattr(importlib.import_module(f"tensorplay.codegen.{module}"), name) == default, (module, name)
+
+
+def test_a_changed_setting_is_another_entry(cache_dir, monkeypatch):
+    from tensorplay.codegen import module
+
+    codegen.compile_graph(_graph(1.5))
+    codegen.clear_cache()
+    monkeypatch.setattr(module, "VECTOR_WIDTH", 128)
+    exe = codegen.compile_graph(_graph(1.5))
+    assert exe.stats["source"] == "compiled" and len(_files(cache_dir)) == 2
+    np.testing.assert_allclose(exe(X)[0], np.sin(X) * np.float32(1.5) + X, rtol=1e-6, atol=1e-6)
+
+
+def test_an_entry_whose_layout_does_not_read_is_rebuilt(cache_dir):
+    want = codegen.compile_graph(_graph(1.5))(X)
+    (path,) = _files(cache_dir)
+    key = path.name[:-len(disk_cache.SUFFIX)]
+    obj, llvm_ir, layout = disk_cache.load(key)
+    for bad in ("not python", "{'entry': 'x'}", "[1, 2]", "__import__('os')"):
+        disk_cache.store(key, obj, llvm_ir, bad)  # well-formed entry (checksum fine), unusable layout
+        codegen.clear_cache()
+        exe = codegen.compile_graph(_graph(1.5))
+        assert exe.stats["source"] == "compiled"
+        for a, b in zip(exe(X), want):
+            np.testing.assert_array_equal(a, b)
+    codegen.clear_cache()
+    assert codegen.compile_graph(_graph(1.5)).stats["source"] == "disk cache"
+
+
+def test_a_hit_keeps_kernels_outputs_and_error_messages(cache_dir):
+    import tensorplay as tp
+
+    def f(x, i):
+        return tp.gather(x, 1, i) * 2, x, x.sum()
+
+    x = tp.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    good, bad = tp.tensor([[3], [0], [-1]]), tp.tensor([[0], [4], [0]])
+    runs = []
+    for _ in range(2):
+        tp.compiler.reset()
+        g = tp.compile(f)
+        outs = [o.numpy() for o in g(x, good)]
+        with pytest.raises(IndexError) as err:
+            g(x, bad)
+        exe = next(iter(codegen.cache._entries.values()))
+        runs.append((exe.stats["source"], exe.kernels, exe.stats["kernels"], exe.stats["nodes"], outs, str(err.value)))
+    (s0, k0, n0, m0, o0, e0), (s1, k1, n1, m1, o1, e1) = runs
+    assert (s0, s1) == ("compiled", "disk cache")
+    assert k0 == k1 and n0 == n1 and m0 == m1 and e0 == e1 and "index out of range" in e0
+    np.testing.assert_array_equal(o1[0], np.take_along_axis(np.arange(12.0).reshape(3, 4), np.array([[3], [0], [3]]), 1) * 2)
+    for a, b in zip(o0, o1):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(o1[1], np.arange(12.0).reshape(3, 4))  # an output that is an input
+
+
+def test_a_threaded_entry_is_threaded_after_a_hit(cache_dir):
+    from tensorplay.codegen import executable
+
+    n = executable.PARALLEL_MIN_ELEMENTS
+    b = ir.GraphBuilder("threaded")
+    x = b.add_input(TensorType((n,), dt.float32))
+    g = b.build([b.add(b.sin(x), x)])
+    xs = np.linspace(-5, 5, n).astype(np.float32)
+    first = codegen.compile_graph(g)
+    want = first(xs)[0]
+    codegen.clear_cache()
+    again = codegen.compile_graph(g)
+    assert again.stats["source"] == "disk cache" and again.stats["threads"] == first.stats["threads"]
+    np.testing.assert_array_equal(again(xs)[0], want)
+    np.testing.assert_array_equal(again(xs[::-1].copy())[0], first(xs[::-1].copy())[0])
+
+
+def test_a_hit_in_a_second_process_needs_no_scheduler_or_lowerings(cache_dir):
+    script = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import tensorplay as tp
+        from tensorplay import codegen
+        f = tp.compile(lambda x, w: tp.tanh(x @ w).sum(0))
+        out = f(tp.ones(70, 40), tp.ones(40, 30) / 40).numpy()
+        exe = next(iter(codegen.cache._entries.values()))
+        heavy = [m for m in ("schedule", "lower", "lowerings", "module", "vecmath", "dot", "context")
+                 if "tensorplay.codegen." + m in sys.modules]
+        print(json.dumps({"source": exe.stats["source"], "out": out.tolist(), "heavy": heavy}))
+    """)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                      env=dict(os.environ), timeout=300).stdout.strip().splitlines()[-1])
+            for _ in range(2)]
+    assert [r["source"] for r in runs] == ["compiled", "disk cache"]
+    assert runs[0]["out"] == runs[1]["out"]
+    np.testing.assert_allclose(runs[1]["out"], np.full(30, 70 * np.tanh(1.0)), rtol=1e-5)
+    assert runs[0]["heavy"] and runs[1]["heavy"] == []

@@ -1,13 +1,16 @@
 """Benchmark: a second process's first call, served by the persistent object-code cache.
 
-    python -m tensorplay.tools.bench.bench_disk_cache [--runs 3]
+    python -m tensorplay.tools.bench.bench_disk_cache [--runs 3] [--openblas-threads N]
 
 Each run starts fresh Python processes on an empty cache directory: the first process compiles
 `tp.compile(grad(mlp_loss))` (MLP 784-256-256-10, batch 64) cold and stores the object code;
 the second process makes the same first call, which loads it (no LLVM). Reported per process:
 the first call's wall time (trace + passes + schedule + [lowering + LLVM | cache load] + run),
 the executable's phase split, and the ratio warm/cold (target: at most 0.2). Process start-up
-and `import tensorplay` are not part of the first call; the lazy import of the backend is.
+and `import tensorplay` are not part of the first call (its median is printed apart); the lazy
+import of the backend is. The first execution includes OpenBLAS starting its threads (tens of ms
+on a loaded machine, in both processes): `--openblas-threads 1` sets OPENBLAS_NUM_THREADS=1 in the
+children to take it out.
 """
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ import tempfile
 CHILD = r"""
 import json, time
 import numpy as np
+t_import = time.perf_counter()
 import tensorplay as tp
+t_import = time.perf_counter() - t_import
 from tensorplay.func import grad
 sizes = [784, 256, 256, 10]
 rng = np.random.default_rng(0)
@@ -45,12 +50,14 @@ g = f(params, x, y)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 from tensorplay import codegen
 st = codegen.compile_graph(f.get_graph(params, x, y).graph).stats
-print(json.dumps({"wall": wall, "cpu": cpu, "stats": st, "check": float(sum(float(a.sum()) for wb in g for a in wb))}))
+print(json.dumps({"wall": wall, "cpu": cpu, "stats": st, "import": t_import, "check": float(sum(float(a.sum()) for wb in g for a in wb))}))
 """
 
 
-def child(cache: str) -> dict:
+def child(cache: str, openblas_threads: int | None = None) -> dict:
     env = dict(os.environ, TENSORPLAY_CACHE_DIR=cache, TENSORPLAY_DISK_CACHE="1")
+    if openblas_threads:
+        env["OPENBLAS_NUM_THREADS"] = str(openblas_threads)
     out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -58,11 +65,13 @@ def child(cache: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--openblas-threads", type=int, default=None, help="OPENBLAS_NUM_THREADS of the children")
     args = ap.parse_args(argv)
-    cold, warm, cold_cpu, warm_cpu, rows = [], [], [], [], []
+    cold, warm, cold_cpu, warm_cpu, rows, imports = [], [], [], [], [], []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="tensorplay-bench-cache-") as d:
-            a, b = child(d), child(d)
+            a, b = child(d, args.openblas_threads), child(d, args.openblas_threads)
+        imports += [a["import"], b["import"]]
         if a["stats"]["source"] != "compiled" or b["stats"]["source"] != "disk cache":
             print(f"unexpected sources: {a['stats']['source']}, {b['stats']['source']}")
             return 1
@@ -75,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         warm_cpu.append(b["cpu"])
         rows.append((a, b))
     mc, mw = statistics.median(cold), statistics.median(warm)
-    print(f"first call of tp.compile(grad(mlp_loss)), medians of {args.runs} process pairs:")
+    print(f"first call of tp.compile(grad(mlp_loss)), medians of {args.runs} process pairs"
+          + (f", OPENBLAS_NUM_THREADS={args.openblas_threads}" if args.openblas_threads else "") + ":")
+    print(f"  import tensorplay (not in the first call): {statistics.median(imports) * 1e3:.1f} ms wall")
     cc, cw = statistics.median(cold_cpu), statistics.median(warm_cpu)
     print(f"  cold process  : {mc * 1e3:8.1f} ms wall, {cc * 1e3:8.1f} ms cpu")
     print(f"  cached process: {mw * 1e3:8.1f} ms wall, {cw * 1e3:8.1f} ms cpu   ratio {mw / mc:.2f} wall, "
