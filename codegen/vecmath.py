@@ -98,6 +98,7 @@ TWO_OVER_SQRTPI_F32 = (_f32(TWO_OVER_SQRTPI[0]), _f32(TWO_OVER_SQRTPI[0] - _f32(
 PIO2_HL = PIO2[:2]
 LN2_F32_HI16, LN2_F32_LO16 = [_f32(v) for v in _LN2_16]  # k * HI16 is exact in float32 for |k| < 2^8
 SQRT2 = math.sqrt(2.0)
+_ROUND_MAGIC = 1.5 * 2.0 ** 52  # x + this is exact and x's integer is in the low mantissa bits, |x| < 2^51
 ULP_BOUNDS: dict[str, tuple[float, float]] = {}  # name -> (float32, float64), filled by `bound`
 
 
@@ -214,7 +215,13 @@ class _M:
         return acc
 
     def to_int(self, x):
-        return self.b.fptosi(x, self.it)
+        """The integer `x` (|x| < 2^31: a clamped exponent or a table index) in an `it` register.
+
+        float64 converts through i32: x86 without AVX-512DQ converts f64 -> i64 one lane at a time,
+        f64 -> i32 a vector at a time."""
+        if not self.f64:
+            return self.b.fptosi(x, self.it)
+        return self.b.sext(self.b.fptosi(x, u.I32), self.it)
 
     def pow2(self, k):
         """2.0**k for an integer register `k` in the normal exponent range."""
@@ -420,8 +427,11 @@ def _trig_reduce(m: _M, x, precise: bool):
     else:
         r = m.fma(nk, PIO2[2], m.fma(nk, PIO2[1], a))
         r_lo = None
-    # |k| < 2^53 here, so the conversion is exact; only k mod 4 matters.
-    q = b.and_(b.fptosi(kf, u.I64), ir.Constant(u.I64, 3))
+    # Only k mod 4 matters, and |k| < 2^51 here: adding 1.5 * 2^52 puts k + 2^51 into the low
+    # mantissa bits exactly, whose low two bits are k mod 4 (two's complement). Unlike an f64 -> i64
+    # conversion, which x86 without AVX-512DQ does one lane at a time, this stays in vector registers.
+    shifted = b.bitcast(m.add(kf, _ROUND_MAGIC), u.I64)
+    q = b.and_(shifted, ir.Constant(u.I64, 3))
     return q, r, r_lo
 
 
