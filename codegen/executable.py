@@ -14,7 +14,9 @@ threads (default: the CPU count, at most 8). Only executables made entirely of
 flat elementwise loops are split (`module.splittable`), so a split never
 contains a BLAS call: the pool and OpenBLAS's threads are never nested. Every
 element runs the same code in every chunk, so results do not depend on the
-thread count (tests/codegen/test_thread_count.py). A compiled kernel that reads
+thread count (tests/codegen/test_thread_count.py). An executable that is one large
+full reduction runs its fixed blocks on the pool, then combines them in order
+(`threads.reduction_split`): also independent of the thread count. A compiled kernel that reads
 an index out of range sets the status word the entry returns; the call raises
 IndexError (module `context`).
 """
@@ -33,7 +35,7 @@ import numpy as np
 
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import disk_cache, jit
+from . import disk_cache, jit, threads
 from .module import BufferPlan, build_module, coded_nodes, plan_buffers, splittable
 from .schedule import normalize, schedule
 
@@ -80,6 +82,14 @@ def _chunks(size: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
 
 
+def _block_ranges(blocks: int, n_threads: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of a split reduction's blocks, one per thread: which thread reduces which
+    block; the blocks themselves and their combine order never change (`threads`)."""
+    parts = max(1, min(n_threads, blocks))
+    step = -(-blocks // parts)
+    return [(lo, min(lo + step, blocks)) for lo in range(0, blocks, step)]
+
+
 class Executable:
     """A graph compiled to native code. Call it with one numpy array per graph input."""
 
@@ -94,23 +104,33 @@ class Executable:
         kernels = schedule(graph)
         clock.lap("schedule")
         plan = plan_buffers(graph, kernels)
-        self._size = splittable(kernels)
+        self._split = threads.reduction_split(graph, kernels, plan)
+        self._size = 0 if self._split else splittable(kernels)
+        self._red_chunks = _block_ranges(self._split.blocks, _THREADS) if self._split else []
         self._chunks = _chunks(self._size) if self._size else []
         if not self._chunks:
             self._size = 0  # one call: constant trip counts compile to simpler code
         clock.lap("plan")
         prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
         entry = f"{prefix}_entry"
-        key = _disk_key(self.graph, bool(self._size)) if disk_cache.enabled() else None
+        split = self._split
+        finish = f"{prefix}_{split.finish_entry}" if split else None
+        if split:
+            entry = f"{prefix}_{split.partial_entry}"
+        key = _disk_key(self.graph, bool(self._size), split) if disk_cache.enabled() else None
         cached = disk_cache.load(key) if key else None
         clock.lap("cache_lookup")
+        names = [entry, finish] if split else [entry]
         if cached is not None:
-            self._jit = jit.link_object(cached[0], [entry], cached[1])
+            self._jit = jit.link_object(cached[0], names, cached[1])
         else:
             triple, layout = jit.host_triple_and_layout()
-            text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
+            if split:
+                text, entry, finish = threads.build_split_module(graph, split, plan, prefix, triple, layout)
+            else:
+                text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(self._size))
             clock.lap("llvm_ir")
-            self._jit = jit.compile_ir(text, [entry])
+            self._jit = jit.compile_ir(text, names)
         clock.book(self._jit.timings)
         if cached is None and key:
             disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir)
@@ -120,13 +140,17 @@ class Executable:
         self._plan = plan
         self._coded = coded_nodes(graph, kernels)  # status word c: entry c - 1 failed
         self._prepare(graph, plan)
-        n_args = self._n_in + len(plan.out_values) + (1 if plan.arena_bytes else 0)
+        if split:
+            self._arena_bytes = split.arena_bytes  # the plan's buffers, then the block accumulators
+        n_args = self._n_in + len(plan.out_values) + (1 if self._arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
-        ranges = [ctypes.c_int64] * 2 if self._size else []
+        ranges = [ctypes.c_int64] * 2 if self._size or split else []
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
             self._jit.addresses[entry])
-        self._fast = None if self._size else self._fast_call()
+        self._finish = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args)(
+            self._jit.addresses[finish]) if split else None
+        self._fast = None if self._size or split else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
         self.stats = {"source": "disk cache" if cached is not None else "compiled",
@@ -135,7 +159,7 @@ class Executable:
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
                       "nodes": len(graph.nodes), "kernels": len(kernels),
                       "object_bytes": len(self._jit.object_code), "arena_bytes": plan.arena_bytes,
-                      "threads": max(len(self._chunks), 1)}
+                      "threads": max(len(self._chunks), 1) if not split else len(self._block_chunks())}
 
     # --- call path ----------------------------------------------------------------------------
     def _prepare(self, g: Graph, plan: BufferPlan) -> None:
@@ -240,7 +264,9 @@ class Executable:
         if self._arena_bytes:
             arena = self._arenas.pop() if self._arenas else np.empty(self._arena_bytes, np.uint8)
             ptrs.append(id(arena))
-        if not self._size:
+        if self._split is not None:
+            status = self._run_blocks(ptrs)
+        elif not self._size:
             status = self._entry(*ptrs)
         elif getattr(_serial, "on", False):
             status = self._entry(*ptrs, 0, self._size)
@@ -271,6 +297,19 @@ class Executable:
         for o, r in zip(out, result):  # `out` the compiled code could not write into directly
             o[...] = r
         return list(out)
+
+    def _block_chunks(self) -> list[tuple[int, int]]:
+        """Block ranges of a split reduction for this call, one per thread (`serial_calls`: one)."""
+        return [(0, self._split.blocks)] if getattr(_serial, "on", False) else self._red_chunks
+
+    def _run_blocks(self, ptrs: list) -> int:
+        """Phase 1 of a split reduction on the pool (the blocks), then phase 2 here (the combine)."""
+        chunks = self._block_chunks()
+        pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in chunks[1:]]
+        status = self._entry(*ptrs, *chunks[0])
+        for f in pending:
+            status = status or f.result()
+        return status or self._finish(*ptrs)
 
     def _direct_out(self, out) -> bool:
         """Check `out` against the outputs (TypeError); whether the compiled code can write into it."""
@@ -370,7 +409,7 @@ def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _disk_key(graph: Graph, ranged: bool) -> str:
+def _disk_key(graph: Graph, ranged: bool, split=None) -> str:
     """The disk-cache key: the graph's text plus every setting the generated code depends on
     (module-level knobs included: tests and benchmarks change them at run time)."""
     from tensorplay.ir.text import print_graph
@@ -379,7 +418,8 @@ def _disk_key(graph: Graph, ranged: bool) -> str:
 
     blas = dot.find_blas()
     options = (f"ranged={ranged} blas={blas.sgemm if blas else None} blas_min_flops={dot.BLAS_MIN_FLOPS} "
-               f"vector_width={module.VECTOR_WIDTH} fused_depth={sched.MAX_FUSED_DEPTH} paths={sched.MAX_PATHS}")
+               f"vector_width={module.VECTOR_WIDTH} fused_depth={sched.MAX_FUSED_DEPTH} paths={sched.MAX_PATHS}"
+               + (f" reduce_blocks={threads.REDUCE_BLOCK}" if split else ""))
     return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
 
 
