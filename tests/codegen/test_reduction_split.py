@@ -137,3 +137,18 @@ def test_disk_cache_round_trip(tmp_path, monkeypatch):
     assert (cold.stats["source"], warm.stats["source"]) == ("compiled", "disk cache")
     assert warm(x)[0].tobytes() == cold(x)[0].tobytes()
     np.testing.assert_allclose(warm(x)[0], np.tanh(x.astype(np.float64)).min(), rtol=1e-6)
+
+
+def test_a_reduction_of_a_gemm_is_not_split():
+    """The pool never runs BLAS (so OpenBLAS's own threads never nest inside the pool's): a
+    reduction whose operand comes out of a gemm is a second kernel, and only one-kernel
+    executables are split."""
+    b = ir.GraphBuilder("gemm_sum")
+    x = b.add_input(TensorType((1024, 512), dt.float32))
+    w = b.add_input(TensorType((512, 1024), dt.float32))
+    y = b.emit("dot_general", x, w, contract=((1,), (0,)), batch=((), ()))
+    exe = codegen.compile_graph(b.build([b.emit("reduce_sum", b.tanh(y), axes=(0, 1))]))
+    assert exe._split is None and exe._size == 0
+    rng = np.random.default_rng(5)
+    xs, ws = rng.standard_normal((1024, 512)).astype(np.float32), rng.standard_normal((512, 1024)).astype(np.float32)
+    np.testing.assert_allclose(exe(xs, ws)[0], np.tanh(xs.astype(np.float64) @ ws).sum(), rtol=1e-4)
