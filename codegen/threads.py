@@ -103,7 +103,7 @@ def build_split_module(graph: Graph, split: ReductionSplit, plan: BufferPlan, pr
     ('tp_doc_partial', 'tp_doc_finish')
     """
     from .lowerings.elementwise import convert
-    from .lowerings.reduce import MONOIDS
+    from .lowerings.reduce import MONOIDS, fix_loop_ids, hint_vector_width, widening_lanes
 
     module = ir.Module(name=prefix)
     module.triple = triple
@@ -142,6 +142,9 @@ def build_split_module(graph: Graph, split: ReductionSplit, plan: BufferPlan, pr
                 v = convert(b, ctx.value(x, Index(x.shape, linear=i)), x.dtype, split.acc_dtype)
                 b.store(monoid.combine(b, b.load(slot, typ=acc_t), v, split.acc_dtype, flags), slot)
                 ctx.forget()
+                latch = b.block
+            if flags:
+                hint_vector_width(latch, widening_lanes(x.dtype, split.acc_dtype))
             b.store(b.load(slot, typ=acc_t), b.gep(partials, [j], inbounds=True, source_etype=acc_t))
         ctx.forget()
 
@@ -187,4 +190,4 @@ def build_split_module(graph: Graph, split: ReductionSplit, plan: BufferPlan, pr
     out_ptr = data(n_in + plan.out_values.index(out))
     eb.store(res, out_ptr, align=out.dtype.itemsize)
     eb.ret(u.i64(0))
-    return str(module), f"{prefix}_{split.partial_entry}", f"{prefix}_{split.finish_entry}"
+    return fix_loop_ids(str(module)), f"{prefix}_{split.partial_entry}", f"{prefix}_{split.finish_entry}"
