@@ -152,3 +152,23 @@ def test_a_reduction_of_a_gemm_is_not_split():
     rng = np.random.default_rng(5)
     xs, ws = rng.standard_normal((1024, 512)).astype(np.float32), rng.standard_normal((512, 1024)).astype(np.float32)
     np.testing.assert_allclose(exe(xs, ws)[0], np.tanh(xs.astype(np.float64) @ ws).sum(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (0, 5), (5, 0), (7, 1000), (2, 3, 257)])
+def test_widening_row_sums_match_the_interpreter(shape):
+    """float32 sums accumulated in float64 carry a 16-lane vectorisation hint (`widening_lanes`):
+    values against the interpreter and float64 numpy, with size-1, empty and strided operands."""
+    from tensorplay.codegen.lowerings.reduce import widening_lanes
+
+    assert widening_lanes(dt.float32, dt.float64) == 16 and widening_lanes(dt.float64, dt.float64) is None
+    b = ir.GraphBuilder("rows")
+    v = b.add_input(TensorType(shape, dt.float32))
+    g = b.build([b.emit("reduce_sum", b.tanh(b.sin(v)), axes=(len(shape) - 1,))])
+    exe = codegen.compile_graph(g)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape[::-1]).astype(np.float32).transpose()  # a transposed (strided) view
+    assert x.shape == shape
+    for arr in (x, np.ascontiguousarray(x)):
+        got = exe(arr)[0]
+        np.testing.assert_allclose(got, interpret(g, [np.ascontiguousarray(arr)])[0], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, np.tanh(np.sin(arr.astype(np.float64))).sum(-1), rtol=1e-5, atol=1e-5)
