@@ -14,7 +14,9 @@ threads (default: the CPU count, at most 8). Only executables made entirely of
 flat elementwise loops are split (`module.splittable`), so a split never
 contains a BLAS call: the pool and OpenBLAS's threads are never nested. Every
 element runs the same code in every chunk, so results do not depend on the
-thread count (tests/codegen/test_thread_count.py). A compiled kernel that reads
+thread count (tests/codegen/test_thread_count.py). An executable that is one large
+full reduction runs its fixed blocks on the pool, then combines them in order
+(`threads.reduction_split`): also independent of the thread count. A compiled kernel that reads
 an index out of range sets the status word the entry returns; the call raises
 IndexError (module `context`).
 """
@@ -82,6 +84,14 @@ def _chunks(size: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
 
 
+def _block_ranges(blocks: int, n_threads: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of a split reduction's blocks, one per thread: which thread reduces which
+    block; the blocks themselves and their combine order never change (`threads`)."""
+    parts = max(1, min(n_threads, blocks))
+    step = -(-blocks // parts)
+    return [(lo, min(lo + step, blocks)) for lo in range(0, blocks, step)]
+
+
 class Executable:
     """A graph compiled to native code. Call it with one numpy array per graph input."""
 
@@ -104,7 +114,7 @@ class Executable:
             try:
                 for path, symbols in layout["libraries"]:
                     jit.load_library(path, symbols)
-                self._jit = jit.link_object(cached[0], [layout["entry"]], cached[1])
+                self._jit = jit.link_object(cached[0], _entry_names(layout), cached[1])
                 source = "disk cache"
             except (OSError, RuntimeError, KeyError, AttributeError):  # a library or symbol gone: rebuild
                 layout = None
@@ -119,6 +129,8 @@ class Executable:
         weakref.finalize(self, self._jit.release)  # free the machine code with the last reference
         self._size = layout["size"]
         self._chunks = _chunks(self._size) if self._size else []
+        self._blocks = layout["blocks"]  # a split reduction's block count (0: not split)
+        self._red_chunks = _block_ranges(self._blocks, _THREADS) if self._blocks else []
         self._kernel_info = layout["kernels"]  # from a disk-cache hit: text, read on first use
         self._errors = layout["errors"]  # status word c: entry c - 1 failed (text, likewise)
         self._n_kernels = layout["n_kernels"]
@@ -126,10 +138,12 @@ class Executable:
         n_args = self._n_in + len(self._alloc) + (1 if self._arena_bytes else 0)
         # arguments are `id(array)`: the address of the array object, whose data pointer the
         # entry reads; the caller's references keep every array alive during the call
-        ranges = [ctypes.c_int64] * 2 if self._size else []
+        ranges = [ctypes.c_int64] * 2 if self._size or self._blocks else []
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args, *ranges)(
             self._jit.addresses[layout["entry"]])
-        self._fast = None if self._size else self._fast_call()
+        self._finish = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args)(
+            self._jit.addresses[layout["finish"]]) if self._blocks else None
+        self._fast = None if self._size or self._blocks else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
         self.stats = {"source": source,
@@ -139,11 +153,12 @@ class Executable:
                       "nodes": layout["nodes"], "kernels": self._n_kernels,
                       "object_bytes": len(self._jit.object_code), "merged_functions": self._jit.merged,
                       "arena_bytes": self._arena_bytes,
-                      "threads": max(len(self._chunks), 1)}
+                      "threads": len(self._block_chunks()) if self._blocks else max(len(self._chunks), 1)}
 
     def _compile(self, graph: Graph, clock: "_PhaseClock") -> dict:
         """Schedule, lower and JIT-compile `graph` into `self._jit`; the layout of the compiled code
         (what a disk-cache entry stores besides the object code, see `_layout`)."""
+        from . import threads
         from .module import build_module, coded_nodes, plan_buffers, splittable
         from .schedule import normalize, schedule
 
@@ -151,17 +166,22 @@ class Executable:
         kernels = schedule(graph)
         clock.lap("schedule")
         plan = plan_buffers(graph, kernels)
-        size = splittable(kernels)
+        split = threads.reduction_split(graph, kernels, plan)
+        size = 0 if split else splittable(kernels)
         if not _chunks(size):
             size = 0  # one call: constant trip counts compile to simpler code
         clock.lap("plan")
         prefix = f"tp_{_sanitize(graph.name)}"  # one LLJIT per module: no clash with other modules
         triple, layout = jit.host_triple_and_layout()
-        text, entry = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size))
+        if split:
+            text, entry, finish = threads.build_split_module(graph, split, plan, prefix, triple, layout)
+        else:
+            (text, entry), finish = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size)), None
         clock.lap("llvm_ir")
-        self._jit = jit.compile_ir(text, [entry])
+        out = _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels), split, finish)
+        self._jit = jit.compile_ir(text, _entry_names(out))
         clock.book(self._jit.timings)
-        return _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels))
+        return out
 
     # --- call path ----------------------------------------------------------------------------
     def _prepare(self, layout: dict) -> None:
@@ -255,7 +275,9 @@ class Executable:
         if self._arena_bytes:
             arena = self._arenas.pop() if self._arenas else np.empty(self._arena_bytes, np.uint8)
             ptrs.append(id(arena))
-        if not self._size:
+        if self._blocks:
+            status = self._run_blocks(ptrs)
+        elif not self._size:
             status = self._entry(*ptrs)
         elif getattr(_serial, "on", False):
             status = self._entry(*ptrs, 0, self._size)
@@ -286,6 +308,19 @@ class Executable:
         for o, r in zip(out, result):  # `out` the compiled code could not write into directly
             o[...] = r
         return list(out)
+
+    def _block_chunks(self) -> list[tuple[int, int]]:
+        """Block ranges of a split reduction for this call, one per thread (`serial_calls`: one)."""
+        return [(0, self._blocks)] if getattr(_serial, "on", False) else self._red_chunks
+
+    def _run_blocks(self, ptrs: list) -> int:
+        """Phase 1 of a split reduction on the pool (the blocks), then phase 2 here (the combine)."""
+        chunks = self._block_chunks()
+        pending = [_pool().submit(self._entry, *ptrs, lo, hi) for lo, hi in chunks[1:]]
+        status = self._entry(*ptrs, *chunks[0])
+        for f in pending:
+            status = status or f.result()
+        return status or self._finish(*ptrs)
 
     def _direct_out(self, out) -> bool:
         """Check `out` against the outputs (TypeError); whether the compiled code can write into it."""
@@ -385,9 +420,11 @@ def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: list) -> dict:
+def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: list, split=None,
+            finish: str | None = None) -> dict:
     """What the compiled code of `graph` expects, as plain data (a disk-cache entry stores its
-    `repr`): the entry symbol, the element count of a threaded entry (0: one call), the output
+    `repr`): the entry symbol, the element count of a threaded entry (0: one call), a split
+    reduction's block count and its combining entry (`threads`; 0 and None: not split), the output
     buffers it fills (shape, dtype name), how each graph output is made of them (the recipe),
     the arena size, the kernels (`Kernel.describe`), the message of each error code, the node
     count and the libraries (path, symbols) its calls resolve to (numpy's OpenBLAS)."""
@@ -402,13 +439,19 @@ def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: lis
         else:
             recipe.append(("slot", plan.slots[v][1]))
         first_pos.setdefault(v, pos)
-    return {"entry": entry, "size": size,
+    return {"entry": entry, "size": size, "blocks": split.blocks if split else 0, "finish": finish,
             "alloc": [(v.type.shape, v.dtype.name) for v in plan.out_values],
-            "recipe": recipe, "arena_bytes": plan.arena_bytes,
+            # a split reduction's arena: the plan's buffers, then the block accumulators
+            "recipe": recipe, "arena_bytes": split.arena_bytes if split else plan.arena_bytes,
             "kernels": [k.describe() for k in kernels], "n_kernels": len(kernels),
             "errors": [_error_message(node, where) for node, where in coded],
             "nodes": len(graph.nodes),
             "libraries": sorted((path, tuple(symbols)) for path, symbols in jit.engine().libraries.items())}
+
+
+def _entry_names(layout: dict) -> list[str]:
+    """The symbols the compiled code of `layout` is called through."""
+    return [layout["entry"]] + ([layout["finish"]] if layout["finish"] else [])
 
 
 def _error_message(node, where: str):
@@ -447,7 +490,9 @@ def _read_layout(text: str) -> dict | None:
         layout["recipe"] = [(str(kind), int(i)) for kind, i in layout["recipe"]]
         layout["libraries"] = [(str(path), tuple(symbols)) for path, symbols in layout["libraries"]]
         if not (isinstance(layout["kernels"], str) and isinstance(layout["errors"], str)
-                and isinstance(layout["entry"], str)):
+                and isinstance(layout["entry"], str) and isinstance(layout["blocks"], int)
+                and (layout["finish"] is None or isinstance(layout["finish"], str))
+                and bool(layout["blocks"]) == (layout["finish"] is not None)):
             return None
     except (ValueError, TypeError):
         return None
@@ -466,14 +511,15 @@ def _literal(text: str, default):
         return default
 
 
-_LAYOUT_KEYS = {"entry", "size", "alloc", "recipe", "arena_bytes", "kernels", "n_kernels", "errors", "nodes",
+_LAYOUT_KEYS = {"entry", "size", "blocks", "finish", "alloc", "recipe", "arena_bytes", "kernels", "n_kernels", "errors", "nodes",
                 "libraries"}
 # Module-level settings of the code generator that the generated code depends on (tests and
 # benchmarks change them at run time): (module, name, default). A module not imported yet has its
 # default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these
 # defaults against the modules).
 KEY_SETTINGS = (("dot", "BLAS_MIN_FLOPS", 2 * 32 ** 3), ("module", "VECTOR_WIDTH", 512),
-                ("schedule", "MAX_FUSED_DEPTH", 64), ("schedule", "MAX_PATHS", 4))
+                ("schedule", "MAX_FUSED_DEPTH", 64), ("schedule", "MAX_PATHS", 4),
+                ("threads", "REDUCE_BLOCK", 1 << 16), ("threads", "REDUCE_SPLIT_MIN", 1 << 18))
 
 
 def _disk_key(graph: Graph) -> str:

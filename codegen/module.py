@@ -21,6 +21,7 @@ from . import irutil as u
 from . import vecmath as vm
 from .context import KernelContext
 from .lower import LOWERINGS
+from .lowerings.reduce import fix_loop_ids
 from .schedule import Control, Kernel
 
 ALIGN = 64
@@ -218,7 +219,7 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
     builder = EntryBuilder(b, status, fns, list(entry.args[n_args:]) if ranged else [])
     builder.run(graph, kernels, plan, ins, outs, arena, copies=False)
     b.ret(b.load(status, typ=u.I64))
-    text = str(module)
+    text = fix_loop_ids(str(module))
     if VECTOR_WIDTH:
         # llvmlite only knows a fixed set of function attributes; this one is a string attribute
         text = text.replace(") nounwind\n", f') nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')

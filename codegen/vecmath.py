@@ -98,6 +98,7 @@ TWO_OVER_SQRTPI_F32 = (_f32(TWO_OVER_SQRTPI[0]), _f32(TWO_OVER_SQRTPI[0] - _f32(
 PIO2_HL = PIO2[:2]
 LN2_F32_HI16, LN2_F32_LO16 = [_f32(v) for v in _LN2_16]  # k * HI16 is exact in float32 for |k| < 2^8
 SQRT2 = math.sqrt(2.0)
+_ROUND_MAGIC = 1.5 * 2.0 ** 52  # x + this is exact and x's integer is in the low mantissa bits, |x| < 2^51
 ULP_BOUNDS: dict[str, tuple[float, float]] = {}  # name -> (float32, float64), filled by `bound`
 
 
@@ -214,7 +215,13 @@ class _M:
         return acc
 
     def to_int(self, x):
-        return self.b.fptosi(x, self.it)
+        """The integer `x` (|x| < 2^31: a clamped exponent or a table index) in an `it` register.
+
+        float64 converts through i32: x86 without AVX-512DQ converts f64 -> i64 one lane at a time,
+        f64 -> i32 a vector at a time."""
+        if not self.f64:
+            return self.b.fptosi(x, self.it)
+        return self.b.sext(self.b.fptosi(x, u.I32), self.it)
 
     def pow2(self, k):
         """2.0**k for an integer register `k` in the normal exponent range."""
@@ -403,7 +410,7 @@ def logistic(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 # --- sin, cos, tan ------------------------------------------------------------------------------
 def _trig_reduce(m: _M, x, precise: bool):
-    """Quadrant q (i64, 0..3) and r (+ tail r_lo) with x = q*pi/2 + r (mod 2pi), |r| <~ pi/4.
+    """Quadrant q (i32, 0..3) and r (+ tail r_lo) with x = q*pi/2 + r (mod 2pi), |r| <~ pi/4.
 
     `x` is double and finite. k*P1 is exact in the FMA and x - k*P1 is exact for
     |k| < 2^52; the tail term is carried when `precise` (float64 results)."""
@@ -420,8 +427,12 @@ def _trig_reduce(m: _M, x, precise: bool):
     else:
         r = m.fma(nk, PIO2[2], m.fma(nk, PIO2[1], a))
         r_lo = None
-    # |k| < 2^53 here, so the conversion is exact; only k mod 4 matters.
-    q = b.and_(b.fptosi(kf, u.I64), ir.Constant(u.I64, 3))
+    # Only k mod 4 matters, and |k| < 2^51 here: adding 1.5 * 2^52 puts k + 2^51 into the low
+    # mantissa bits exactly, whose low two bits are k mod 4 (two's complement). Unlike an f64 -> i64
+    # conversion, which x86 without AVX-512DQ does one lane at a time, this stays in vector registers.
+    # q is an i32 (the low word), as wide as a float32 lane: its masks select float32 results directly.
+    shifted = b.trunc(b.bitcast(m.add(kf, _ROUND_MAGIC), u.I64), u.I32)
+    q = b.and_(shifted, ir.Constant(u.I32, 3))
     return q, r, r_lo
 
 
@@ -447,19 +458,21 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
     float32 tan stays in double and is rounded once."""
     t = x.type
     m64 = _M(b, u.F64)
-    xd = _widen(b, x)
-    ax = m64.abs(xd)
-    small = m64.cmp("<", ax, CODY_WAITE_LIMIT)
-    huge = b.and_(b.not_(small), m64.cmp("<", ax, math.inf))  # finite, needs Payne-Hanek
-    xs = m64.sel(small, xd, 0.0)
+    mx = _m(b, x)
+    # the range checks run in x's own type (2^50 and inf are exact in float32): for float32 they
+    # are one 8/16-lane compare each, and the masks need no narrowing from 64-bit lanes
+    ax = mx.abs(x)
+    small = mx.cmp("<", ax, CODY_WAITE_LIMIT)
+    huge = b.and_(b.not_(small), mx.cmp("<", ax, math.inf))  # finite, needs Payne-Hanek
+    xs = _widen(b, mx.sel(small, x, 0.0))
     precise = t == u.F64
     q, r, r_lo = _trig_reduce(m64, xs, precise)
     flag = _FAST_TRIG_FLAG.get()
     if flag is not None:
         b.store(b.or_(b.load(flag, typ=u.I1), huge), flag)
     else:
-        q_ph, r_ph, r_lo_ph = payne_hanek(b, m64.sel(huge, xd, CODY_WAITE_LIMIT))
-        q = b.select(huge, q_ph, q)
+        q_ph, r_ph, r_lo_ph = payne_hanek(b, m64.sel(huge, _widen(b, x), CODY_WAITE_LIMIT))
+        q = b.select(huge, b.trunc(q_ph, u.I32), q)
         r_lo = b.select(huge, r_lo_ph, r_lo) if precise else None
         r = b.select(huge, r_ph if precise else m64.add(r_ph, r_lo_ph), r)
     if t == u.F64:
@@ -472,7 +485,7 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
         S, C = [_f32(c) for c in K.SIN_S_F32], [_f32(c) for c in K.COS_C_F32]
     s, c = _sin_cos_poly(m, r, r_lo, S, C)
     odd = b.trunc(q, u.I1)
-    hi_half = b.icmp_unsigned(">=", q, ir.Constant(u.I64, 2))
+    hi_half = b.icmp_unsigned(">=", q, ir.Constant(u.I32, 2))
     if which == "tan":
         res = m.sel(odd, m.neg(m.div(c, s)), m.div(s, c))
     elif which == "sin":

@@ -1,6 +1,7 @@
 """Results are bit-identical whatever TENSORPLAY_NUM_THREADS is: large elementwise executables
 split their element range over the pool, and every element's code is the same in every chunk
-(no reassociation across elements), including the re-run for huge trig arguments. Each thread
+(no reassociation across elements), including the re-run for huge trig arguments; a large full
+reduction runs fixed blocks on the pool and combines them in block order (`codegen.threads`). Each thread
 count runs in its own process (the pool size is read once); nothing assumes the core count."""
 from __future__ import annotations
 
@@ -28,26 +29,27 @@ SCRIPT = textwrap.dedent("""
     exe = codegen.compile_graph(b.build([y]))  # one flat elementwise kernel: split over threads
     b = ir.GraphBuilder("reduction")
     v = b.add_input(TensorType((n,), dt.float32))
-    red = codegen.compile_graph(b.build([b.emit("reduce_sum", b.cos(v), axes=(0,))]))
+    red = codegen.compile_graph(b.build([b.emit("reduce_sum", b.cos(v), axes=(0,))]))  # fixed blocks on the pool
     outs = exe(x) + red(x)
     h = hashlib.sha256(b"".join(o.tobytes() for o in outs)).hexdigest()
-    print(exe.stats["threads"], h)
+    print(exe.stats["threads"], red.stats["threads"], h)
 """)
 
 
-def _run(threads: str) -> tuple[int, str]:
+def _run(threads: str) -> tuple[int, int, str]:
     env = dict(os.environ, TENSORPLAY_NUM_THREADS=threads)
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
     if out.returncode:
         pytest.fail(out.stderr[-2000:])
-    chunks, digest = out.stdout.split()
-    return int(chunks), digest
+    chunks, red_chunks, digest = out.stdout.split()
+    return int(chunks), int(red_chunks), digest
 
 
 def test_one_and_several_threads_give_the_same_bits():
     one = _run("1")
     several = _run("3")
-    assert one[0] == 1
-    assert several[0] > 1  # the range really was split (3 threads requested, whatever the cores)
-    assert one[1] == several[1]
-    assert hashlib.sha256(b"").hexdigest() != one[1]
+    assert one[:2] == (1, 1)
+    # the range and the reduction's blocks really were split (3 threads requested, whatever the cores)
+    assert several[0] > 1 and several[1] > 1
+    assert one[2] == several[2]
+    assert hashlib.sha256(b"").hexdigest() != one[2]

@@ -8,6 +8,10 @@ the codegen's thread split enabled, everything else staying on one thread) again
 `--torch-compile` adds `torch.compile` (inductor; its first compilation takes ~50 s
 here, so it is opt-in). The extra column is the achieved bandwidth: 8 bytes per
 element (read x, write the result) per second.
+
+A second table times the same expression summed to a scalar (one fused reduction kernel), with
+the same rows: its "N threads" row runs the reduction's fixed blocks on the codegen's pool
+(`codegen.threads`; bit-identical to one thread).
 """
 from __future__ import annotations
 
@@ -45,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes_of = {}
     suite.extra["GB/s"] = lambda case, impl, t: f"{8 * sizes_of[case] / t.median / 1e9:.2f}"
     compiled = tp.compile(expr_tp)
+    summed = H.Suite("sum(sin(x)*exp(-x*x)+tanh(x)), float32 vector -> scalar", ref="jax.jit", check_ref="numpy",
+                     rtol=1e-4, atol=1e-3)
+    compiled_sum = tp.compile(lambda x: expr_tp(x).sum())
     for n in sizes:
         case = f"n={n:.0e}".replace("e+0", "e")
         sizes_of[case] = n
@@ -53,23 +60,20 @@ def main(argv: list[str] | None = None) -> int:
         impls = [H.Impl("numpy", lambda: expr_np(x)),
                  H.Impl("tp eager", lambda: expr_tp(xt)),
                  H.Impl("tp.compile", lambda: compiled(xt))]
+        simpls = [H.Impl("numpy", lambda: expr_np(x).sum(dtype=np.float64).astype(np.float32)),
+                  H.Impl("tp eager", lambda: expr_tp(xt).sum()),
+                  H.Impl("tp.compile", lambda: compiled_sum(xt))]
         threads = min(os.cpu_count() or 1, 8)
-        if threads > 1 and H.THREADS == 1:  # the same graph compiled with the codegen's thread split on
-            import tensorplay.codegen.executable as ce
-            graph = compiled.get_graph(xt).graph  # traced and compiled (cached) with the pinned thread count
-            saved, ce._THREADS = ce._THREADS, threads
-            try:
-                exe_mt = ce.Executable(graph)  # bypasses the cache on purpose
-                ce._pool()  # the codegen's worker pool is sized on first use
-            finally:
-                ce._THREADS = saved
-            impls.append(H.Impl(f"tp executable, {threads} threads", lambda: exe_mt(x)[0],
-                                note="others pinned to 1"))
+        if threads > 1 and H.THREADS == 1:  # the same graphs compiled with the codegen's thread split on
+            impls.append(_threaded(compiled, xt, x, threads))
+            simpls.append(_threaded(compiled_sum, xt, x, threads))
         if jax is not None:
             import jax.numpy as jnp
             jf = jax.jit(lambda v: jnp.sin(v) * jnp.exp(-v * v) + jnp.tanh(v))
+            jsum = jax.jit(lambda v: (jnp.sin(v) * jnp.exp(-v * v) + jnp.tanh(v)).sum())
             xj = jax.device_put(x)
             impls.append(H.Impl("jax.jit", lambda: jf(xj).block_until_ready()))
+            simpls.append(H.Impl("jax.jit", lambda: jsum(xj).block_until_ready()))
         if torch is not None:
             xtorch = torch.from_numpy(x)
 
@@ -77,11 +81,26 @@ def main(argv: list[str] | None = None) -> int:
                 with torch.inference_mode():
                     return torch.sin(xtorch) * torch.exp(-xtorch * xtorch) + torch.tanh(xtorch)
             impls.append(H.Impl("torch eager", torch_eager))
+            simpls.append(H.Impl("torch eager", lambda: torch_eager().sum()))
             if args.torch_compile:
                 tf = torch.compile(lambda v: torch.sin(v) * torch.exp(-v * v) + torch.tanh(v))
                 impls.append(H.Impl("torch.compile", lambda: tf(xtorch)))
         suite.run_case(case, impls, args)
-    return H.report([suite], args)
+        summed.run_case(case, simpls, args)
+    return H.report([suite, summed], args)
+
+
+def _threaded(compiled, xt, x, threads: int) -> H.Impl:
+    """The graph `compiled` runs for `xt`, compiled again with the codegen's pool of `threads`."""
+    import tensorplay.codegen.executable as ce
+    graph = compiled.get_graph(xt).graph  # traced and compiled (cached) with the pinned thread count
+    saved, ce._THREADS = ce._THREADS, threads
+    try:
+        exe_mt = ce.Executable(graph)  # bypasses the cache on purpose
+        ce._pool()  # the codegen's worker pool is sized on first use
+    finally:
+        ce._THREADS = saved
+    return H.Impl(f"tp executable, {threads} threads", lambda: exe_mt(x)[0], note="others pinned to 1")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
-"""Benchmark 2: MLP 784-256-256-10 (ReLU) forward, and mean cross-entropy loss + gradient.
+"""Benchmark 2: MLP 784-256-256-10 (ReLU) forward, mean cross-entropy loss + gradient, and an ensemble.
 
-    python -m tensorplay.tools.bench.bench_mlp [--batches 64 1024]
+    python -m tensorplay.tools.bench.bench_mlp [--batches 64 1024] [--only forward grad ensemble]
 
 forward: numpy, tensorplay eager, `tp.compile`, `jax.jit`, torch eager (inference mode).
 loss+grad (gradient w.r.t. all six parameter tensors):
   `tp grad` (the plain transform: re-traces and re-runs the AD pass every call, reuses
   the compiled code), `tp.compile(grad(loss))`, `jax.jit(jax.grad(loss))`,
   `torch.func.grad(loss)` and classic torch autograd (`loss.backward()`).
+ensemble (issue 15): the forward of 10 MLPs 784-128-10 (ReLU) on one batch of 64, as
+  `vmap(mlp, in_dims=(0, None))` over parameters stacked along a new leading axis:
+  numpy by hand (a loop over the 10 models, the reference column), `tp.compile(vmap)`,
+  `jax.jit(jax.vmap)`, `torch.func.vmap` (inference mode).
 """
 from __future__ import annotations
 
@@ -18,13 +22,18 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
 from tensorplay.tools.bench import _harness as H  # noqa: E402
 from tensorplay.tools.bench import _models as M  # noqa: E402
 
-from tensorplay.func import grad  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tensorplay.func import grad, vmap  # noqa: E402
+
+PARTS = ("forward", "grad", "ensemble")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = H.parser(__doc__.splitlines()[0], repeat=21)
     ap.add_argument("--batches", type=int, nargs="+", default=None)
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="layer widths (default 784 256 256 10)")
+    ap.add_argument("--only", nargs="+", choices=PARTS, default=PARTS, help="tables to run (default: all)")
     args = H.parse(ap, argv)
     batches = args.batches or ([2] if args.quick else [64, 1024])
     sizes = args.sizes or ([3, 2, 2] if args.quick else [784, 256, 256, 10])
@@ -79,10 +88,48 @@ def main(argv: list[str] | None = None) -> int:
             impls.append(H.Impl("torch eager", torch_fwd))
             gimpls.append(H.Impl("torch.func.grad", lambda: tgrad(tparams_t, xto, yto)))
             gimpls.append(H.Impl("torch autograd", torch_autograd))
-        fwd.run_case(case, impls, args)
+        if "forward" in args.only:
+            fwd.run_case(case, impls, args)
         bwd.ref = "jax.jit(grad)"
-        bwd.run_case(case, gimpls, args)
-    return H.report([fwd, bwd], args)
+        if "grad" in args.only:
+            bwd.run_case(case, gimpls, args)
+    suites = [s for s, part in ((fwd, "forward"), (bwd, "grad")) if part in args.only]
+    if "ensemble" in args.only:
+        suites.append(ensemble(args, jax, torch))
+    return H.report(suites, args)
+
+
+def ensemble(args, jax, torch) -> H.Suite:
+    """The forward of k MLPs on one shared batch, vmapped over their stacked parameters."""
+    sizes, k, n = ([3, 4, 2], 2, 3) if args.quick else ([784, 128, 10], 10, 64)
+    models = [M.init_mlp(sizes, seed=s) for s in range(k)]
+    stacked = [(np.stack([p[i][0] for p in models]), np.stack([p[i][1] for p in models]))
+               for i in range(len(sizes) - 1)]
+    x, _ = M.batch(n, sizes[0], sizes[-1])
+    T = M.tensorplay_fns()
+    ps, xt = T.params(stacked), T.array(x)
+    ens_c = T.tp.compile(vmap(T.mlp, in_dims=(0, None)))
+    impls = [H.Impl("numpy (loop over models)", lambda: np.stack([M.numpy_mlp(p, x) for p in models])),
+             H.Impl("tp.compile(vmap)", lambda: ens_c(ps, xt))]
+    if jax is not None:
+        J = M.jax_fns(jax)
+        jps, xj = J.params(stacked), J.array(x)
+        jens = jax.jit(jax.vmap(J.mlp, in_axes=(0, None)))
+        impls.append(H.Impl("jax.jit(vmap)", lambda: jens(jps, xj).block_until_ready()))
+    if torch is not None:
+        TO = M.torch_fns(torch)
+        tps, xto = TO.params(stacked), torch.from_numpy(x)
+        tens = torch.func.vmap(TO.mlp, in_dims=(0, None))
+
+        def torch_ens():
+            with torch.inference_mode():
+                return tens(tps, xto)
+
+        impls.append(H.Impl("torch.func.vmap", torch_ens))
+    suite = H.Suite(f"ensemble of {k} MLPs {'-'.join(map(str, sizes))}, vmap over stacked params",
+                    ref="numpy (loop over models)", rtol=1e-3, atol=1e-4)
+    suite.run_case(f"batch {n}", impls, args)
+    return suite
 
 
 if __name__ == "__main__":

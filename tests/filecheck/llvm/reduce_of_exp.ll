@@ -58,7 +58,7 @@ r0.body:
   %".46" = fadd reassoc double %".45", %".44"
   store double %".46", double* %"acc"
   %"r0.next" = add nuw nsw i64 %"r0", 1
-  br label %"r0.head"
+  br label %"r0.head", !llvm.loop !1
 r0.exit:
   %".49" = load double, double* %"acc"
   %".50" = fptrunc double %".49" to float
@@ -89,3 +89,6 @@ entry:
   %".10" = load i64, i64* %"status"
   ret i64 %".10"
 }
+
+!0 = !{ !"llvm.loop.vectorize.width", i32 16 }
+!1 = distinct !{!1, !0}
