@@ -196,6 +196,29 @@ def run_pipeline(mod, speed_level: int | None = None) -> None:
 _DEFINE = re.compile(r'^define internal [^\n]*?@"([^"]+)"\(', re.MULTILINE)
 
 
+_METADATA_REF = re.compile(r"!(\d+)\b")
+_METADATA_DEF = re.compile(r"^!(\d+) = (.*)$", re.MULTILINE)
+
+
+def _metadata_contents(text: str) -> dict[str, str]:
+    """Numbered metadata node -> its content with every node it refers to spelled out (a node's
+    reference to itself, as in a distinct loop-metadata node, becomes ``!self``)."""
+    defs = {m.group(1): m.group(2) for m in _METADATA_DEF.finditer(text)}
+    out: dict[str, str] = {}
+
+    def content(n: str, depth: int = 0) -> str:
+        if n not in out:
+            if depth > 8 or n not in defs:
+                return f"!{n}"
+            out[n] = _METADATA_REF.sub(lambda r: "!self" if r.group(1) == n else content(r.group(1), depth + 1),
+                                       defs[n].replace("distinct ", ""))
+        return out[n]
+
+    for n in defs:
+        content(n)
+    return out
+
+
 def merge_identical_functions(text: str) -> tuple[str, int]:
     r"""`text` with every internal function whose body is identical to an earlier one removed and
     its callers calling that one instead; and how many were removed.
@@ -214,6 +237,7 @@ def merge_identical_functions(text: str) -> tuple[str, int]:
     (1, False, 2)
     """
     removed = 0
+    metadata = _metadata_contents(text)
     for _ in range(4):  # merging callees can make their callers identical in turn
         first: dict[str, str] = {}
         renames: dict[str, str] = {}
@@ -225,6 +249,8 @@ def merge_identical_functions(text: str) -> tuple[str, int]:
             end += 3
             name = m.group(1)
             body = text[m.start():end].replace(f'@"{name}"', '@"\0"')
+            # each loop has its own (distinct) metadata node: compare what the nodes say, not their ids
+            body = _METADATA_REF.sub(lambda r: metadata.get(r.group(1), r.group(0)), body)
             kept = first.setdefault(body, name)
             if kept != name:
                 renames[name] = kept

@@ -55,3 +55,17 @@ def test_functions_that_differ_are_kept():
     g = f.replace('@"a"', '@"b"').replace("ret void", "call void @\"a\"(ptr null)\n  ret void")
     text = f + g + 'define void @"e"()\n{\n  call void @"b"(ptr null)\n  ret void\n}\n'
     assert jit.merge_identical_functions(text) == (text, 0)
+
+
+def test_loop_metadata_is_compared_by_content_not_by_number():
+    """Each loop carries a distinct metadata node: copies that differ only in those node numbers
+    merge, and copies whose loop hints differ do not."""
+    def fn(name, md):
+        return (f'define internal void @"{name}"(ptr %".1")\n{{\nentry:\n  br label %"h", !llvm.loop !{md}\n'
+                f'h:\n  ret void\n}}\n')
+    tail = ('!0 = !{ !"llvm.loop.vectorize.width", i32 16 }\n!1 = distinct !{!1, !0}\n!2 = distinct !{!2, !0}\n'
+            '!3 = !{ !"llvm.loop.vectorize.width", i32 8 }\n!4 = distinct !{!4, !3}\n')
+    same, n_same = jit.merge_identical_functions(fn("a", 1) + fn("b", 2) + tail)
+    assert n_same == 1 and '@"b"' not in same
+    differ, n_differ = jit.merge_identical_functions(fn("a", 1) + fn("c", 4) + tail)
+    assert n_differ == 0 and '@"c"' in differ
