@@ -431,20 +431,25 @@ def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: d
             LOWERINGS[k.kind].emit(ctx, k.root)
         ctx.forget()
 
-    if any(n.prim.name in TRIG for n in k.nodes):
-        # fast argument reduction first; the rare kernel that saw a huge argument runs again with
-        # the exact one (idempotent: a kernel's outputs never alias its inputs; see `vecmath`)
-        huge = u.alloca_at_entry(b, u.I1, "huge_trig_arg", init=u.const(u.I1, 0))
-        with vm.fast_trig(huge):
-            body()
-        with u.if_then(b, b.load(huge, typ=u.I1)):
-            ctx.clear_flags()
-            body()
-    else:
-        body()
+    emit_body(b, ctx, k, body)
     ctx.finish()
     b.ret_void()
     return fn
+
+
+def emit_body(b: ir.IRBuilder, ctx: KernelContext, k: Kernel, body) -> None:
+    """Emit kernel `k`'s loops (`body()`) once; or, when `k` evaluates sin/cos/tan, first with the
+    fast argument reduction and, in the rare call that saw a huge argument, again with the exact
+    one (idempotent: a kernel's outputs never alias its inputs; see `vecmath`)."""
+    if not any(n.prim.name in TRIG for n in k.nodes):
+        body()
+        return
+    huge = u.alloca_at_entry(b, u.I1, "huge_trig_arg", init=u.const(u.I1, 0))
+    with vm.fast_trig(huge):
+        body()
+    with u.if_then(b, b.load(huge, typ=u.I1)):
+        ctx.clear_flags()
+        body()
 
 
 def _emit_loop(ctx: KernelContext, k: Kernel, bounds=None) -> None:

@@ -24,10 +24,9 @@ from llvmlite import ir
 from tensorplay.ir import dtypes as dt
 from tensorplay.ir.core import Graph
 from . import irutil as u
-from . import vecmath as vm
 from .context import Index, KernelContext
 from .lower import LOWERINGS
-from .module import ALIGN, ARRAY_DATA_OFFSET, TRIG, BufferPlan, coded_nodes
+from .module import ALIGN, ARRAY_DATA_OFFSET, BufferPlan, coded_nodes, emit_body
 from .schedule import Kernel
 
 REDUCE_BLOCK = 1 << 16  # elements per block: the fixed partition (never depends on the thread count)
@@ -148,15 +147,7 @@ def build_split_module(graph: Graph, split: ReductionSplit, plan: BufferPlan, pr
             b.store(b.load(slot, typ=acc_t), b.gep(partials, [j], inbounds=True, source_etype=acc_t))
         ctx.forget()
 
-    if any(n.prim.name in TRIG for n in k.nodes):  # as `module._emit_kernel`: fast reduction, rare re-run
-        huge = u.alloca_at_entry(b, u.I1, "huge_trig_arg", init=u.const(u.I1, 0))
-        with vm.fast_trig(huge):
-            body()
-        with u.if_then(b, b.load(huge, typ=u.I1)):
-            ctx.clear_flags()
-            body()
-    else:
-        body()
+    emit_body(b, ctx, k, body)
     ctx.finish()
     b.ret_void()
 
