@@ -380,3 +380,93 @@ def _replay_call(chain: tuple[Transform, ...], user: ClosedGraph, args, kwargs, 
     whole = trace_function(fn, args, kwargs, transform=name, name=user.graph.name)
     whole.graph = simplify(whole.graph)
     return _Replayed(whole, user)
+
+
+# --- the outermost chunked map ----------------------------------------------------------------------
+_CHUNKED = LRU("outermost_chunked")
+_NOT_CACHED = object()  # an entry saying: this call goes the uncached way
+
+
+def call_outermost_chunked(wrapper: Callable, args: tuple, kwargs: dict, fallback: Callable,
+                           per_sample: Callable, build: Callable, context=None):
+    """A chunked map (``vmap(..., chunk_size=K, executor=ex)``) at the head of a transform chain,
+    called at top level with concrete tensors, through the pipeline cache.
+
+    As in `call_outermost`, the user's function is traced once per call (so a changed global is
+    seen) on per-sample tensors, and everything derived from that trace is cached, keyed by its
+    structure, the argument signature and the chain's keys (the map's key holds its chunk
+    size and memory budget). On a miss ``build(fn, args, kwargs, sources_of)`` makes the entry:
+    `fn` is the chain under the map applied to the replay of the traced function, and
+    ``sources_of(captures)`` says where each capture of a graph traced from `fn` comes from at a
+    later call (an int: that capture of the traced user function; ``("leaf", i)``: leaf i of the
+    flattened ``(args, kwargs)``; anything else: itself), or None when that is ambiguous. `build`
+    returns None (or raises) when the call cannot be cached: `fallback` then makes it, and raises
+    the errors as it words them. A hit calls ``entry(leaves, user, context)``.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import vmap
+    >>> vmap(lambda r: r.sum(), chunk_size=2)(tp.ones(3, 2))   # goes through here
+    tensor([2., 2., 2.])
+    """
+    chain, user_fn = wrapper._tp_chain
+    name = " > ".join(t.name for t in chain)
+    try:
+        arg_key, tensors, concrete = call_signature(args, kwargs, name)
+    except TypeError:  # a non-hashable non-tensor argument: no key
+        return fallback(*args, **kwargs)
+    if not concrete:
+        return fallback(*args, **kwargs)
+    user_name = getattr(user_fn, "__name__", None)
+    flat = _tensor_tree(arg_key, tensors, args, kwargs)
+    leaves, tree = flat if flat is not None else _pytree.tree_flatten((tuple(args), kwargs))
+    types_key = (chain[0].key, arg_key)
+    mapped = _PER_SAMPLE.get(types_key)
+    if mapped is None:
+        try:
+            mapped = _mapped_types(per_sample, args, kwargs, leaves)
+        except Exception:  # the map's own errors, as the uncached call words them
+            return fallback(*args, **kwargs)
+        _PER_SAMPLE.put(types_key, mapped)
+    positions, types, leaf_types = mapped
+    if len(chain) > 1:  # the transforms inside take every tensor argument as theirs
+        user = trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name, flat=flat)
+        replay_positions = None
+    else:  # the arguments that are not mapped reach the function as they are: captures of its trace
+        user = trace_function(_per_sample_call(user_fn, leaves, tree, positions),
+                              tuple(leaves[i] for i in positions), transform=name, in_types=types, name=user_name)
+        replay_positions = positions
+    key = ("chunked", tuple(t.key for t in chain), arg_key, user.structural_key(), user.out_tree,
+           tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
+           tuple([isinstance(s, RandomKey) for s in user.captures]))
+    try:
+        entry = _CHUNKED.get(key)
+    except TypeError:  # a non-hashable non-tensor output
+        key = None
+        entry = None
+    if entry is None:
+        fn = replay(user, user_name, replay_positions)
+        for t in reversed(chain[1:]):
+            fn = t.apply(fn)
+        of_capture = {id(s): k for k, s in enumerate(user.captures)}
+        of_leaf = {id(x): i for i, x in enumerate(leaves) if isinstance(x, Tensor)}
+
+        def sources_of(captures) -> list | None:
+            sources = []
+            for s in captures:
+                k, i = of_capture.get(id(s)), of_leaf.get(id(s))
+                if k is not None and i is not None and replay_positions is None:
+                    return None  # an argument that is also a global: which one a later call means is not known
+                sources.append(k if k is not None else ("leaf", i) if i is not None else s)
+            return sources
+
+        try:
+            entry = build(fn, args, kwargs, sources_of)
+        except Exception:
+            entry = None
+        if entry is None:
+            entry = _NOT_CACHED
+        if key is not None:
+            _CHUNKED.put(key, entry)
+    if entry is _NOT_CACHED:
+        return fallback(*args, **kwargs)
+    return entry(leaves, user, context)

@@ -95,7 +95,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         return _VmapCall("vmap", func, args, kwargs, in_dims, out_dims, randomness).run(chunk_size, executor, budget)
 
     key = _hashable(("vmap", _out_dims_key(in_dims), _out_dims_key(out_dims), randomness))
-    if chunk_size is not None or executor is not None or key is None or None in key[1:3]:
+    if key is None or None in key[1:3]:
         return _unchained(functools.wraps(func)(call))
 
     def per_sample(args, kwargs):
@@ -106,6 +106,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             t = c.leaves[i]._type()
             types.append(TensorType(t.shape[:d] + t.shape[d + 1:], t.dtype))
         return [i for i, _ in c.batched], types
+
+    if chunk_size is not None or executor is not None:
+        return _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, budget, key, call, per_sample)
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
@@ -120,6 +123,79 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     inner, user_fn = _pipeline.transform_chain(func)
     _unchained(wrapped)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
     return wrapped
+
+
+def _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, budget, key, call, per_sample):
+    """The chunked `vmap` wrapper: at top level through `_pipeline.call_outermost_chunked`, so that a
+    call traces the user's function once and replays the cached chunk programs (`_ChunkedMap`);
+    under another transform, or when the call cannot be cached, the uncached `call`."""
+    where = f"vmap({_fn_name(func, identifier=False)}, in_dims={in_dims!r})"
+
+    def build(fn, args, kwargs, sources_of):
+        c = _VmapCall("vmap", fn, args, kwargs, in_dims, out_dims, randomness)
+        c.where = where
+        closed, inputs, dims, outs, batched, size = c._plan(chunk_size, budget, draw=False)
+        if not c._chunked(inputs, size, executor):
+            return None
+        sources = sources_of(closed.captures)
+        if sources is None:
+            return None
+        return _ChunkedMap(where, closed, [i for i, _ in c.batched], sources, dims, outs, batched, size, c.size,
+                           randomness)
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        if STATE.stack:
+            return call(*args, **kwargs)
+        return _pipeline.call_outermost_chunked(wrapped, args, kwargs, call, per_sample, build, executor)
+
+    spec = _pipeline.Transform(key + (("chunks", chunk_size, budget, executor is not None),), f"vmap(in_dims={in_dims!r})", func,
+                               lambda g: vmap(g, in_dims, out_dims, randomness))  # the head of its chain: not applied
+    inner, user_fn = _pipeline.transform_chain(func)
+    _unchained(wrapped)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
+    return wrapped
+
+
+class _ChunkedMap:
+    """One cached chunked map: the batched chunk programs and where their inputs come from.
+
+    The graph's inputs at a call are the mapped leaves of the arguments (`positions`), then one
+    per capture of the per-sample trace (`sources`, see `_pipeline.call_outermost_chunked`); a
+    random key becomes the per-sample keys of the call (randomness 'different') or one fresh key.
+    """
+
+    __slots__ = ("where", "closed", "positions", "sources", "in_dims", "out_dims", "batched", "spans",
+                 "randomness", "size", "_programs")
+
+    def __init__(self, where, closed, positions, sources, in_dims, out_dims, batched, chunk_size, size, randomness):
+        self.where, self.closed, self.positions, self.sources = where, closed, positions, sources
+        self.in_dims, self.out_dims, self.batched, self.randomness = in_dims, out_dims, batched, randomness
+        self.size = size
+        self.spans = _chunks.chunk_spans(size, min(chunk_size, size))
+        self._programs: dict = {}
+
+    def program(self, n: int) -> "_chunks.ChunkProgram":
+        made = self._programs.get(n)
+        if made is None:
+            made = self._programs[n] = _chunks.ChunkProgram.of(self.batched(n))
+        return made
+
+    def __call__(self, leaves: list, user, executor):
+        caps = user.captures
+        inputs = [leaves[i] for i in self.positions]
+        for s in self.sources:
+            if s.__class__ is int:
+                s = caps[s]
+            elif s.__class__ is tuple:
+                s = leaves[s[1]]
+            if isinstance(s, RandomKey):
+                s = _split_key(s.count, self.size) if self.randomness == "different" else s.materialize()
+            inputs.append(s)
+        outs = _chunks.run_map(self.where, self.spans, self.program, [t._data for t in inputs], self.in_dims,
+                               self.out_dims, executor)
+        outs = own_outputs([Tensor._wrap(a) for a in outs], inputs)
+        closed = self.closed
+        return closed.unflatten_outputs(closed.write_back(inputs, outs))
 
 
 def _unchained(wrapped):
@@ -293,8 +369,9 @@ class _VmapCall:
         return trace_function(per_sample, tuple(self.leaves[i] for i in positions), {}, transform=self.transform,
                               in_types=types, name=_fn_name(self.func))
 
-    def _inputs(self, closed) -> tuple[list, list]:
-        """The batched graph's inputs and their batch dims: the batched arguments, then the captures."""
+    def _inputs(self, closed, draw: bool = True) -> tuple[list, list]:
+        """The batched graph's inputs and their batch dims: the batched arguments, then the captures
+        (with `draw` False a random key stays the `RandomKey` it is: nothing is drawn)."""
         inputs = [self.leaves[i] for i, _ in self.batched]
         dims: list = [d for _, d in self.batched]
         if self.randomness == "error" and any(n.prim.random for n in closed.graph.nodes):
@@ -302,7 +379,10 @@ class _VmapCall:
                                f"randomness='different' (a fresh draw per sample) or 'same' (one draw shared by "
                                f"every sample), or draw the random values outside of {self.api}")
         for source in closed.captures:
-            if isinstance(source, RandomKey) and self.randomness == "different":
+            if isinstance(source, RandomKey) and not draw:
+                inputs.append(source)
+                dims.append(0 if self.randomness == "different" else None)
+            elif isinstance(source, RandomKey) and self.randomness == "different":
                 inputs.append(_split_key(source.count, self.size))
                 dims.append(0)
             else:
@@ -382,8 +462,34 @@ class _VmapCall:
 
     # --- running ----------------------------------------------------------------------------------
     def run(self, chunk_size: int | str | None, executor: Executor | None = None, budget: int | None = None):
+        closed, inputs, in_dims, out_dims, batched, chunk_size = self._plan(chunk_size, budget)
+        if self._chunked(inputs, chunk_size, executor):
+            outs = self._run_chunks(batched, inputs, in_dims, out_dims, chunk_size, executor)
+            return closed.unflatten_outputs(closed.write_back(inputs, outs))
+        if chunk_size is None or chunk_size >= self.size:  # one piece, or chunks inlined into the enclosing trace
+            outs = call_graph(batched(self.size), inputs)
+            return closed.unflatten_outputs(closed.write_back(inputs, outs))
+        pieces = []
+        for start in range(0, self.size, chunk_size):
+            n = min(chunk_size, self.size - start)
+            sliced = [t if d is None else _narrow(t, d, start, n) for t, d in zip(inputs, in_dims)]
+            pieces.append(call_graph(batched(n), sliced))
+        outs = [pieces[0][k] if d is None else bind("concatenate", *(p[k] for p in pieces), axis=d)
+                for k, d in enumerate(out_dims)]
+        return closed.unflatten_outputs(closed.write_back(inputs, outs))
+
+    def _chunked(self, inputs: list, chunk_size, executor) -> bool:
+        """Whether the map runs as chunks on concrete inputs (`_chunks.run_map`)."""
+        return bool(self.size) and owning_trace([t for t in inputs if isinstance(t, Tensor)]) is None and (
+            executor is not None or (chunk_size is not None and chunk_size < self.size))
+
+    def _plan(self, chunk_size: int | str | None, budget: int | None, draw: bool = True):
+        """``(closed, inputs, in_dims, out_dims, batched, chunk_size)``: the per-sample trace, the batched
+        graph's inputs and their batch dims, the out dims of its outputs, ``batched(n)`` (the batched
+        graph for n samples, cached) and the chunk size ("auto" resolved, None when unchunked). With
+        `draw` False no random key is drawn (the inputs are only looked at)."""
         closed = self._trace()
-        inputs, in_dims = self._inputs(closed)
+        inputs, in_dims = self._inputs(closed, draw)
         n_own = len(closed.graph.outputs) - len(closed.mutated)  # then one output per in-place write-back
         graph_key = closed.graph.structural_key()
         out_key = _out_dims_key(self.out_dims)
@@ -407,21 +513,7 @@ class _VmapCall:
             chunk_size = None if not self.size else _pipeline.memo(
                 _AUTO, auto_key, lambda: _chunks.auto_chunk_size(self.where, self.size, budget,
                                                                  lambda n: _chunks.footprint(batched(n))))
-        if self.size and owning_trace(inputs) is None and (
-                executor is not None or (chunk_size is not None and chunk_size < self.size)):
-            outs = self._run_chunks(batched, inputs, in_dims, out_dims, chunk_size, executor)
-            return closed.unflatten_outputs(closed.write_back(inputs, outs))
-        if chunk_size is None or chunk_size >= self.size:  # one piece, or chunks inlined into the enclosing trace
-            outs = call_graph(batched(self.size), inputs)
-            return closed.unflatten_outputs(closed.write_back(inputs, outs))
-        pieces = []
-        for start in range(0, self.size, chunk_size):
-            n = min(chunk_size, self.size - start)
-            sliced = [t if d is None else _narrow(t, d, start, n) for t, d in zip(inputs, in_dims)]
-            pieces.append(call_graph(batched(n), sliced))
-        outs = [pieces[0][k] if d is None else bind("concatenate", *(p[k] for p in pieces), axis=d)
-                for k, d in enumerate(out_dims)]
-        return closed.unflatten_outputs(closed.write_back(inputs, outs))
+        return closed, inputs, in_dims, out_dims, batched, chunk_size
 
     def _run_chunks(self, batched, inputs: list, in_dims: list, out_dims: list, chunk_size: int,
                     executor: Executor | None) -> list:
