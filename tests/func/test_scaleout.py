@@ -143,6 +143,9 @@ def test_chunk_vmap_and_per_sample_grads_on_threads(pool):
 def test_per_parameter_grads_written_in_production_order_are_returned_in_argument_order(pool):
     """Backprop computes the last layer's gradient first: the chunk program returns its outputs in
     that order (so the compiled code writes them into place) and the map puts them back."""
+    from tensorplay.func import _pipeline
+
+    _pipeline.clear()  # the batched graphs looked at below are this test's only
     w1, w2 = T(_data(3, 4, seed=3)), T(_data(4, 2, seed=4))
     x = T(_data(7, 3, seed=5))
 
