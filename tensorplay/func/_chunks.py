@@ -52,9 +52,10 @@ from tensorplay.ir.text import parse_graph, print_graph
 
 from .._exec import runner
 from . import _pipeline
-from ._shared import RECYCLED, SharedOutputs, SharedRef
+from ._shared import RECYCLED, SHARED_POOL, SharedRef
 
-__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_here", "run_map",
+__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_chunks",
+           "run_here", "run_map",
            "footprint", "auto_chunk_size", "chunk_spans"]
 
 AUTO = "auto"
@@ -505,9 +506,10 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
         whole = [None if d is None else (shape[:d] + (size,) + shape[d + 1:], dtype)
                  for (shape, dtype), d in zip(program_for(spans[0][1] - spans[0][0])[1], out_dims)]
         if executor is not None and not isinstance(executor, cf.ThreadPoolExecutor):
-            shared = SharedOutputs.create(whole)  # None where there is no shared memory to be had
+            shared = SHARED_POOL.take(whole)  # None where there is no shared memory to be had
         outs = list(shared.arrays) if shared is not None else RECYCLED.arrays(whole)
     ref = shared.ref if shared is not None else None
+    finished = False
 
     def failed(i: int, cause: BaseException) -> ChunkError:
         start, stop = spans[i]
@@ -554,10 +556,12 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
             return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims,
                               arrays_too)
 
-        return _run_on(executor, n_chunks, task, collect, failed, outs, scatter)
+        done = _run_on(executor, n_chunks, task, collect, failed, outs, scatter)
+        finished = True  # every chunk did: nothing writes into the outputs any more
+        return done
     finally:
-        if shared is not None:
-            shared.close()  # the file goes; `outs` keep the mapping
+        if shared is not None:  # a small file, or one of a failed map, goes now; `outs` keep the mapping
+            SHARED_POOL.finish(shared, finished)
 
 
 def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
@@ -662,20 +666,22 @@ def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collec
 
 
 def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
-    """The chunks on a dask cluster: the programs scattered to every worker once per client and
-    kept there (`_Scattered`), the large unbatched inputs scattered once per map when there are
-    more chunks than worker threads, every chunk submitted in one `client.map` (one message to the
-    scheduler, not one per chunk), all of them awaited at once and their results gathered in one
-    call (not a round trip per chunk), then taken in order: the first chunk in order that failed
-    is named. The options the executor was made with (``client.get_executor(**options)``:
-    resources, retries, ...) apply, except that the tasks are never pure: a chunk writes into this
-    map's outputs, so dask must not reuse an earlier result. The futures are registered with the
+    """The chunks on a dask cluster, one task per worker thread (`run_chunks`: consecutive chunks
+    in sample order, sizes differing by at most one chunk), so that a map costs the scheduler
+    and the workers a few tasks, not one per chunk, and each worker receives the unbatched
+    inputs once (a task's `common` arrays). The programs are scattered to every worker once per
+    client and kept there, as are unbatched inputs seen again (`_Scattered`). All tasks are
+    submitted in one `client.map` and their results gathered in one call: a task never raises
+    for a chunk that fails (it returns `_Failed` for it and runs no later chunk), so that one
+    round trip gives every outcome; the first chunk in order that failed is named. A task
+    whose worker died, or whose result could not come back, names the first chunk of that task.
+    The options the executor was made with (``client.get_executor(**options)``: resources,
+    retries, ...) apply, except that the tasks are never pure: a chunk writes into this map's
+    outputs, so dask must not reuse an earlier result. The futures are registered with the
     executor, so its `shutdown` waits for them."""
-    from distributed import wait
-
     options = getattr(executor, "_kwargs", None) or {}
-    try:  # with no more chunks than worker threads, each worker needs the inputs once anyway
-        ship = scatter(client, n_chunks > _concurrency(executor, client))
+    try:
+        ship = scatter(client, False)  # one task per worker: each receives the inputs once anyway
     except Exception as e:
         raise failed(0, e) from e
     tasks = []
@@ -684,36 +690,98 @@ def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, fa
             tasks.append(task(i, ship))
         except Exception as e:
             raise failed(i, e) from e
+    groups = _groups(n_chunks, _concurrency(executor, client))
+    common = ship.common()
     try:
-        futures = client.map(run_chunk, [t[0] for t in tasks], [t[2] for t in tasks], [t[3] for t in tasks],
-                             **dict(options, pure=False))
+        futures = client.map(run_chunks, [[tasks[i][0] for i in range(lo, hi)] for lo, hi in groups],
+                             [common] * len(groups),
+                             [[ship.strip(tasks[i][2]) for i in range(lo, hi)] for lo, hi in groups],
+                             [[tasks[i][3] for i in range(lo, hi)] for lo, hi in groups], **dict(options, pure=False))
     except Exception as e:
         raise failed(0, e) from e
     registered = getattr(executor, "_futures", None)
     if registered is not None:
         registered.update(futures)
     try:
-        wait(futures)
-        ok = next((i for i, f in enumerate(futures) if f.status != "finished"), n_chunks)
         try:
-            results = client.gather(futures[:ok]) if ok else []
-        except Exception:  # one was lost after all: take them one by one, naming the first that fails
-            results, ok = [], 0
-        for i, ((_, types, _, placement), result) in enumerate(zip(tasks, results)):
-            try:
-                collect(i, types, placement, result)
-            except Exception as e:  # it sent back something else
-                raise failed(i, e) from e
-        for i in range(ok, n_chunks):
-            try:
-                collect(i, tasks[i][1], tasks[i][3], futures[i].result())
-            except Exception as e:  # the chunk raised, its worker died, or it sent back something else
-                raise failed(i, e) from e
+            results = client.gather(futures)
+        except Exception:  # a task was lost (its worker died) or its result could not be sent: one by one
+            results = None
+        for g, (lo, hi) in enumerate(groups):
+            if results is not None:
+                done = results[g]
+            else:
+                try:
+                    done = futures[g].result()
+                except Exception as e:  # its worker died, or it sent back something else
+                    raise failed(lo, e) from e
+            for i in range(lo, hi):
+                result = done[i - lo] if isinstance(done, list) and i - lo < len(done) else None
+                if isinstance(result, _Failed):
+                    raise failed(i, result.error) from result.error
+                try:
+                    if result is None and not isinstance(done, list):
+                        check_results(done, tasks[i][1])  # raises, describing what came back
+                    collect(i, tasks[i][1], tasks[i][3], result)
+                except Exception as e:  # it sent back something else
+                    raise failed(i, e) from e
     finally:
         left = [f for f in futures if not f.done()]
         if left:
             client.cancel(left)
     return outs
+
+
+def _groups(n_chunks: int, n_tasks: int) -> list[tuple[int, int]]:
+    """``[(first chunk, stop), ...]``: `n_chunks` split into at most `n_tasks` runs of consecutive
+    chunks whose lengths differ by at most one.
+
+    >>> _groups(8, 2), _groups(3, 2), _groups(1, 4)
+    ([(0, 4), (4, 8)], [(0, 2), (2, 3)], [(0, 1)])
+    """
+    n = max(1, min(n_chunks, n_tasks))
+    base, extra = divmod(n_chunks, n)
+    groups, lo = [], 0
+    for g in range(n):
+        hi = lo + base + (g < extra)
+        groups.append((lo, hi))
+        lo = hi
+    return groups
+
+
+class _Failed:
+    """What `run_chunks` returns for a chunk that raised: the exception (pickled with the result)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+    def __reduce__(self):
+        return (_Failed, (self.error,))
+
+
+def run_chunks(programs: Sequence, common: Sequence, chunks: Sequence, placements: Sequence) -> list:
+    """Several chunks of one map in one task, in order: chunk c is ``run_chunk(programs[c], arrays,
+    placements[c])``, its arrays being ``chunks[c]`` with each None entry taken from `common`
+    (the unbatched inputs, sent once per task). One entry per chunk run: its results, or a
+    `_Failed` for the exception it raised, after which no chunk runs (the task itself returns).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32)); y = b.add_input(TensorType((2,), float32))
+    >>> p = ChunkProgram.of(b.build([b.add(x, y)]))
+    >>> [r[0].tolist() for r in run_chunks([p, p], [None, np.ones(2, np.float32)],
+    ...                                   [[np.zeros(2, np.float32), None], [np.ones(2, np.float32), None]], [None, None])]
+    [[1.0, 1.0], [2.0, 2.0]]
+    """
+    done: list = []
+    for program, arrays, placement in zip(programs, chunks, placements):
+        try:
+            done.append(run_chunk(program, [c if a is None else a for a, c in zip(arrays, common)], placement))
+        except Exception as e:
+            done.append(_Failed(e))
+            break
+    return done
 
 
 class _Scattered:
@@ -766,9 +834,18 @@ class _Scattered:
             if key is not None:
                 _keep(kept_arrays, key, f, self.MAX_ARRAYS)
         self._programs = {p.digest: kept_programs[p.digest] for p in programs}
+        self._common = [self._arrays.get(j, a) if d is None else None for j, (a, d) in enumerate(zip(arrays, in_dims))]
 
     def program(self, program: ChunkProgram):
         return self._programs[program.digest]
+
+    def common(self) -> list:
+        """The unbatched inputs (arrays, or futures of the workers' copies), None for the batched ones."""
+        return self._common
+
+    def strip(self, chunk: list) -> list:
+        """A chunk's arrays with its unbatched inputs left out (None: `run_chunks` takes them from `common`)."""
+        return [None if c is not None else a for a, c in zip(chunk, self._common)]
 
     def array(self, j: int, a: np.ndarray):
         return self._arrays.get(j, a)

@@ -16,6 +16,17 @@ kernel) by the worker that first writes them, in parallel, not by the caller up 
 that a write cannot find the tmpfs full (a SIGBUS), `SharedOutputs.create` returns None (plain
 arrays, results sent back) unless the tmpfs has room for the outputs and 64 MB more.
 
+Large output files are reused across maps (`SharedPool`, as `Recycled` does for threads): a map
+whose results are dropped before the next map gives its file, pages already allocated, to the
+next map of the same output sizes, which writes a fresh nonce into it; a worker process keeps
+its mapping of such a file (`SharedRef.attach`), so a map called in a loop costs neither the
+workers' tmpfs page allocation nor their page faults. The fence: a file is reused only after a
+map in which every chunk finished (a failed map's file is unlinked at once, as a small one
+is), and only once every array viewing it is gone; a chunk attaches only to the file whose
+header holds its own map's nonce. Pooled files stay in ``/dev/shm`` while they are free (at
+most `SharedPool.MAX_FREE` of them) and are unlinked when dropped or at exit; files of a
+process that died are removed by the next process that creates one.
+
 `Recycled` is the memory of a map's outputs when the chunks run in this process (threads, or
 here in order): one block per map, reused by a later map once every array made from it is gone.
 A block the kernel hands out fresh costs a page fault and the zeroing of every page on first
@@ -26,6 +37,7 @@ sample gradients in a training loop) gets the same warm block back instead. Only
 """
 from __future__ import annotations
 
+import atexit
 import mmap
 import os
 import secrets
@@ -35,7 +47,7 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["SharedOutputs", "SharedRef", "Attached", "Recycled", "RECYCLED"]
+__all__ = ["SharedOutputs", "SharedRef", "Attached", "SharedPool", "SHARED_POOL", "Recycled", "RECYCLED"]
 
 _DIR = "/dev/shm"
 _HEADER = 64  # the nonce, then padding
@@ -69,42 +81,101 @@ class SharedRef:
         self.path, self.nonce, self.size, self.layout = state
 
     def attach(self) -> "Attached | None":
-        """The outputs mapped in this process, or None when this process cannot see them."""
+        """The outputs mapped in this process, or None when this process cannot see them.
+
+        A mapping of a file of `SharedPool.MIN_BYTES` or more is kept for the next chunk that
+        attaches to the same file (pooled files are reused by later maps: its pages stay mapped
+        here), up to `_KEPT_MAPPINGS`; a kept mapping whose file was removed is dropped."""
         try:
             fd = os.open(self.path, os.O_RDWR)
         except OSError:  # another machine or container, or the map is already over
             return None
+        keep = self.size >= SharedPool.MIN_BYTES
+        if _kept:
+            _sweep_kept()
         try:
-            if os.fstat(fd).st_size != self.size:
+            st = os.fstat(fd)
+            if st.st_size != self.size:
                 return None
-            mm = mmap.mmap(fd, self.size)
+            ident = (self.path, st.st_dev, st.st_ino, self.size)
+            mm = _kept_mapping(ident) if keep else None
+            if mm is None:
+                mm = mmap.mmap(fd, self.size)
+                if keep:
+                    _keep_mapping(ident, mm, os.dup(fd))
         except (OSError, ValueError):
             return None
         finally:
             os.close(fd)
-        if mm[:len(self.nonce)] != self.nonce:  # a file of the same name that is not this map's
-            mm.close()
+        if mm[:len(self.nonce)] != self.nonce:  # a file of the same name (or a reused one) not this map's
+            if not keep:
+                mm.close()
             return None
-        return Attached(mm, _views(mm, self.layout))
+        return Attached(None if keep else mm, _views(mm, self.layout))
 
     def __repr__(self) -> str:
         return f"<SharedRef {self.path}: {self.size} bytes, {sum(e is not None for e in self.layout)} arrays>"
 
 
 class Attached:
-    """A worker's mapping of the shared outputs; `close` unmaps it (after the views are dropped)."""
+    """A worker's mapping of the shared outputs; `close` unmaps it (after the views are dropped),
+    unless it is a kept mapping (`mm` None: see `SharedRef.attach`)."""
 
     __slots__ = ("mm", "arrays")
 
-    def __init__(self, mm: mmap.mmap, arrays: list):
+    def __init__(self, mm: mmap.mmap | None, arrays: list):
         self.mm, self.arrays = mm, arrays
 
     def close(self) -> None:
         self.arrays = None
+        if self.mm is None:
+            return
         try:
             self.mm.close()
         except BufferError:  # a view is still alive somewhere: the mapping goes when it does
             pass
+
+
+_KEPT_MAPPINGS = 2  # per process: a map in a loop needs one (two while the next map's file is new)
+_kept: dict = {}  # (path, dev, inode, size) -> (mmap, fd), oldest first
+_kept_lock = threading.Lock()
+
+
+def _sweep_kept() -> None:
+    """Drop the kept mappings whose file was removed (its memory goes with the mapping)."""
+    with _kept_lock:
+        for key, (mm, fd) in list(_kept.items()):
+            try:
+                gone = os.fstat(fd).st_nlink == 0
+            except OSError:
+                gone = True
+            if gone:
+                _drop_mapping(key)
+
+
+def _kept_mapping(ident: tuple):
+    """The kept mapping of the file `ident`, if any."""
+    with _kept_lock:
+        made = _kept.get(ident)
+        return None if made is None else made[0]
+
+
+def _keep_mapping(ident: tuple, mm: mmap.mmap, fd: int) -> None:
+    with _kept_lock:
+        if ident in _kept:
+            _drop_mapping(ident)
+        _kept[ident] = (mm, fd)
+        while len(_kept) > _KEPT_MAPPINGS:
+            _drop_mapping(next(iter(_kept)))
+
+
+def _drop_mapping(key) -> None:
+    mm, fd = _kept.pop(key)
+    os.close(fd)
+    try:
+        mm.close()
+    except BufferError:  # a chunk's views are still alive: the mapping goes when they do
+        pass
 
 
 class SharedOutputs:
@@ -115,10 +186,19 @@ class SharedOutputs:
     where shared memory is not available or there is no room for it.
     """
 
-    __slots__ = ("arrays", "ref", "_path")
+    __slots__ = ("arrays", "ref", "base", "pooled", "_mm", "_path")
 
-    def __init__(self, arrays: list, ref: SharedRef):
-        self.arrays, self.ref, self._path = arrays, ref, ref.path
+    def __init__(self, arrays: list | None, ref: SharedRef, mm: mmap.mmap):
+        """`arrays` None: views of `mm` made here, through one `base` (a memoryview) per map, which
+        lives as long as any of them (`SharedPool` watches it)."""
+        if arrays is None:
+            block = np.frombuffer(memoryview(mm), np.uint8)
+            arrays = _views(block, ref.layout)
+            self.base = block.base
+        else:
+            self.base = None
+        self.arrays, self.ref, self._path, self._mm = arrays, ref, ref.path, mm
+        self.pooled = None  # (pool, mmap, layout, size) when the file is `SharedPool`'s
 
     @classmethod
     def create(cls, types: list) -> "SharedOutputs | None":
@@ -145,7 +225,7 @@ class SharedOutputs:
             return None
         nonce = secrets.token_bytes(16)
         mm[:len(nonce)] = nonce
-        return cls(_views(mm, layout), SharedRef(path, nonce, size, layout))
+        return cls(None, SharedRef(path, nonce, size, layout), mm)
 
     def close(self) -> None:
         """Remove the file (idempotent): workers can no longer attach; the arrays stay valid."""
@@ -155,6 +235,132 @@ class SharedOutputs:
             except FileNotFoundError:
                 pass
             self._path = None
+
+
+class SharedPool:
+    """Shared output files of `MIN_BYTES` or more, reused across maps (see the module).
+
+    `take(types)` is `SharedOutputs.create` for a map: a free file of exactly that layout with
+    a fresh nonce when there is one. `finish(shared, ok)` ends the map: with `ok` (every chunk
+    finished) a pooled file goes back to the free list once every array viewing it is gone;
+    otherwise, or for a small file, it is unlinked now (`SharedOutputs.close`).
+
+    >>> pool = SharedPool()
+    >>> shared = pool.take([((1024, 1024), np.float32)]); path = shared.ref.path
+    >>> pool.finish(shared, ok=True); del shared          # the map's results are dropped
+    >>> again = pool.take([((1024, 1024), np.float32)])
+    >>> again.ref.path == path, again.ref.nonce != b""
+    (True, True)
+    >>> pool.finish(again, ok=False); pool.clear()
+    """
+
+    MIN_BYTES = 4 << 20  # below this a fresh file is cheap; as `Recycled.MIN_BYTES`
+    MAX_FREE = 2
+
+    def __init__(self):
+        self._free: deque = deque()  # (layout, size, mmap, path) of files not in use, oldest first
+        self._live: set = set()  # paths of every pooled file (in use or free): unlinked at exit
+        self._lock = threading.Lock()
+        self._swept = False
+        self.hits = self.misses = 0
+
+    def take(self, types: list) -> "SharedOutputs | None":
+        layout, offset = _layout(types, _HEADER)
+        size = max(offset, _HEADER + 1)
+        if size < self.MIN_BYTES:
+            return SharedOutputs.create(types)
+        with self._lock:
+            if not self._swept:
+                self._swept = True
+                _sweep_dead()
+            for _ in range(len(self._free)):
+                entry = self._free.popleft()
+                if entry[0] == layout and entry[1] == size:
+                    self.hits += 1
+                    return self._use(entry[2], entry[3], layout, size)
+                self._free.append(entry)
+            self.misses += 1
+        shared = SharedOutputs.create(types)
+        if shared is None:
+            return None
+        with self._lock:
+            self._live.add(shared.ref.path)
+        shared.pooled = (self, shared._mm, layout, size)
+        return shared
+
+    def _use(self, mm: mmap.mmap, path: str, layout: list, size: int) -> "SharedOutputs":
+        nonce = secrets.token_bytes(16)
+        mm[:len(nonce)] = nonce  # a chunk of an earlier map (there is none running) would not attach
+        shared = SharedOutputs(None, SharedRef(path, nonce, size, layout), mm)
+        shared.pooled = (self, mm, layout, size)
+        return shared
+
+    def finish(self, shared: "SharedOutputs", ok: bool) -> None:
+        """The map of `shared` is over (`ok`: every chunk finished)."""
+        pooled = shared.pooled
+        if pooled is None or not ok:
+            if pooled is not None:
+                with self._lock:
+                    self._live.discard(shared.ref.path)
+            shared.close()
+            return
+        # the file is free again when the last array of this map is gone (then nothing writes it)
+        weakref.finalize(shared.base, self._give, pooled[1], shared.ref.path, pooled[2], pooled[3]).atexit = False
+
+    def _give(self, mm, path: str, layout: list, size: int) -> None:
+        # a finalizer: may run in any thread at any allocation; takes no lock (as `Recycled._give`)
+        self._free.append((layout, size, mm, path))
+        while len(self._free) > self.MAX_FREE:
+            try:
+                _, _, old_mm, old_path = self._free.popleft()
+            except IndexError:
+                break
+            self._live.discard(old_path)
+            _unlink(old_path)
+
+    def clear(self) -> None:
+        """Unlink every free file (a file in use goes back to the free list when its arrays are gone)."""
+        while self._free:
+            try:
+                _, _, _, path = self._free.popleft()
+            except IndexError:
+                break
+            self._live.discard(path)
+            _unlink(path)
+
+    def _at_exit(self) -> None:
+        for path in list(self._live):
+            _unlink(path)
+        self._live.clear()
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _sweep_dead() -> None:
+    """Remove the output files of processes that are gone (killed while their files were pooled)."""
+    try:
+        names = os.listdir(_DIR)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "tensorplay" or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            _unlink(os.path.join(_DIR, name))
+        except OSError:  # alive, another user's
+            pass
+
+
+SHARED_POOL = SharedPool()
+atexit.register(SHARED_POOL._at_exit)
 
 
 def _views(buffer, layout: list) -> list:

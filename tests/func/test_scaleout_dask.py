@@ -95,7 +95,7 @@ def test_a_failing_chunk_on_a_worker_fails_the_map_naming_the_chunk(client):
     np.testing.assert_array_equal(x.numpy(), before)
 
 
-def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_shared_memory(client, monkeypatch):
+def test_one_task_per_worker_programs_scattered_once_and_results_placed_in_shared_memory(client, monkeypatch):
     import glob
     import os
 
@@ -109,8 +109,8 @@ def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_sh
 
     monkeypatch.setattr(client, "map", recording_map)
     ex = client.get_executor()  # pure is not given: the map makes its tasks impure itself
-    w = T(_data(200, 100, seed=1))  # 80 kB: scattered once per map
-    b = T(_data(200, seed=2))       # 800 bytes: travels with the chunks
+    w = T(_data(200, 100, seed=1))  # 80 kB: known by its content
+    b = T(_data(200, seed=2))       # 800 bytes
     x = T(_data(10, 100))
     loss = lambda w, a: ((w @ a + b).tanh() ** 2).sum()  # noqa: E731
     # the serial chunked map is the reference (its 200 x 100 products go to BLAS, which rounds per chunk size)
@@ -118,33 +118,56 @@ def test_programs_and_large_captures_are_scattered_once_and_results_placed_in_sh
     got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)(w, x).numpy())
     np.testing.assert_array_equal(got, expected)
     assert len(maps) == 1  # every chunk in one submission
-    fn, (programs, arrays, placements), kwargs, futures = maps[0]
-    assert fn is _chunks.run_chunk and kwargs["pure"] is False and len(futures) == 4
-    assert all(isinstance(p, distributed.Future) for p in programs) and len({id(p) for p in programs}) == 2
-    programs_first = programs
-    big = [next(v for v in a if isinstance(v, distributed.Future)) for a in arrays]
-    assert len({id(f) for f in big}) == 1  # one future for w, shared by every chunk
-    assert sum(isinstance(v, np.ndarray) and v.shape == (200,) for v in arrays[0]) == 1  # b
+    fn, (programs, commons, chunks, placements), kwargs, futures = maps[0]
+    # 4 chunks (3, 3, 3, 1 samples) in one task per worker thread: chunks 0-1 and 2-3
+    assert fn is _chunks.run_chunks and kwargs["pure"] is False and len(futures) == 2
+    assert [len(p) for p in programs] == [2, 2] and [len(c) for c in chunks] == [2, 2]
+    flat = [p for ps in programs for p in ps]
+    assert all(isinstance(p, distributed.Future) for p in flat) and len({p.key for p in flat}) == 2
+    programs_first = flat
+    # the unbatched inputs travel once per task (seen for the first time: as arrays), never with each chunk
+    common = commons[0]
+    assert commons[1] is common or commons[1] == common
+    assert sorted(a.shape for a in common if a is not None and a.ndim) == [(200,), (200, 100)]  # and 0-d constants
+    assert all(type(a) is np.ndarray for a in common if a is not None)
+    assert all(sum(a is not None for a in arrays) == 1 for task in chunks for arrays in task)  # x's slice only
     if os.path.isdir("/dev/shm"):  # the workers run on this machine: they write into the caller's memory
-        assert all(f.result() == [None] for f in futures)
+        assert all(f.result() == [[None], [None]] for f in futures)
         assert not glob.glob(f"/dev/shm/tensorplay-{os.getpid()}-*")
-    # no more chunks than worker threads: the inputs are not scattered for this map, but w, scattered
-    # by the last one, is still on the workers (known by its content): the chunks carry its future
+    # w seen again: scattered once and kept on the workers: the tasks carry its future
     got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=5, executor=ex)(w, x).numpy())
     np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=5)(w, x).numpy())
-    _, (programs, arrays, _), _, _ = maps[1]
-    assert all(isinstance(p, distributed.Future) for p in programs)  # programs: scattered once per client
-    assert [[v.key for v in a if isinstance(v, distributed.Future)] for a in arrays] == [[big[0].key]] * 2
-    # a later map of the same programs scatters only the inputs: the workers keep the programs
+    _, (programs, commons, _, _), _, _ = maps[1]
+    assert all(isinstance(p, distributed.Future) for ps in programs for p in ps)  # programs: scattered once per client
+    kept = [a for a in commons[0] if isinstance(a, distributed.Future)]
+    assert len(kept) == 1 and [a.shape for a in commons[0] if type(a) is np.ndarray and a.ndim] == [(200,)]
+    # a later map of the same programs with new weights scatters nothing: the workers keep the
+    # programs, and weights seen for the first time travel with the tasks
     scattered = []
     real_scatter = client.scatter
     monkeypatch.setattr(client, "scatter", lambda data, **kw: scattered.append(data) or real_scatter(data, **kw))
     w2 = T(_data(200, 100, seed=3))
     got = within_timeout(lambda: vmap(grad(loss), in_dims=(None, 0), chunk_size=3, executor=ex)(w2, x).numpy())
     np.testing.assert_array_equal(got, vmap(grad(loss), in_dims=(None, 0), chunk_size=3)(w2, x).numpy())
-    assert len(scattered) == 1 and len(scattered[0]) == 1 and type(scattered[0][0]) is np.ndarray  # w2 only
-    _, (programs2, _, _), _, _ = maps[2]
-    assert [p.key for p in programs2] == [p.key for p in programs_first]
+    assert scattered == []
+    _, (programs2, commons2, _, _), _, _ = maps[2]
+    assert [p.key for ps in programs2 for p in ps] == [p.key for p in programs_first]
+    assert any(type(a) is np.ndarray and a.shape == (200, 100) and np.array_equal(a, w2.numpy()) for a in commons2[0])
+
+
+def test_a_chunk_failing_in_the_middle_of_a_task_names_that_chunk_and_no_later_chunk_runs(client):
+    ex = client.get_executor()
+    x = T(_data(8, 3))
+    idx = T(np.array([0, 1, 2, 0, 1, 0, 9, 1], np.int64))  # sample 6: chunk 3 (the second of the second task)
+    before = x.numpy().copy()
+    with pytest.raises(ChunkError, match=r"chunk 3 of 4 \(samples 6 to 7\) failed: IndexError") as info:
+        within_timeout(lambda: vmap(lambda r, i: r.mul_(2)[i], chunk_size=2, executor=ex)(x, idx))
+    assert isinstance(info.value.__cause__, IndexError)
+    np.testing.assert_array_equal(x.numpy(), before)
+    idx = T(np.array([0, 9, 2, 0, 1, 0, 9, 1], np.int64))  # chunks 0 and 3 fail: the first in order is named
+    with pytest.raises(ChunkError, match=r"chunk 0 of 4 \(samples 0 to 1\) failed: IndexError"):
+        within_timeout(lambda: vmap(lambda r, i: r.mul_(2)[i], chunk_size=2, executor=ex)(x, idx))
+    np.testing.assert_array_equal(x.numpy(), before)
 
 
 def test_a_shut_down_dask_executor_fails_naming_the_first_chunk(client):

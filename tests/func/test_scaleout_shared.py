@@ -179,3 +179,97 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --- large outputs: the file is reused across maps -------------------------------------------------
+BIG = 131072  # floats per sample: 8 samples are 4 MiB of output, a pooled file
+
+
+def test_a_dropped_result_gives_its_file_to_the_next_map_and_a_kept_result_is_never_overwritten():
+    _shared.SHARED_POOL.clear()
+    x = T(_data(8, BIG))
+    f = vmap(lambda r: r * 2, chunk_size=3, executor=Pickling())
+    first = f(x)
+    np.testing.assert_array_equal(first.numpy(), x.numpy() * 2)
+    files = _leftovers()
+    assert len(files) == 1  # pooled: it stays while its result lives (and is reused after)
+    kept = first.numpy().copy()
+    second = f(x + 1)  # `first` is alive: a new file
+    assert len(_leftovers()) == 2
+    np.testing.assert_array_equal(first.numpy(), kept)  # never overwritten
+    np.testing.assert_array_equal(second.numpy(), (x.numpy() + 1) * 2)
+    del first
+    hits = _shared.SHARED_POOL.hits
+    third = f(x - 1)  # the file of the dropped `first`, with a fresh nonce
+    assert _shared.SHARED_POOL.hits == hits + 1 and files <= _leftovers() and len(_leftovers()) == 2  # no third file
+    np.testing.assert_array_equal(third.numpy(), (x.numpy() - 1) * 2)
+    np.testing.assert_array_equal(second.numpy(), (x.numpy() + 1) * 2)
+    del second, third
+    _shared.SHARED_POOL.clear()
+    assert _leftovers() == set()
+
+
+def test_a_reused_file_is_not_attached_with_an_earlier_maps_nonce():
+    pool = _shared.SharedPool()
+    types = [((8, BIG), np.dtype(np.float32))]
+    shared = pool.take(types)
+    old = shared.ref
+    pool.finish(shared, ok=True)
+    del shared
+    again = pool.take(types)
+    try:
+        assert again.ref.path == old.path and again.ref.nonce != old.nonce
+        assert old.attach() is None  # a chunk of the earlier map would not write into this one
+        attached = again.ref.attach()
+        attached.arrays[0][0, :3] = 5.0
+        attached.close()
+        assert again.arrays[0][0, :3].tolist() == [5.0] * 3
+    finally:
+        pool.finish(again, ok=False)
+        pool.clear()
+    assert not os.path.exists(old.path)
+
+
+def test_a_failed_maps_file_is_unlinked_at_once_and_never_reused():
+    _shared.SHARED_POOL.clear()
+    x = T(_data(8, BIG))
+    idx = T(np.array([0, 1, 2, 0, 1, BIG + 9, 0, 1], np.int64))
+    with pytest.raises(ChunkError, match=r"chunk 1 of 3 \(samples 3 to 5\) failed: IndexError"):
+        vmap(lambda r, i: r[i] * r, chunk_size=3, executor=Pickling())(x, idx)
+    assert _leftovers() == set()
+    misses = _shared.SHARED_POOL.misses
+    ok = vmap(lambda r: r * 3, chunk_size=3, executor=Pickling())(x)
+    np.testing.assert_array_equal(ok.numpy(), x.numpy() * 3)
+    assert _shared.SHARED_POOL.misses == misses + 1
+    del ok
+    _shared.SHARED_POOL.clear()
+
+
+def _kept_in_worker(caller: int) -> int:
+    with open("/proc/self/maps") as f:
+        return sum(f"tensorplay-{caller}-" in line for line in f)
+
+
+def test_worker_processes_keep_the_mapping_of_a_pooled_file_and_drop_it_when_the_file_goes(processes):
+    _shared.SHARED_POOL.clear()
+    x = T(_data(8, BIG))
+    f = vmap(lambda r: r.cos(), chunk_size=2, executor=processes)
+    for _ in range(3):
+        out = f(x)
+        np.testing.assert_array_equal(out.numpy(), vmap(lambda r: r.cos())(x).numpy())
+        del out
+    assert len(_leftovers()) == 1  # one file served every map
+    assert max(processes.submit(_kept_in_worker, os.getpid()).result(timeout=60) for _ in range(4)) >= 1
+    _shared.SHARED_POOL.clear()
+    assert _leftovers() == set()
+
+
+def test_a_kept_mapping_goes_at_the_next_attach_once_its_file_is_removed():
+    _shared.SHARED_POOL.clear()
+    x = T(_data(8, BIG))
+    out = vmap(lambda r: r * 2, chunk_size=4, executor=Pickling())(x)  # this process attaches, as a worker does
+    del out
+    assert any(key[0].startswith(f"/dev/shm/tensorplay-{os.getpid()}-") for key in _shared._kept)
+    _shared.SHARED_POOL.clear()
+    vmap(lambda r: r * 2, chunk_size=4, executor=Pickling())(T(_data(8, 3)))  # a small map's attach sweeps
+    assert not any(key[0].startswith(f"/dev/shm/tensorplay-{os.getpid()}-") for key in _shared._kept)
