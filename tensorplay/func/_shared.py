@@ -262,6 +262,7 @@ class SharedPool:
         self._live: set = set()  # paths of every pooled file (in use or free): unlinked at exit
         self._lock = threading.Lock()
         self._swept = False
+        self._pid = os.getpid()
         self.hits = self.misses = 0
 
     def take(self, types: list) -> "SharedOutputs | None":
@@ -270,6 +271,8 @@ class SharedPool:
         if size < self.MIN_BYTES:
             return SharedOutputs.create(types)
         with self._lock:
+            if self._pid != os.getpid():  # a forked child: the files are its parent's
+                self._free, self._live, self._pid = deque(), set(), os.getpid()
             if not self._swept:
                 self._swept = True
                 _sweep_dead()
@@ -309,6 +312,8 @@ class SharedPool:
 
     def _give(self, mm, path: str, layout: list, size: int) -> None:
         # a finalizer: may run in any thread at any allocation; takes no lock (as `Recycled._give`)
+        if self._pid != os.getpid():  # in a forked child: the file is its parent's
+            return
         self._free.append((layout, size, mm, path))
         while len(self._free) > self.MAX_FREE:
             try:
@@ -329,6 +334,8 @@ class SharedPool:
             _unlink(path)
 
     def _at_exit(self) -> None:
+        if self._pid != os.getpid():  # a forked child exiting: the files are its parent's
+            return
         for path in list(self._live):
             _unlink(path)
         self._live.clear()
