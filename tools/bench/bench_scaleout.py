@@ -16,9 +16,11 @@
    (its executor made with `pure=False`) against a 2-thread pool, at chunk_size 128 and B/2, for
    the per-sample *parameter* gradients of (1), whose result (B x 22,026 floats = 90 MB) must
    travel back from the workers, and the per-sample *input* gradients of a deeper MLP
-   32-256-256-256-1 (B x 32 floats back, compute-bound), also at B=16384 in chunks of B/4 and
-   B/2 (chunks long enough for dask's fixed cost per task not to matter). Wall times, the
-   calling process's CPU (with the scheduler), and the worker processes' CPU per map.
+   32-256-256-256-1 (B x 32 floats back, compute-bound), also at B=16384 in chunks of B/2
+   (chunks long enough for dask's fixed cost per map not to matter). Wall times, the
+   calling process's CPU (with the scheduler), and the worker processes' CPU per map. Notes:
+   the dask floor (a map of 2 no-op tasks: what dask alone costs per map) and the caller's
+   cost of knowing the unbatched inputs by content.
 3. rss: a 65,536-sample map (an MLP 64-256-256-10 forward per sample) with
    `chunk_size="auto", max_memory=BUDGET`, in a fresh subprocess per configuration: the peak
    RSS during a warm call above the RSS before it, minus the result the call returns, against
@@ -227,8 +229,7 @@ def dask_suite(args) -> H.Suite | str:
     workloads = [  # (name, make(executor, chunk size), call arguments, chunk sizes)
         ("param grads", lambda ex, n: w.psg(chunk_size=n, executor=ex), (w.params, w.x, w.y), halves(batch)),
         ("input grads", input_grads, (p_deep, w.x), halves(batch)),
-        (f"input grads B={long_batch}", input_grads, (p_deep, x_long),
-         sorted({max(1, long_batch // 4), max(1, long_batch // 2)})),
+        (f"input grads B={long_batch}", input_grads, (p_deep, x_long), [max(1, long_batch // 2)]),
     ]
     cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
                            silence_logs=logging.CRITICAL)
@@ -239,6 +240,8 @@ def dask_suite(args) -> H.Suite | str:
 
     def worker_seconds() -> float:
         return sum(client.run(time.process_time).values())
+
+    caller_idle = [0.0]  # the calling process's CPU per second while nothing runs (scheduler, client loops)
 
     suite = H.Suite(f"dask LocalCluster (2 worker processes, 1 thread each) vs a 2-thread pool, B={batch} unless "
                     f"given (ratio to the thread pool)", ref="2 threads", rtol=0, atol=0)
@@ -255,6 +258,7 @@ def dask_suite(args) -> H.Suite | str:
 
     suite.extra = {"workers cpu ms": fmt, "caller + workers cpu ms": lambda *a: fmt(*a, total=True),
                    "total cpu vs ref": lambda *a: fmt(*a, ratio=True)}
+    notes: list[str] = []
     try:
         dask_ex = client.get_executor(pure=False)  # pure=False: dask does not hash the arrays for task keys
         for name, make, call_args, sizes in workloads:
@@ -268,18 +272,73 @@ def dask_suite(args) -> H.Suite | str:
                 for _ in range(calls):
                     fns["dask, 2 workers"]()
                 spent[case] = (worker_seconds() - before, time.perf_counter() - t0, calls)
-        before, t0 = worker_seconds(), time.perf_counter()
+        before, c0, t0 = worker_seconds(), time.process_time(), time.perf_counter()
         time.sleep(0.5 if args.quick else 2.0)
         idle = max(0.0, (worker_seconds() - before) / (time.perf_counter() - t0))
+        caller_idle[0] = (time.process_time() - c0) / (time.perf_counter() - t0)
         for case, (cpu, wall, calls) in spent.items():  # net of what idle workers spend meanwhile
             workers_cpu[(case, "dask, 2 workers")] = max(0.0, cpu - idle * wall) / calls
         suite.title += (f"; `workers cpu ms` is net of the {1e3 * idle:.1f} ms of CPU per second that the idle "
-                        f"workers use (heartbeats, event loops)")
+                        f"workers use (heartbeats, event loops); the calling process's idle dask threads use "
+                        f"{1e3 * caller_idle[0]:.1f} ms per second (included in `cpu ms`)")
+        notes.append(dask_floor_note(client, args, worker_seconds, idle))
+        notes.append(hashing_note(workloads))
     finally:
         pool.shutdown()
         client.close()
         cluster.close()
+    suite.notes = notes
     return suite
+
+
+def dask_floor_note(client, args, worker_seconds, idle: float) -> str:
+    """What dask itself costs per map of 2 tasks that do nothing (one `client.map`, one `gather`):
+    the floor under any dask row of the table (its wall, the caller's CPU, the workers' CPU)."""
+    import statistics
+    import time
+
+    def noop(i):
+        return i
+
+    for _ in range(3):
+        client.gather(client.map(noop, range(2), pure=False))
+    walls, cpus = [], []
+    before, t0 = worker_seconds(), time.perf_counter()
+    calls = 5 if args.quick else 21
+    for _ in range(calls):
+        w0, c0 = time.perf_counter(), time.process_time()
+        client.gather(client.map(noop, range(2), pure=False))
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    workers = max(0.0, worker_seconds() - before - idle * (time.perf_counter() - t0)) / calls
+    return (f"dask floor (2 no-op tasks: one client.map + one gather, median of {calls}): wall "
+            f"{1e3 * statistics.median(walls):.1f} ms, caller cpu {1e3 * statistics.median(cpus):.1f} ms, workers cpu "
+            f"{1e3 * workers:.1f} ms (net of idle)")
+
+
+def hashing_note(workloads) -> str:
+    """The caller's cost of knowing unbatched inputs by content (`_chunks._content_key`, BLAKE2b) per map."""
+    import time
+
+    from tensorplay.func import _chunks
+
+    parts = []
+    for name, _, call_args, _ in workloads[:2]:
+        arrays = [t._data for t in _flat_tensors(call_args)
+                  if _chunks._Scattered.MIN_BYTES <= t._data.nbytes <= _chunks._Scattered.MAX_HASHED_BYTES]
+        t0 = time.perf_counter()
+        for _ in range(20):
+            for a in arrays:
+                _chunks._content_key(a)
+        parts.append(f"{name}: {len(arrays)} arrays of {sum(a.nbytes for a in arrays) / 1e3:.0f} kB, "
+                     f"{1e3 * (time.perf_counter() - t0) / 20:.3f} ms")
+    return "content hashing of the unbatched inputs per map (caller): " + "; ".join(parts)
+
+
+def _flat_tensors(tree) -> list:
+    from tensorplay import _pytree
+
+    return [t for t in _pytree.tree_flatten(tree)[0] if hasattr(t, "_data")]
 
 
 # --- 3. peak RSS in a subprocess -------------------------------------------------------------------
@@ -372,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     if "dask" in args.parts:
         result = dask_suite(args)
         (suites if isinstance(result, H.Suite) else notes).append(result)
+        notes.extend(getattr(result, "notes", []))
     if "rss" in args.parts:
         notes.append(rss_table(args))
     with open("/proc/loadavg") as f:
