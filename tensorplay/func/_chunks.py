@@ -770,8 +770,8 @@ def run_chunks(programs: Sequence, common: Sequence, chunks: Sequence, placement
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32)); y = b.add_input(TensorType((2,), float32))
     >>> p = ChunkProgram.of(b.build([b.add(x, y)]))
-    >>> [r[0].tolist() for r in run_chunks([p, p], [None, np.ones(2, np.float32)],
-    ...                                   [[np.zeros(2, np.float32), None], [np.ones(2, np.float32), None]], [None, None])]
+    >>> zero, one = np.zeros(2, np.float32), np.ones(2, np.float32)
+    >>> [r[0].tolist() for r in run_chunks([p, p], [None, one], [[zero, None], [one, None]], [None, None])]
     [[1.0, 1.0], [2.0, 2.0]]
     """
     done: list = []

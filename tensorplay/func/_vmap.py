@@ -149,7 +149,8 @@ def _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, bud
             return call(*args, **kwargs)
         return _pipeline.call_outermost_chunked(wrapped, args, kwargs, call, per_sample, build, executor)
 
-    spec = _pipeline.Transform(key + (("chunks", chunk_size, budget, executor is not None),), f"vmap(in_dims={in_dims!r})", func,
+    chunks_key = ("chunks", chunk_size, budget, executor is not None)
+    spec = _pipeline.Transform(key + (chunks_key,), f"vmap(in_dims={in_dims!r})", func,
                                lambda g: vmap(g, in_dims, out_dims, randomness))  # the head of its chain: not applied
     inner, user_fn = _pipeline.transform_chain(func)
     _unchained(wrapped)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
