@@ -49,7 +49,7 @@ from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _recor
 from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
-           "transform_stack", "current_trace"]
+           "transform_stack", "current_trace", "known_array"]
 
 _levels = itertools.count(1)
 
@@ -325,6 +325,54 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
     if not trace.active:
         raise leaked_tracer("", trace.transform)
     return trace._evaluate(trace.lift(t))
+
+
+def known_array(t: Tensor) -> np.ndarray | None:
+    """`t`'s value if it is known now without computing any node, and a graph that depends on it
+    is sound: else None.
+
+    Every active trace must be a plain transform's (`Trace.concrete`): those re-trace on every
+    call, so library code may branch on the value (the branch taken is part of the traced graph,
+    and the pipeline cache keys on the graph). Under `tp.compile` or any symbolic trace the
+    answer is None, so a compiled graph never depends on data. Known: a concrete tensor no
+    active trace wrote in place, or an argument or capture of the innermost trace whose caller
+    tensor has a value (not batched under vmap, not a random key). The array must not be written.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad
+    >>> def f(x, t):
+    ...     print(known_array(t), known_array(x * 2))
+    ...     return x.sum()
+    >>> _ = grad(f)(tp.ones(2), tp.tensor([3]))
+    [3] None
+    """
+    stack = STATE.stack
+    for tr in stack:
+        if not tr.concrete:
+            return None
+    trace = t._trace
+    if trace is None:
+        if t._meta:
+            return None
+        for tr in stack:
+            if tr.views.wrote(t):
+                return None
+        return t._data
+    if trace is not (stack[-1] if stack else None) or t._base is not None:
+        return None
+    v = t._value
+    if v.node is not None:
+        return None
+    hit = trace._known.get(v)
+    if hit is not None:
+        return hit
+    source = trace._sources.get(v)
+    if not isinstance(source, Tensor):  # no source, a _NoValue reason or a RandomKey
+        return None
+    try:
+        return trace._evaluate(v)
+    except _NoValue:
+        return None
 
 
 _new_tensor = object.__new__
