@@ -57,6 +57,7 @@ SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
 """Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
 _BROADCAST = get_primitive("broadcast_in_dim")
+_FULL = get_primitive("full")
 _STOP_GRADIENT = get_primitive("stop_gradient")
 _VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
@@ -134,6 +135,7 @@ class Trace:
         self._known: dict[Value, np.ndarray] = {}
         self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
         self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
+        self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
 
@@ -219,6 +221,17 @@ class Trace:
             value = self.append(_BROADCAST, (value,), {"shape": shape, "broadcast_dimensions": ()})
         self._scalars[key] = value
         return Tensor._symbolic(self, value)
+
+    def fixed(self, shape: tuple, dtype, value) -> Tensor:
+        """An op's own constant (see `ops._common.fixed`) as a `full` node, one per distinct
+        (shape, dtype, value) in this trace (values compared exactly: 0.0 and -0.0 differ)."""
+        key = (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
+        hit = self._fixed.get(key)
+        if hit is None:
+            hit = self._fixed[key] = self.append(_FULL, (), {"shape": shape, "dtype": dtype, "value": value})
+        out = _new_tensor(Tensor)
+        out._data, out._trace, out._value = None, self, hit
+        return out
 
     def wrote_storage_of(self, t: Tensor) -> bool:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""

@@ -29,7 +29,7 @@ from ..ops import indexing as _idx
 from ..ops import linalg as _la
 from ..ops import reduction as _red
 from ..ops import shape as _sh
-from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, get_default_dtype, iota, widened
+from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, fixed, get_default_dtype, iota, widened
 from ..ops.creation import rand
 from ._functional_base import (_batched, _conv, _dropout_input, _ntuple, _out_size, _pad_dims, _reduce_loss,
                                _softmax_dim, _windows, dropout, linear, one_hot, softmax)
@@ -500,9 +500,17 @@ def _in_range(arr, C: int, ignore_index: int) -> bool:
     [0, C) and none equal to `ignore_index`? Then the loss needs no valid mask and no bounds check."""
     if arr is None or not arr.size or not C:
         return False
-    if arr.min() < 0 or arr.max() >= C:
+    u = _UNSIGNED.get(arr.dtype)  # viewed as unsigned, a negative index is huge: one reduction checks both ends
+    if u is not None:
+        if arr.view(u).max() >= C:
+            return False
+    elif arr.dtype.kind != "u" and arr.min() < 0 or arr.max() >= C:
         return False
     return not 0 <= ignore_index < C or not (arr == ignore_index).any()
+
+
+_UNSIGNED = {np.dtype(s): np.dtype(u) for s, u in (("int64", "uint64"), ("int32", "uint32"), ("int16", "uint16"),
+                                                   ("int8", "uint8"))}
 
 
 def _class_weights(x: Tensor, target: Tensor, weight, ignore_index: int, op: str, arr=None):
@@ -563,13 +571,18 @@ def _pick_class(x: Tensor, target: Tensor) -> Tensor:
     return _red.sum(_where0(hit, x), 1)
 
 
+def _count(loss: Tensor) -> Tensor:
+    """The number of elements of `loss` as a 0-d tensor of its dtype (the sum of all-ones weights)."""
+    return fixed(float(loss.numel()), loss.dtype, (), (loss,))
+
+
 def _reduce_weighted(loss: Tensor, wt: Tensor, reduction: str, unbatched: bool, op: str) -> Tensor:
     if reduction == "none":
         return _sh.squeeze(loss, 0) if unbatched else loss
     if reduction == "sum":
         return _red.sum(loss)
     if reduction == "mean":  # wt None: every weight is 1, their sum the (exact) target count
-        return ew.div(_red.sum(loss), float(loss.numel()) if wt is None else _red.sum(wt))
+        return ew.div(_red.sum(loss), _count(loss) if wt is None else _red.sum(wt))
     raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction (expected 'mean', 'sum' or 'none')")
 
 
@@ -663,7 +676,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     elif reduction == "sum":
         smooth = _red.sum(smooth)
     else:
-        smooth = ew.div(_red.sum(smooth), float(smooth.numel()) if wt is None else _red.sum(wt))
+        smooth = ew.div(_red.sum(smooth), _count(smooth) if wt is None else _red.sum(wt))
     return ew.add(ew.mul(nll, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / C))
 
 

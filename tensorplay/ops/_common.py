@@ -189,6 +189,22 @@ def constant(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()
     return Tensor._wrap(arr)
 
 
+def fixed(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:
+    """A constant of an op's own definition (relu's 0, a mean's element count), not a user's scalar:
+    a `full` node when one of `like` is traced, under a plain transform too (no graph input to
+    pass at every call; the value cannot change without the graph changing), one per distinct
+    value and shape in a trace (`Trace.fixed`), else as `constant`. Never hand it to the user:
+    it may be shared.
+
+    >>> fixed(0.0, dtypes.float32, (2,)).tolist()
+    [0.0, 0.0]
+    """
+    top = _top_trace(like)
+    if top is not None:
+        return top.fixed(tuple(shape), dtype, _py(value, dtype))
+    return constant(value, dtype, shape)
+
+
 def filled(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:
     """Like `constant`, but always a fresh, writable tensor (for results handed to the user)."""
     top = _top_trace(like)
