@@ -49,7 +49,8 @@ from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _recor
 from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
-           "transform_stack", "current_trace", "known_array"]
+           "transform_stack", "current_trace", "known_array",
+           "bind_prim"]
 
 _levels = itertools.count(1)
 
@@ -189,7 +190,16 @@ class Trace:
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
         # `lift`, inlined for this trace's own roots (the common operand)
-        vals = tuple([t._value if t._trace is self and t._base is None else self.lift(t) for t in operands])
+        n = len(operands)
+        if n == 1:  # one and two operands written out: no list comprehension frame per op
+            t = operands[0]
+            vals = (t._value if t._trace is self and t._base is None else self.lift(t),)
+        elif n == 2:
+            t, u = operands
+            vals = (t._value if t._trace is self and t._base is None else self.lift(t),
+                    u._value if u._trace is self and u._base is None else self.lift(u))
+        else:
+            vals = tuple([t._value if t._trace is self and t._base is None else self.lift(t) for t in operands])
         out = _new_tensor(Tensor)  # Tensor._symbolic, inlined
         out._data, out._trace, out._value = None, self, self.append(prim, vals, attrs)
         if prim.name not in VIEW_PRIMS:
@@ -453,7 +463,16 @@ def _typed_sig(prim: Primitive, vals: Sequence[Value], attrs: dict) -> tuple:
     identities. It is None when the signature cannot be memoised (checked every time).
     """
     try:
-        key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), _exact_attrs(attrs) if attrs else None)
+        n = len(vals)
+        if n == 1:
+            t = vals[0].type
+            types = ((t.shape, t.dtype),)
+        elif n == 2:
+            t, u = vals[0].type, vals[1].type
+            types = ((t.shape, t.dtype), (u.shape, u.dtype))
+        else:
+            types = tuple([(v.type.shape, v.type.dtype) for v in vals])
+        key = (prim, types, _exact_attrs(attrs) if attrs else None)
         out = _TYPES.get(key)
     except (TypeError, AttributeError):  # an unhashable attribute or a tuple operand: checked every time
         return result_type(prim, [v.type for v in vals], attrs), None
@@ -527,6 +546,17 @@ def bind(name: str | Primitive, *operands, **attrs):
         prim = get_primitive(name)
     else:
         prim = name
+    return bind_prim(prim, operands, attrs)
+
+
+def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
+    """`bind` of a `Primitive` with the operands as a tuple and the attributes as a dict the call
+    owns (frozen in place): what `ops._common.ebind` calls, without repacking its arguments.
+
+    >>> import tensorplay as tp
+    >>> bind_prim(get_primitive("neg"), (tp.ones(2),), {})
+    tensor([-1., -1.])
+    """
     if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
         for k, v in attrs.items():
             if v.__class__ not in _FROZEN_CLASSES:

@@ -20,7 +20,7 @@ from tensorplay.ir.dtypes import has_low_float as _has_low_float
 from .._args import get_default_dtype, normalize_dim, normalize_dims, scalar_dtype, set_default_dtype  # noqa: F401
 from .._tensor import Tensor
 from .._state import STATE as _STATE
-from .._trace import bind
+from .._trace import bind, bind_prim
 from ..compiler import register_reset
 from ._data import to_array
 
@@ -65,15 +65,15 @@ def ebind(prim, *operands, **attrs):
     first-seen signature -- goes through `bind` itself.
     """
     if _STATE.stack or prim.random:
-        return bind(prim, *operands, **attrs)
+        return bind_prim(prim, operands, attrs)
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
         key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else None)
         impl = _CHECKED.get(key)
     except (AttributeError, TypeError):
-        return bind(prim, *operands, **attrs)
+        return bind_prim(prim, operands, attrs)
     if impl is None:
-        out = bind(prim, *operands, **attrs)  # type check (raises the usual errors) + impl
+        out = bind_prim(prim, operands, attrs)  # type check (raises the usual errors) + impl
         if len(_CHECKED) >= _CHECKED_LIMIT:
             _CHECKED.clear()
         # the numpy function itself, unless a 16-bit float needs the float32 round trip (ir.dtypes.widen)
