@@ -504,7 +504,7 @@ def _in_range(arr, C: int, ignore_index: int) -> bool:
     if u is not None:
         if arr.view(u).max() >= C:
             return False
-    elif arr.dtype.kind != "u" and arr.min() < 0 or arr.max() >= C:
+    elif (arr.dtype.kind != "u" and arr.min() < 0) or arr.max() >= C:
         return False
     return not 0 <= ignore_index < C or not (arr == ignore_index).any()
 
