@@ -49,7 +49,8 @@ from .autograd._record import ACTIVE as _AUTOGRAD_ACTIVE, maybe_record as _recor
 from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
-           "transform_stack", "current_trace"]
+           "transform_stack", "current_trace", "known_array",
+           "bind_prim"]
 
 _levels = itertools.count(1)
 
@@ -57,6 +58,7 @@ SYMBOLIC_TRANSFORMS = frozenset({"compile", "make_graph", "trace"})
 """Transforms that trace with symbolic inputs: their tensors have no values while tracing."""
 
 _BROADCAST = get_primitive("broadcast_in_dim")
+_FULL = get_primitive("full")
 _STOP_GRADIENT = get_primitive("stop_gradient")
 _VIEWS_TAKEN_EAGERLY = frozenset({"slice", "reshape", "transpose", "stop_gradient"})
 
@@ -134,6 +136,7 @@ class Trace:
         self._known: dict[Value, np.ndarray] = {}
         self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
         self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
+        self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
 
@@ -187,7 +190,16 @@ class Trace:
         """Append `prim(*operands)` to the graph; `attrs` must be frozen and owned by the call (as
         `bind` makes them): the node keeps the dict."""
         # `lift`, inlined for this trace's own roots (the common operand)
-        vals = tuple([t._value if t._trace is self and t._base is None else self.lift(t) for t in operands])
+        n = len(operands)
+        if n == 1:  # one and two operands written out: no list comprehension frame per op
+            t = operands[0]
+            vals = (t._value if t._trace is self and t._base is None else self.lift(t),)
+        elif n == 2:
+            t, u = operands
+            vals = (t._value if t._trace is self and t._base is None else self.lift(t),
+                    u._value if u._trace is self and u._base is None else self.lift(u))
+        else:
+            vals = tuple([t._value if t._trace is self and t._base is None else self.lift(t) for t in operands])
         out = _new_tensor(Tensor)  # Tensor._symbolic, inlined
         out._data, out._trace, out._value = None, self, self.append(prim, vals, attrs)
         if prim.name not in VIEW_PRIMS:
@@ -219,6 +231,17 @@ class Trace:
             value = self.append(_BROADCAST, (value,), {"shape": shape, "broadcast_dimensions": ()})
         self._scalars[key] = value
         return Tensor._symbolic(self, value)
+
+    def fixed(self, shape: tuple, dtype, value) -> Tensor:
+        """An op's own constant (see `ops._common.fixed`) as a `full` node, one per distinct
+        (shape, dtype, value) in this trace (values compared exactly: 0.0 and -0.0 differ)."""
+        key = (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
+        hit = self._fixed.get(key)
+        if hit is None:
+            hit = self._fixed[key] = self.append(_FULL, (), {"shape": shape, "dtype": dtype, "value": value})
+        out = _new_tensor(Tensor)
+        out._data, out._trace, out._value = None, self, hit
+        return out
 
     def wrote_storage_of(self, t: Tensor) -> bool:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""
@@ -327,6 +350,54 @@ def _outside_array(t: Tensor, below: list) -> np.ndarray:
     return trace._evaluate(trace.lift(t))
 
 
+def known_array(t: Tensor) -> np.ndarray | None:
+    """`t`'s value if it is known now without computing any node, and a graph that depends on it
+    is sound: else None.
+
+    Every active trace must be a plain transform's (`Trace.concrete`): those re-trace on every
+    call, so library code may branch on the value (the branch taken is part of the traced graph,
+    and the pipeline cache keys on the graph). Under `tp.compile` or any symbolic trace the
+    answer is None, so a compiled graph never depends on data. Known: a concrete tensor no
+    active trace wrote in place, or an argument or capture of the innermost trace whose caller
+    tensor has a value (not batched under vmap, not a random key). The array must not be written.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad
+    >>> def f(x, t):
+    ...     print(known_array(t), known_array(x * 2))
+    ...     return x.sum()
+    >>> _ = grad(f)(tp.ones(2), tp.tensor([3]))
+    [3] None
+    """
+    stack = STATE.stack
+    for tr in stack:
+        if not tr.concrete:
+            return None
+    trace = t._trace
+    if trace is None:
+        if t._meta:
+            return None
+        for tr in stack:
+            if tr.views.wrote(t):
+                return None
+        return t._data
+    if trace is not (stack[-1] if stack else None) or t._base is not None:
+        return None
+    v = t._value
+    if v.node is not None:
+        return None
+    hit = trace._known.get(v)
+    if hit is not None:
+        return hit
+    source = trace._sources.get(v)
+    if not isinstance(source, Tensor):  # no source, a _NoValue reason or a RandomKey
+        return None
+    try:
+        return trace._evaluate(v)
+    except _NoValue:
+        return None
+
+
 _new_tensor = object.__new__
 _new_node = object.__new__
 _TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
@@ -392,7 +463,16 @@ def _typed_sig(prim: Primitive, vals: Sequence[Value], attrs: dict) -> tuple:
     identities. It is None when the signature cannot be memoised (checked every time).
     """
     try:
-        key = (prim, tuple([(v.type.shape, v.type.dtype) for v in vals]), _exact_attrs(attrs) if attrs else None)
+        n = len(vals)
+        if n == 1:
+            t = vals[0].type
+            types = ((t.shape, t.dtype),)
+        elif n == 2:
+            t, u = vals[0].type, vals[1].type
+            types = ((t.shape, t.dtype), (u.shape, u.dtype))
+        else:
+            types = tuple([(v.type.shape, v.type.dtype) for v in vals])
+        key = (prim, types, _exact_attrs(attrs) if attrs else None)
         out = _TYPES.get(key)
     except (TypeError, AttributeError):  # an unhashable attribute or a tuple operand: checked every time
         return result_type(prim, [v.type for v in vals], attrs), None
@@ -466,6 +546,17 @@ def bind(name: str | Primitive, *operands, **attrs):
         prim = get_primitive(name)
     else:
         prim = name
+    return bind_prim(prim, operands, attrs)
+
+
+def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
+    """`bind` of a `Primitive` with the operands as a tuple and the attributes as a dict the call
+    owns (frozen in place): what `ops._common.ebind` calls, without repacking its arguments.
+
+    >>> import tensorplay as tp
+    >>> bind_prim(get_primitive("neg"), (tp.ones(2),), {})
+    tensor([-1., -1.])
+    """
     if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
         for k, v in attrs.items():
             if v.__class__ not in _FROZEN_CLASSES:

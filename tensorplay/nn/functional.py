@@ -22,14 +22,14 @@ import numpy as np
 from tensorplay.ir import dtypes, get_primitive
 
 from .._tensor import Tensor
-from .._trace import bind, transform_stack
+from .._trace import bind, known_array, transform_stack
 from ..ops import activation as _act
 from ..ops import elementwise as ew
 from ..ops import indexing as _idx
 from ..ops import linalg as _la
 from ..ops import reduction as _red
 from ..ops import shape as _sh
-from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, get_default_dtype, iota, widened
+from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, fixed, get_default_dtype, iota, widened
 from ..ops.creation import rand
 from ._functional_base import (_batched, _conv, _dropout_input, _ntuple, _out_size, _pad_dims, _reduce_loss,
                                _softmax_dim, _windows, dropout, linear, one_hot, softmax)
@@ -495,35 +495,68 @@ def _where0(cond: Tensor, x: Tensor) -> Tensor:
     return ebind(_SELECT, cond, x, filled(0, x.dtype, tuple(x.shape), (x, cond)))
 
 
-def _class_weights(x: Tensor, target: Tensor, weight, ignore_index: int, op: str):
+def _in_range(arr, C: int, ignore_index: int) -> bool:
+    """Are the class indices `arr` (known now, see `known_array`; None: not known) non-empty, all in
+    [0, C) and none equal to `ignore_index`? Then the loss needs no valid mask and no bounds check."""
+    if arr is None or not arr.size or not C:
+        return False
+    u = _UNSIGNED.get(arr.dtype)  # viewed as unsigned, a negative index is huge: one reduction checks both ends
+    if u is not None:
+        if arr.view(u).max() >= C:
+            return False
+    elif (arr.dtype.kind != "u" and arr.min() < 0) or arr.max() >= C:
+        return False
+    return not 0 <= ignore_index < C or not (arr == ignore_index).any()
+
+
+_UNSIGNED = {np.dtype(s): np.dtype(u) for s, u in (("int64", "uint64"), ("int32", "uint32"), ("int16", "uint16"),
+                                                   ("int8", "uint8"))}
+
+
+def _class_weights(x: Tensor, target: Tensor, weight, ignore_index: int, op: str, arr=None):
     """(valid mask, per-element class weight, 0 where ignored) for class indices `target` (N, *) of
-    `x` (N, C, *).
+    `x` (N, C, *); `arr` is the target's value when known now (`known_array`).
 
     The weight is read with a bounds-checked `take` of the class weights (ones without `weight`) at
     the target, so a target outside [0, C) that is not `ignore_index` raises IndexError: eagerly
     here, naming the target, and in compiled code through the executable's index error flag.
+
+    When the targets are known to be all in range and none ignored (`_in_range`: eagerly, or under
+    a plain transform, which re-traces every call so the graph may depend on it) the mask is None
+    and so is the weight without `weight`: all ones, the loss then needs neither. The values, and
+    their gradients, are the same.
     """
     C = x.shape[1]
     if target.dtype.is_floating_point or target.dtype.is_bool:
         raise TypeError(f"{op}: expected class indices of an integer dtype as target, got {target.dtype.name}")
-    if target._trace is None and target.numel():
+    clean = _in_range(arr, C, ignore_index)
+    if not clean and target._trace is None and target.numel():
         arr = target._data
         bad = arr[((arr < 0) | (arr >= C)) & (arr != ignore_index)]
         if bad.size:
             raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (number of classes: {C})")
     if weight is None:
+        if clean:
+            return None, None
         w = filled(1.0, x.dtype, (C,), (x, target))
     else:
         w = as_tensor_operand(weight)
         if tuple(w.shape) != (C,):
             raise ValueError(f"{op}: weight should be a 1-D tensor of {C} class weights, got shape {tuple(w.shape)}")
         w = convert(w, x.dtype)
+        if clean:
+            return None, _sh.reshape(ebind(_TAKE, w, _sh.reshape(target, (-1,)), axis=0), tuple(target.shape))
     valid = ew.ne(target, ignore_index)
     safe = _where0(valid, target)
     if C == 0:  # no class to take from: every target is out of range (or ignored, or there are none)
         return valid, filled(0.0, x.dtype, tuple(target.shape), (x, target))
     wt = ebind(_TAKE, w, _sh.reshape(safe, (-1,)), axis=0)
     return valid, _where0(valid, _sh.reshape(wt, tuple(target.shape)))
+
+
+def _known_targets(t: Tensor):
+    """The class-index target's value when known now (see `known_array`), else None."""
+    return None if t.dtype.is_floating_point else known_array(t)
 
 
 def _pick_class(x: Tensor, target: Tensor) -> Tensor:
@@ -538,13 +571,18 @@ def _pick_class(x: Tensor, target: Tensor) -> Tensor:
     return _red.sum(_where0(hit, x), 1)
 
 
+def _count(loss: Tensor) -> Tensor:
+    """The number of elements of `loss` as a 0-d tensor of its dtype (the sum of all-ones weights)."""
+    return fixed(float(loss.numel()), loss.dtype, (), (loss,))
+
+
 def _reduce_weighted(loss: Tensor, wt: Tensor, reduction: str, unbatched: bool, op: str) -> Tensor:
     if reduction == "none":
         return _sh.squeeze(loss, 0) if unbatched else loss
     if reduction == "sum":
         return _red.sum(loss)
-    if reduction == "mean":
-        return ew.div(_red.sum(loss), _red.sum(wt))
+    if reduction == "mean":  # wt None: every weight is 1, their sum the (exact) target count
+        return ew.div(_red.sum(loss), _count(loss) if wt is None else _red.sum(wt))
     raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction (expected 'mean', 'sum' or 'none')")
 
 
@@ -564,9 +602,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     if size_average is not None or reduce is not None:
         raise TypeError("nll_loss: size_average and reduce are deprecated; use reduction=")
     x, t = as_tensor_operand(input), as_tensor_operand(target)
+    arr = _known_targets(t)
     x, t, unbatched = _class_targets(x, t, "nll_loss")
-    valid, wt = _class_weights(x, t, weight, ignore_index, "nll_loss")
-    loss = ew.neg(ew.mul(_pick_class(x, t), wt))
+    valid, wt = _class_weights(x, t, weight, ignore_index, "nll_loss", arr)
+    pick = _pick_class(x, t)
+    loss = ew.neg(pick if wt is None else ew.mul(pick, wt))
     return _reduce_weighted(loss, wt, reduction, unbatched, "nll_loss")
 
 
@@ -610,14 +650,17 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         if reduction == "mean":
             return ew.div(_red.sum(loss), float(max(x.numel() // C, 1))) if x.numel() else _red.sum(loss)
         return _reduce_loss(loss, reduction, "cross_entropy")
+    arr = _known_targets(t)
     x, t, unbatched = _class_targets(x, t, "cross_entropy")
-    valid, wt = _class_weights(x, t, weight, ignore_index, "cross_entropy")
+    valid, wt = _class_weights(x, t, weight, ignore_index, "cross_entropy", arr)
     x = x if x.dtype.is_floating_point else convert(x, get_default_dtype())
     # logsumexp(x) - x[t] = log(sum(exp(x - m))) - (x - m)[t], with m the (constant) row maximum
     m = ebind(_STOP_GRADIENT, _red.amax(x, 1, keepdim=True))
     shifted = ew.sub(x, m)
     lse = ew.log(_red.sum(ew.exp(shifted), 1))
-    loss = ew.mul(ew.sub(lse, _pick_class(shifted, t)), wt)
+    loss = ew.sub(lse, _pick_class(shifted, t))
+    if wt is not None:
+        loss = ew.mul(loss, wt)
     nll = _reduce_weighted(loss, wt, reduction, unbatched, "cross_entropy")
     if label_smoothing == 0.0:
         return nll
@@ -625,13 +668,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     lp = ew.sub(shifted, _sh.unsqueeze(lse, 1))
     terms = lp if weight is None else ew.mul(lp, _sh.reshape(convert(as_tensor_operand(weight), x.dtype),
                                                             (C,) + (1,) * (x.ndim - 2)))
-    smooth = _where0(valid, ew.neg(_red.sum(terms, 1)))
+    smooth = ew.neg(_red.sum(terms, 1))
+    if valid is not None:
+        smooth = _where0(valid, smooth)
     if reduction == "none":
         smooth = _sh.squeeze(smooth, 0) if unbatched else smooth
     elif reduction == "sum":
         smooth = _red.sum(smooth)
     else:
-        smooth = ew.div(_red.sum(smooth), _red.sum(wt))
+        smooth = ew.div(_red.sum(smooth), _count(smooth) if wt is None else _red.sum(wt))
     return ew.add(ew.mul(nll, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / C))
 
 

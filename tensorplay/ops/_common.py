@@ -20,7 +20,7 @@ from tensorplay.ir.dtypes import has_low_float as _has_low_float
 from .._args import get_default_dtype, normalize_dim, normalize_dims, scalar_dtype, set_default_dtype  # noqa: F401
 from .._tensor import Tensor
 from .._state import STATE as _STATE
-from .._trace import bind
+from .._trace import bind, bind_prim
 from ..compiler import register_reset
 from ._data import to_array
 
@@ -65,15 +65,15 @@ def ebind(prim, *operands, **attrs):
     first-seen signature -- goes through `bind` itself.
     """
     if _STATE.stack or prim.random:
-        return bind(prim, *operands, **attrs)
+        return bind_prim(prim, operands, attrs)
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)
         key = (prim, tuple([(a.shape, a.dtype) for a in arrays]), tuple(attrs.items()) if attrs else None)
         impl = _CHECKED.get(key)
     except (AttributeError, TypeError):
-        return bind(prim, *operands, **attrs)
+        return bind_prim(prim, operands, attrs)
     if impl is None:
-        out = bind(prim, *operands, **attrs)  # type check (raises the usual errors) + impl
+        out = bind_prim(prim, operands, attrs)  # type check (raises the usual errors) + impl
         if len(_CHECKED) >= _CHECKED_LIMIT:
             _CHECKED.clear()
         # the numpy function itself, unless a 16-bit float needs the float32 round trip (ir.dtypes.widen)
@@ -187,6 +187,22 @@ def constant(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()
     else:
         arr = np.broadcast_to(np.array(value, dtype=dtype.np), shape)
     return Tensor._wrap(arr)
+
+
+def fixed(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:
+    """A constant of an op's own definition (relu's 0, a mean's element count), not a user's scalar:
+    a `full` node when one of `like` is traced, under a plain transform too (no graph input to
+    pass at every call; the value cannot change without the graph changing), one per distinct
+    value and shape in a trace (`Trace.fixed`), else as `constant`. Never hand it to the user:
+    it may be shared.
+
+    >>> fixed(0.0, dtypes.float32, (2,)).tolist()
+    [0.0, 0.0]
+    """
+    top = _top_trace(like)
+    if top is not None:
+        return top.fixed(tuple(shape), dtype, _py(value, dtype))
+    return constant(value, dtype, shape)
 
 
 def filled(value, dtype: DType, shape: Sequence[int] = (), like: Sequence = ()) -> Tensor:

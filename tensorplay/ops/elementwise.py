@@ -15,7 +15,7 @@ from tensorplay.ir import REGISTRY as _P, dtypes
 from .._tensor import Tensor
 from ._table import op
 from ._common import (_SCALARS, as_tensor_operand, broadcast_shapes, constant, convert, copy, dtype_of, ebind,
-                      filled, get_default_dtype, prepare, result_type, shape_of)
+                      filled, fixed, get_default_dtype, prepare, result_type, shape_of)
 
 def _tensor_arg(x) -> Tensor:
     return x if isinstance(x, Tensor) else as_tensor_operand(x)
@@ -197,7 +197,7 @@ def relu(input):
     x = _tensor_arg(input)
     d = dtype_of(x)
     _no_bool(d, "relu")
-    zero = constant(0, d, shape_of(x), (x,))
+    zero = fixed(0, d, shape_of(x), (x,))
     return ebind(_P["select"], ebind(_P["le"], x, zero), zero, x)  # NaN stays NaN
 
 
