@@ -146,3 +146,22 @@ def test_gemv_is_chosen_only_when_m_or_n_is_one():
     assert row.gemv() == dot.GemvCall(1, True, 10, 9, 9, 0, 1, 1)
     col = dot.GemmPlan((), 8, 1, 10, False, 10, False, 3, 5)  # B's column has stride ldb
     assert col.gemv() == dot.GemvCall(0, False, 8, 10, 10, 1, 3, 5)
+
+
+@pytest.mark.parametrize("case", [GEMV_CASES[0], GEMV_CASES[5], GEMV_CASES[15]], ids=lambda c: f"{c[0]}x{c[1]}")
+def test_float16_matrix_vector_products_call_sgemv_on_float32_copies(case, monkeypatch):
+    """float16 mat-vecs run sgemv on float32 copies (exact products), then round once: equal to the
+    interpreter's float32 contraction rounded to float16, within one float16 ulp."""
+    if dot.find_blas() is None or not dot.find_blas().sgemv:
+        pytest.skip("numpy has no bundled OpenBLAS with gemv here")
+    monkeypatch.setattr(dot, "BLAS_MIN_FLOPS", 0)
+    codegen.clear_cache()
+    g = _graph(*case, dt.float16)
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(s).astype(np.float16) for s in case[:2]]
+    exe = codegen.compile_graph(g)
+    got = exe(*args)[0]
+    assert got.dtype == np.float16 and dot.find_blas().sgemv in exe.llvm_ir
+    want = ir.interpret(_graph(*case, dt.float32), [a.astype(np.float32) for a in args])[0]
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    codegen.clear_cache()
