@@ -8,8 +8,11 @@ Two implementations, chosen per node at compile time:
   axes form a strided row-major matrix or its transpose, with any leading
   dimension; batch axes anywhere, and leading free axes that do not fit one
   matrix (vmap puts its axis there), become a loop of gemm calls at computed
-  offsets). The library numpy already loaded is made resolvable to the JIT;
-  compiled code calls `scipy_cblas_sgemm64_`/`dgemm` directly. No new
+  offsets). A call whose m or n is 1 (a mat-vec: linearize's `jvp_fn`, vmap
+  chunks of size 1) is a cblas gemv instead: this OpenBLAS (0.3.31) takes ~4x
+  longer for an m = 1 sgemm than for the same sgemv. The library numpy already
+  loaded is made resolvable to the JIT; compiled code calls
+  `scipy_cblas_sgemm64_`/`dgemm`/`sgemv`/`dgemv` directly. No new
   dependency and no Python on the hot path. Set TENSORPLAY_NO_BLAS=1 to disable.
 - **a generated loop nest** otherwise (integers, small products, layouts gemm
   cannot express, numpy builds without a bundled OpenBLAS): `emit_dot_loops`.
@@ -35,7 +38,7 @@ output element the same bits whatever m, n and the batch size are (explicit
 fused multiply-adds, no `contract` flags, see `_mul_add`;
 tests/codegen/test_position_independence.py). The BLAS path is exempt:
 OpenBLAS's blocking and edge kernels depend on m, so its bits per element
-change with m, and the BLAS/loops choice itself depends on m. Products below
+change with m, and the BLAS/loops choice (and gemv for m = 1) itself depends on m. Products below
 BLAS_MIN_FLOPS for the full batch are therefore chunk-invariant; larger ones agree to gemm's rounding only (set TENSORPLAY_NO_BLAS=1 for exactness).
 """
 from __future__ import annotations
@@ -151,6 +154,8 @@ class Blas:
     sgemm: str
     dgemm: str
     int_bits: int
+    sgemv: str = ""
+    dgemv: str = ""
 
 
 def _openblas_libraries():
@@ -175,8 +180,10 @@ def find_blas() -> Blas | None:
     for path, lib in _openblas_libraries():
         for s_name, d_name, bits in candidates:
             if hasattr(lib, s_name) and hasattr(lib, d_name):
-                jit.load_library(path, [s_name, d_name])
-                return Blas(s_name, d_name, bits)
+                sv, dv = s_name.replace("gemm", "gemv"), d_name.replace("gemm", "gemv")
+                gemv = (sv, dv) if hasattr(lib, sv) and hasattr(lib, dv) else ("", "")
+                jit.load_library(path, [s_name, d_name] + [g for g in gemv if g])
+                return Blas(s_name, d_name, bits, *gemv)
     return None
 
 
@@ -196,6 +203,38 @@ class GemmPlan:
     trans_b: bool
     ldb: int
     ldc: int
+
+    def gemv(self) -> GemvCall | None:
+        """The same call as one matrix-vector product when m or n is 1 (OpenBLAS's gemm is ~4x
+        slower than its gemv for an m = 1 product), else None.
+
+        >>> GemmPlan((), 1, 9, 10, False, 10, False, 9, 9).gemv()  # (1x10) @ (10x9)
+        GemvCall(matrix=1, trans=True, rows=10, cols=9, ld=9, vector=0, incx=1, incy=1)
+        """
+        if self.n == 1:  # C[:, 0] = A @ B[:, 0]: A is the matrix, B's column the vector
+            rows, cols = (self.k, self.m) if self.trans_a else (self.m, self.k)
+            return GemvCall(0, self.trans_a, rows, cols, self.lda, 1, 1 if self.trans_b else self.ldb, self.ldc)
+        if self.m == 1:  # C[0, :] = B^T @ A[0, :]: B is the matrix, A's row the vector
+            rows, cols = (self.n, self.k) if self.trans_b else (self.k, self.n)
+            return GemvCall(1, not self.trans_b, rows, cols, self.ldb, 0, self.lda if self.trans_a else 1, 1)
+        return None
+
+
+@dataclass(frozen=True)
+class GemvCall:
+    """One cblas gemv per point of a GemmPlan's loop nest: y = op(M) @ x with M the row-major
+    `rows` x `cols` matrix of operand `matrix` (0 = lhs, 1 = rhs; leading dimension `ld`),
+    transposed if `trans`, x read from operand `vector` with stride `incx`, y written to the
+    output with stride `incy`."""
+
+    matrix: int
+    trans: bool
+    rows: int
+    cols: int
+    ld: int
+    vector: int
+    incx: int
+    incy: int
 
 
 @dataclass(frozen=True)
@@ -305,18 +344,22 @@ def blas_plan(node: Node) -> GemmPlan | None:
 
 
 def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
-    """One cblas gemm per point of the plan's loop nest (C = A @ B, row-major, beta = 0)."""
+    """One cblas gemm per point of the plan's loop nest (C = A @ B, row-major, beta = 0), or one
+    gemv when m or n is 1 (`GemmPlan.gemv`)."""
     b = ctx.b
     blas = find_blas()
     lhs, rhs = node.inputs
     out = node.out
     ft = u.reg_type(out.dtype)
     it = ir.IntType(blas.int_bits)
-    name = blas.dgemm if ft == u.F64 else blas.sgemm
-    fn = b.module.globals.get(name)
-    if fn is None:
-        fnty = ir.FunctionType(u.VOID, [u.I32, u.I32, u.I32, it, it, it, ft, u.PTR, it, u.PTR, it, ft, u.PTR, it])
-        fn = ir.Function(b.module, fnty, name)
+    gemv = plan.gemv() if blas.sgemv else None
+    if gemv is None:
+        name = blas.dgemm if ft == u.F64 else blas.sgemm
+        params = [u.I32, u.I32, u.I32, it, it, it, ft, u.PTR, it, u.PTR, it, ft, u.PTR, it]
+    else:
+        name = blas.dgemv if ft == u.F64 else blas.sgemv
+        params = [u.I32, u.I32, it, it, ft, u.PTR, it, u.PTR, it, ft, u.PTR, it]
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(u.VOID, params), name)
 
     def c(v):
         return ir.Constant(it, v)
@@ -336,11 +379,18 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
             for iv, loop in zip(ivs, plan.loops):
                 off = u.iadd(b, off, u.imul(b, iv, loop[which] * esize))
             return b.gep(base[v], [off], inbounds=True, source_etype=u.I8)
-        b.call(fn, [ir.Constant(u.I32, CBLAS_ROW_MAJOR),
-                    ir.Constant(u.I32, CBLAS_TRANS if plan.trans_a else CBLAS_NO_TRANS),
-                    ir.Constant(u.I32, CBLAS_TRANS if plan.trans_b else CBLAS_NO_TRANS),
-                    c(plan.m), c(plan.n), c(plan.k), u.const(ft, 1.0), at(lhs, 1), c(plan.lda),
-                    at(rhs, 2), c(plan.ldb), u.const(ft, 0.0), at(out, 3), c(plan.ldc)])
+        if gemv is not None:
+            ops = ((lhs, 1), (rhs, 2))
+            b.call(fn, [ir.Constant(u.I32, CBLAS_ROW_MAJOR),
+                        ir.Constant(u.I32, CBLAS_TRANS if gemv.trans else CBLAS_NO_TRANS),
+                        c(gemv.rows), c(gemv.cols), u.const(ft, 1.0), at(*ops[gemv.matrix]), c(gemv.ld),
+                        at(*ops[gemv.vector]), c(gemv.incx), u.const(ft, 0.0), at(out, 3), c(gemv.incy)])
+        else:
+            b.call(fn, [ir.Constant(u.I32, CBLAS_ROW_MAJOR),
+                        ir.Constant(u.I32, CBLAS_TRANS if plan.trans_a else CBLAS_NO_TRANS),
+                        ir.Constant(u.I32, CBLAS_TRANS if plan.trans_b else CBLAS_NO_TRANS),
+                        c(plan.m), c(plan.n), c(plan.k), u.const(ft, 1.0), at(lhs, 1), c(plan.lda),
+                        at(rhs, 2), c(plan.ldb), u.const(ft, 0.0), at(out, 3), c(plan.ldc)])
     if low:
         with u.for_range(b, u.i64(out.type.size), "narrow") as i:
             x = b.load(b.gep(base[out], [i], inbounds=True, source_etype=u.F32), typ=u.F32)

@@ -22,7 +22,9 @@ rule emits run a type rule.
 Rewrites that would change results for special values are left out: ``x * 0 -> 0`` only for
 integer and boolean ``x`` (``inf * 0`` is ``nan``), ``x - x`` is kept, and `stop_gradient` is
 kept (a simplified graph may be differentiated again). ``x + 0 -> x`` does turn ``-0.0 + 0.0``
-into ``-0.0``, as every optimising compiler's algebraic simplifier does.
+into ``-0.0``, as every optimising compiler's algebraic simplifier does. A product with the
+identity basis of jacrev/jacfwd is read as its other operand, with a nan exactly where the
+product's ``0 * inf`` terms would put one (`_dot_of_identity`).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import dtypes
 from ..core import Graph, GraphBuilder, Node, Value, _attr_key, freeze_attr
 from ..primitive import Primitive, get_primitive
 from ..prims.linalg import free_axes
@@ -177,6 +180,95 @@ def _mul_by_zero(s, x, y):
     if x.dtype.is_floating_point:
         return None
     return y if is_const(y, 0) else x if is_const(x, 0) else None
+
+
+# --- the one-hot basis of jacrev / jacfwd: a contraction with the (scaled) identity --------------
+def _identity_size(v: Value) -> int | None:
+    """n when `v` is the n x n identity built as ``convert(iota(dim 0) == iota(dim 1))`` (the
+    Jacobian basis), else None."""
+    c = producer(v, "convert_element_type")
+    e = None if c is None else producer(c.inputs[0], "eq")
+    if e is None or v.ndim != 2 or v.shape[0] != v.shape[1]:
+        return None
+    iotas = [producer(x, "iota") for x in e.inputs]
+    if None in iotas or any(i.out.shape != v.shape for i in iotas):
+        return None
+    return v.shape[0] if {i.attrs["dimension"] for i in iotas} == {0, 1} else None
+
+
+def _scaled_identity(v: Value) -> tuple[int, list] | None:
+    """(n, factors) when `v` is the n x n identity times broadcasts of vectors along one of its
+    axes or of scalars, in multiplication order: factors = [(w, axis or None for a scalar)]."""
+    n = _identity_size(v)
+    if n is not None:
+        return n, []
+    m = producer(v, "mul")
+    if m is None:
+        return None
+    for e, bv in (m.inputs, m.inputs[::-1]):
+        bc = producer(bv, "broadcast_in_dim")
+        w = None if bc is None else bc.inputs[0]
+        if w is None or not (w.ndim == 0 or (w.ndim == 1 and w.shape == (v.shape[0],) == (v.shape[1],))):
+            continue
+        inner = _scaled_identity(e)
+        if inner is not None:
+            return inner[0], inner[1] + [(w, bc.attrs["broadcast_dimensions"][0] if w.ndim else None)]
+    return None
+
+
+def _dot_of_identity(s, x, y, *, contract, batch):
+    """dot_general with the identity basis jacrev/jacfwd build (possibly scaled: diag(d)) reads the
+    other operand A through a transpose (times d) instead of a product of n^3 multiply-adds.
+
+    Special values stay those of the product: a term 0 * v off the diagonal is nan when v (an entry
+    of A or of a scaling vector) is not finite, so the result is nan exactly there (a count of the
+    non-finite entries per contracted fibre, minus the diagonal's own)."""
+    if batch != ((), ()) or len(contract[0]) != 1:
+        return None
+    for e, a, ce, ca, e_first in ((x, y, contract[0][0], contract[1][0], True),
+                                 (y, x, contract[1][0], contract[0][0], False)):
+        found = _scaled_identity(e) if e.dtype is a.dtype and a.dtype.is_floating_point else None
+        if found is None:
+            continue
+        n, factors = found
+        along = tuple(d for d in range(a.ndim) if d != ca)  # A's free axes; ca indexes the diagonal
+
+        def on_a(v, dims):  # broadcast v onto A's shape
+            return s.emit("broadcast_in_dim", v, shape=a.shape, broadcast_dimensions=dims)
+
+        def nonfinite(v):  # v - v is nan exactly where v is inf or nan
+            z = s.emit("sub", v, v)
+            return s.emit("ne", z, z)
+
+        value, row_bad, col_bad = a, None, None
+        if factors:
+            diag = None
+            for w, axis in factors:
+                w_n = w if w.ndim else s.emit("broadcast_in_dim", w, shape=(n,), broadcast_dimensions=())
+                diag = w_n if diag is None else s.emit("mul", diag, w_n)
+                bad = nonfinite(w_n)
+                if axis == ce:  # w[k]: an entry of each contracted fibre
+                    col_bad = bad if col_bad is None else s.emit("or", col_bad, bad)
+                elif n > 1:  # w[i] (or a scalar) times the zeros of row i
+                    row_bad = bad if row_bad is None else s.emit("or", row_bad, bad)
+            value = s.emit("mul", a, on_a(diag, (ca,)))
+        g = nonfinite(a)
+        if col_bad is not None:
+            g = s.emit("or", g, on_a(col_bad, (ca,)))
+        if n > 1:
+            ints = s.emit("convert_element_type", g, dtype=dtypes.int32)
+            count = on_a(s.emit("reduce_sum", ints, axes=(ca,)), along)
+            bad = s.emit("gt", s.emit("sub", count, ints), s.const(0, TensorType(a.shape, dtypes.int32)))
+            if row_bad is not None:
+                bad = s.emit("or", bad, on_a(row_bad, (ca,)))
+            value = s.emit("select", bad, s.const(float("nan"), TensorType(a.shape, a.dtype)), value)
+        return s.emit("transpose", value, permutation=(ca,) + along if e_first else along + (ca,))
+    return None
+
+
+def _iota_of_one(s, *, shape, dtype, dimension):
+    """An iota along a dimension of size 1 is all zeros (the 1 x 1 basis of a scalar output folds to 1)."""
+    return s.const(0, TensorType(shape, dtype)) if shape[dimension] == 1 else None
 
 
 # --- control flow --------------------------------------------------------------------------------
@@ -376,7 +468,9 @@ RULES: dict[str, list[Rule]] = {
     ],
     "dot_general": [
         _dot_of_transpose,                                                          # dot(transpose(x), y) -> dot(x, y)
+        _dot_of_identity,                                                           # dot(diag(d), A) -> d * A^T (nan kept)
     ],
+    "iota": [_iota_of_one],                                                         # iota along a 1-axis -> 0
     "neg": [
         lambda s, x: x.node.inputs[0] if producer(x, "neg") else None,              # neg(neg(x)) -> x
     ],

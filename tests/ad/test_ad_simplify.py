@@ -187,3 +187,100 @@ def test_simplify_shrinks_the_gradient_of_an_mlp():
     assert "transpose" not in names(s)  # folded into dot_general
     for a, c in zip(interpret(g, arrays), interpret(s, arrays)):
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
+
+
+# --- products with the one-hot basis of jacrev / jacfwd ------------------------------------------
+def _identity(b, n, dtype=F, dims=(0, 1)):
+    rows = b.iota(shape=(n, n), dtype=dt.int64, dimension=dims[0])
+    cols = b.iota(shape=(n, n), dtype=dt.int64, dimension=dims[1])
+    return b.convert_element_type(b.eq(rows, cols), dtype=dtype)
+
+
+def _special(a):
+    """`a` with an inf, a -inf and a nan in different places (when it has room for them)."""
+    a = a.copy()
+    flat = a.reshape(-1)
+    for i, v in zip((1, 4, 7), (np.inf, -np.inf, np.nan)):
+        if i < flat.size:
+            flat[i] = v
+    return a
+
+
+# (A shape, which operand the identity is, contract) -> the product of A with the n x n identity
+IDENTITY_DOTS = [
+    ((4, 3), "lhs", ((1,), (0,))),   # I @ A
+    ((4, 3), "lhs", ((0,), (0,))),   # I^T @ A
+    ((3, 4), "rhs", ((1,), (0,))),   # A @ I
+    ((3, 4), "rhs", ((1,), (1,))),   # A @ I^T
+    ((2, 4, 3), "rhs", ((1,), (0,))),  # a middle axis of A contracted: the result is a transpose
+    ((1, 5), "rhs", ((1,), (1,))),   # size-1 free axis
+    ((1, 1), "lhs", ((1,), (0,))),   # the 1 x 1 identity
+    ((0, 3), "lhs", ((1,), (0,))),   # the empty identity
+]
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "inf-nan"])
+@pytest.mark.parametrize("a_shape, side, contract", IDENTITY_DOTS, ids=lambda c: str(c))
+def test_products_with_the_identity_read_the_other_operand(a_shape, side, contract, special):
+    """No dot_general is left, and the values equal the product's bit for bit, nan included
+    (0 * inf off the diagonal): checked by the interpreter on the unsimplified graph."""
+    b, a = one_input(a_shape)
+    ca = contract[0 if side == "rhs" else 1][0]
+    e = _identity(b, a_shape[ca])
+    x, y = (e, a) if side == "lhs" else (a, e)
+    g = b.build([b.dot_general(x, y, contract=contract, batch=((), ()))])
+    s = simplify(g)
+    # the 1 x 1 basis folds to the constant 1 first (`_iota_of_one`), a product left to the backend
+    assert ("dot_general" in names(s)) == (a_shape[ca] == 1), names(s)
+    arg = np.random.default_rng(3).standard_normal(a_shape)
+    if special:
+        arg = _special(arg)
+    check_same_values(g, s, [arg])
+    if special and min(a_shape) > 1:
+        assert np.isnan(interpret(s, [arg])[0]).any()
+
+
+@pytest.mark.parametrize("axes", [(0,), (1,), (1, 0), ()], ids=["rows", "cols", "both", "scalar"])
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "inf-nan"])
+def test_products_with_a_scaled_identity_read_the_other_operand(axes, special):
+    """diag(d) built as identity * broadcast(d) (the jacrev pattern), d broadcast along either
+    axis, twice, or a scalar: d * A, with the product's nan where d or A is not finite."""
+    n = 5
+    b = GraphBuilder()
+    a = b.add_input(TensorType((n, 3), F))
+    ds = [b.add_input(TensorType((n,) if axis is not None else (), F)) for axis in (axes or (None,))]
+    e = _identity(b, n)
+    for d, axis in zip(ds, axes or (None,)):
+        bd = b.broadcast_in_dim(d, shape=(n, n), broadcast_dimensions=(axis,) if axis is not None else ())
+        e = b.mul(e, bd)
+    g = b.build([b.dot_general(e, a, contract=((1,), (0,)), batch=((), ()))])
+    s = simplify(g)
+    assert "dot_general" not in names(s), names(s)
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal((n, 3))] + [rng.standard_normal(d.shape) for d in ds]
+    check_same_values(g, s, args)
+    if special:
+        for k in range(len(args)):  # a non-finite entry in each operand in turn
+            bad = [x.copy() for x in args]
+            bad[k] = _special(bad[k]) if bad[k].ndim else np.asarray(np.inf)
+            check_same_values(g, s, bad)
+
+
+def test_products_with_other_one_hots_are_kept():
+    b, a = one_input((4, 3))
+    not_identity = _identity(b, 4, dims=(0, 0))  # all ones
+    g = b.build([b.dot_general(not_identity, a, contract=((1,), (0,)), batch=((), ()))])
+    assert "dot_general" in names(simplify(g))
+    b, a = one_input((4, 3), dtype=dt.float32)
+    other_dtype = _identity(b, 4, dtype=F)  # a float64 basis with a float32 operand: not this rule's
+    g = b.build([b.dot_general(other_dtype, b.convert_element_type(a, dtype=F), contract=((1,), (0,)),
+                               batch=((), ()))])
+    assert "dot_general" not in names(simplify(g))  # converted first: same dtype, rewritten
+
+
+def test_an_iota_along_a_unit_axis_is_zeros():
+    b = GraphBuilder()
+    g = b.build([b.iota(shape=(3, 1), dtype=dt.int64, dimension=1), b.iota(shape=(3, 1), dtype=dt.int64, dimension=0)])
+    s = simplify(g)
+    assert names(s) == ["full", "iota"]
+    check_same_values(g, s, [])
