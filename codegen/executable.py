@@ -192,6 +192,11 @@ class Executable:
         # how to produce each graph output: ("slot", j) | ("input", i) | ("repeat", k)
         self._recipe = recipe = layout["recipe"]
         self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(self._alloc)
+        # slot j -> the first output position it is returned at (None: not returned, a scratch slot)
+        self._slot_pos: list[int | None] = [None] * len(self._alloc)
+        for p, (kind, j) in enumerate(recipe):
+            if kind == "slot" and self._slot_pos[j] is None:
+                self._slot_pos[j] = p
         self._arenas: list[np.ndarray] = []  # scratch arenas not in use (a call pops one, then returns it)
 
     def _fast_call(self) -> Callable[[tuple], list[np.ndarray]]:
@@ -269,8 +274,9 @@ class Executable:
                     or (a.dtype is not dtype and a.dtype != dtype):
                 arrays = arrays[:i] + (self._coerce(a, i),) + arrays[i + 1:]
             i += 1
-        direct = out is not None and self._direct_out(out)
-        outs = list(out) if direct else [np.empty(shape, dtype) for shape, dtype in self._alloc]
+        given = self._direct_out(out) if out is not None else None
+        outs = [g if g is not None else np.empty(shape, dtype) for g, (shape, dtype) in
+                zip(given or [None] * len(self._alloc), self._alloc)]
         ptrs = [*map(id, arrays), *map(id, outs)]
         if self._arena_bytes:
             arena = self._arenas.pop() if self._arenas else np.empty(self._arena_bytes, np.uint8)
@@ -290,11 +296,9 @@ class Executable:
             self._arenas.append(arena)
         if status:
             raise self._runtime_error(status)
-        if self._simple:
-            if out is None or direct:
+        if out is None:
+            if self._simple:
                 return outs
-            result = outs
-        else:
             result = []
             for kind, i in self._recipe:
                 if kind == "slot":
@@ -303,10 +307,13 @@ class Executable:
                     result.append(arrays[i].copy())
                 else:
                     result.append(result[i].copy())
-        if out is None:
             return result
-        for o, r in zip(out, result):  # `out` the compiled code could not write into directly
-            o[...] = r
+        sources = []  # what each output holds: a slot (maybe `out[p]` itself), an input, or a repeat
+        for kind, i in self._recipe:
+            sources.append(outs[i] if kind == "slot" else arrays[i] if kind == "input" else sources[i])
+        for o, r in zip(out, sources):
+            if r is not o:  # an output the compiled code did not write into directly
+                o[...] = r
         return list(out)
 
     def _block_chunks(self) -> list[tuple[int, int]]:
@@ -322,14 +329,26 @@ class Executable:
             status = status or f.result()
         return status or self._finish(*ptrs)
 
-    def _direct_out(self, out) -> bool:
-        """Check `out` against the outputs (TypeError); whether the compiled code can write into it."""
+    def _direct_out(self, out) -> list[np.ndarray | None]:
+        """Check `out` against the outputs (TypeError); per output slot, the array of `out` the
+        compiled code writes into directly (None: a fresh buffer, copied into `out` after the call).
+
+        A slot is written into `out[p]` for the first output position p that returns it, whatever
+        the order of the slots, when `out[p]` is C-contiguous, writeable and overlaps no other array
+        of `out` taken so far (the compiled code may read a slot back after writing it)."""
         types = [(v.type.shape, v.dtype.np) for v in self.graph.outputs]
         if len(out) != len(types) or any(o.__class__ is not np.ndarray or o.shape != t[0] or o.dtype != t[1]
                                          for o, t in zip(out, types)):
             raise TypeError(f"@{self.name}: out must be one array per output, of "
                             f"{[(t[0], str(t[1])) for t in types]}")
-        return self._simple and all(o.flags.c_contiguous and o.flags.writeable for o in out)
+        given: list[np.ndarray | None] = []
+        for p in self._slot_pos:
+            o = out[p] if p is not None else None
+            if o is not None and not (o.flags.c_contiguous and o.flags.writeable
+                                      and not any(g is not None and np.may_share_memory(o, g) for g in given)):
+                o = None
+            given.append(o)
+        return given
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
