@@ -151,7 +151,7 @@ class Executable:
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
                       "nodes": layout["nodes"], "kernels": self._n_kernels,
-                      "object_bytes": len(self._jit.object_code), "merged_functions": self._jit.merged,
+                      "object_bytes": len(self._jit.object_code), "merged_functions": layout["merged"],
                       "arena_bytes": self._arena_bytes,
                       "threads": len(self._block_chunks()) if self._blocks else max(len(self._chunks), 1)}
 
@@ -180,6 +180,7 @@ class Executable:
         clock.lap("llvm_ir")
         out = _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels), split, finish)
         self._jit = jit.compile_ir(text, _entry_names(out))
+        out["merged"] = self._jit.merged  # identical kernels compiled once (kept for a disk-cache hit's stats)
         clock.book(self._jit.timings)
         return out
 
@@ -510,6 +511,7 @@ def _read_layout(text: str) -> dict | None:
         layout["libraries"] = [(str(path), tuple(symbols)) for path, symbols in layout["libraries"]]
         if not (isinstance(layout["kernels"], str) and isinstance(layout["errors"], str)
                 and isinstance(layout["entry"], str) and isinstance(layout["blocks"], int)
+                and isinstance(layout["merged"], int)
                 and (layout["finish"] is None or isinstance(layout["finish"], str))
                 and bool(layout["blocks"]) == (layout["finish"] is not None)):
             return None
@@ -531,7 +533,7 @@ def _literal(text: str, default):
 
 
 _LAYOUT_KEYS = {"entry", "size", "blocks", "finish", "alloc", "recipe", "arena_bytes", "kernels", "n_kernels", "errors", "nodes",
-                "libraries"}
+                "libraries", "merged"}
 # Module-level settings of the code generator that the generated code depends on (tests and
 # benchmarks change them at run time): (module, name, default). A module not imported yet has its
 # default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these
