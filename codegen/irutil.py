@@ -234,7 +234,7 @@ def intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], tys: list[ir.Typ
 _NO_UNROLL_IDS = itertools.count()
 
 
-def no_unroll(branch: ir.Instruction) -> None:
+def _no_unroll(branch: ir.Instruction) -> None:
     """Mark the loop whose back edge is `branch` ``llvm.loop.unroll.disable`` (with a
     ``tp.loop.id`` placeholder that `lowerings.reduce.fix_loop_ids` makes LLVM's self-referential
     loop id). Vectorisation and interleaving are unaffected."""
@@ -248,7 +248,7 @@ def no_unroll(branch: ir.Instruction) -> None:
 def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i",
               start: int | ir.Value = 0, unroll: bool = True) -> Iterator[ir.Value]:
     """Emit ``for (i = start; i < count; ++i) { <body> }``; yields ``i`` (i64) inside the body.
-    With ``unroll=False`` LLVM never unrolls the loop (`no_unroll`).
+    With ``unroll=False`` LLVM never unrolls the loop (`_no_unroll`).
 
     The builder is left after the loop when the ``with`` block ends.
     """
@@ -269,7 +269,7 @@ def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i",
     iv.add_incoming(nxt, b.block)
     back = b.branch(header)
     if not unroll:
-        no_unroll(back)
+        _no_unroll(back)
     b.position_at_end(exit_)
 
 
