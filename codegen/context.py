@@ -43,16 +43,22 @@ def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 class Index:
-    """One element of a tensor of static `shape`: coordinates and/or linear position (i64 values)."""
+    """One element of a tensor of static `shape`: coordinates and/or linear position (i64 values).
 
-    __slots__ = ("shape", "_dims", "_linear")
+    `ranges`, when known, bounds each coordinate statically: ``lo <= dims[a] < hi`` for
+    ``(lo, hi) = ranges[a]`` (a loop nest's box, `schedule.Kernel.boxes`), so that a lowering can
+    settle at compile time what would otherwise be a per-element test (pad, concatenate)."""
+
+    __slots__ = ("shape", "_dims", "_linear", "ranges")
 
     def __init__(self, shape: tuple[int, ...], dims: list[ir.Value] | None = None,
-                 linear: ir.Value | None = None):
+                 linear: ir.Value | None = None, ranges: tuple[tuple[int, int], ...] | None = None):
         assert dims is not None or linear is not None or not shape or prod(shape) <= 1
+        assert ranges is None or (dims is not None and len(ranges) == len(shape))
         self.shape = shape
         self._dims = dims
         self._linear = linear
+        self.ranges = ranges
 
     def dims(self, b: ir.IRBuilder) -> list[ir.Value]:
         if self._dims is None:

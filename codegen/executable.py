@@ -151,7 +151,7 @@ class Executable:
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
                       "nodes": layout["nodes"], "kernels": self._n_kernels,
-                      "object_bytes": len(self._jit.object_code), "merged_functions": self._jit.merged,
+                      "object_bytes": len(self._jit.object_code), "merged_functions": layout["merged"],
                       "arena_bytes": self._arena_bytes,
                       "threads": len(self._block_chunks()) if self._blocks else max(len(self._chunks), 1)}
 
@@ -180,6 +180,7 @@ class Executable:
         clock.lap("llvm_ir")
         out = _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels), split, finish)
         self._jit = jit.compile_ir(text, _entry_names(out))
+        out["merged"] = self._jit.merged  # identical kernels compiled once (kept for a disk-cache hit's stats)
         clock.book(self._jit.timings)
         return out
 
@@ -192,6 +193,11 @@ class Executable:
         # how to produce each graph output: ("slot", j) | ("input", i) | ("repeat", k)
         self._recipe = recipe = layout["recipe"]
         self._simple = all(r == ("slot", i) for i, r in enumerate(recipe)) and len(recipe) == len(self._alloc)
+        # slot j -> the first output position it is returned at (None: not returned, a scratch slot)
+        self._slot_pos: list[int | None] = [None] * len(self._alloc)
+        for p, (kind, j) in enumerate(recipe):
+            if kind == "slot" and self._slot_pos[j] is None:
+                self._slot_pos[j] = p
         self._arenas: list[np.ndarray] = []  # scratch arenas not in use (a call pops one, then returns it)
 
     def _fast_call(self) -> Callable[[tuple], list[np.ndarray]]:
@@ -269,8 +275,9 @@ class Executable:
                     or (a.dtype is not dtype and a.dtype != dtype):
                 arrays = arrays[:i] + (self._coerce(a, i),) + arrays[i + 1:]
             i += 1
-        direct = out is not None and self._direct_out(out)
-        outs = list(out) if direct else [np.empty(shape, dtype) for shape, dtype in self._alloc]
+        given = self._direct_out(out) if out is not None else None
+        outs = [g if g is not None else np.empty(shape, dtype) for g, (shape, dtype) in
+                zip(given or [None] * len(self._alloc), self._alloc)]
         ptrs = [*map(id, arrays), *map(id, outs)]
         if self._arena_bytes:
             arena = self._arenas.pop() if self._arenas else np.empty(self._arena_bytes, np.uint8)
@@ -290,11 +297,9 @@ class Executable:
             self._arenas.append(arena)
         if status:
             raise self._runtime_error(status)
-        if self._simple:
-            if out is None or direct:
+        if out is None:
+            if self._simple:
                 return outs
-            result = outs
-        else:
             result = []
             for kind, i in self._recipe:
                 if kind == "slot":
@@ -303,10 +308,13 @@ class Executable:
                     result.append(arrays[i].copy())
                 else:
                     result.append(result[i].copy())
-        if out is None:
             return result
-        for o, r in zip(out, result):  # `out` the compiled code could not write into directly
-            o[...] = r
+        sources = []  # what each output holds: a slot (maybe `out[p]` itself), an input, or a repeat
+        for kind, i in self._recipe:
+            sources.append(outs[i] if kind == "slot" else arrays[i] if kind == "input" else sources[i])
+        for o, r in zip(out, sources):
+            if r is not o:  # an output the compiled code did not write into directly
+                o[...] = r
         return list(out)
 
     def _block_chunks(self) -> list[tuple[int, int]]:
@@ -322,14 +330,26 @@ class Executable:
             status = status or f.result()
         return status or self._finish(*ptrs)
 
-    def _direct_out(self, out) -> bool:
-        """Check `out` against the outputs (TypeError); whether the compiled code can write into it."""
+    def _direct_out(self, out) -> list[np.ndarray | None]:
+        """Check `out` against the outputs (TypeError); per output slot, the array of `out` the
+        compiled code writes into directly (None: a fresh buffer, copied into `out` after the call).
+
+        A slot is written into `out[p]` for the first output position p that returns it, whatever
+        the order of the slots, when `out[p]` is C-contiguous, writeable and overlaps no other array
+        of `out` taken so far (the compiled code may read a slot back after writing it)."""
         types = [(v.type.shape, v.dtype.np) for v in self.graph.outputs]
         if len(out) != len(types) or any(o.__class__ is not np.ndarray or o.shape != t[0] or o.dtype != t[1]
                                          for o, t in zip(out, types)):
             raise TypeError(f"@{self.name}: out must be one array per output, of "
                             f"{[(t[0], str(t[1])) for t in types]}")
-        return self._simple and all(o.flags.c_contiguous and o.flags.writeable for o in out)
+        given: list[np.ndarray | None] = []
+        for p in self._slot_pos:
+            o = out[p] if p is not None else None
+            if o is not None and not (o.flags.c_contiguous and o.flags.writeable
+                                      and not any(g is not None and np.may_share_memory(o, g) for g in given)):
+                o = None
+            given.append(o)
+        return given
 
     def _runtime_error(self, status: int) -> Exception:
         """The exception for a nonzero status word: the code of the node that failed (module `context`)."""
@@ -491,6 +511,7 @@ def _read_layout(text: str) -> dict | None:
         layout["libraries"] = [(str(path), tuple(symbols)) for path, symbols in layout["libraries"]]
         if not (isinstance(layout["kernels"], str) and isinstance(layout["errors"], str)
                 and isinstance(layout["entry"], str) and isinstance(layout["blocks"], int)
+                and isinstance(layout["merged"], int)
                 and (layout["finish"] is None or isinstance(layout["finish"], str))
                 and bool(layout["blocks"]) == (layout["finish"] is not None)):
             return None
@@ -512,7 +533,7 @@ def _literal(text: str, default):
 
 
 _LAYOUT_KEYS = {"entry", "size", "blocks", "finish", "alloc", "recipe", "arena_bytes", "kernels", "n_kernels", "errors", "nodes",
-                "libraries"}
+                "libraries", "merged"}
 # Module-level settings of the code generator that the generated code depends on (tests and
 # benchmarks change them at run time): (module, name, default). A module not imported yet has its
 # default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these

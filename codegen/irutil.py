@@ -13,6 +13,7 @@ code otherwise; bfloat16 is always integer code. Both give the same bits.
 """
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -230,10 +231,24 @@ def intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], tys: list[ir.Typ
     return b.call(fn, args)
 
 
+_NO_UNROLL_IDS = itertools.count()
+
+
+def _no_unroll(branch: ir.Instruction) -> None:
+    """Mark the loop whose back edge is `branch` ``llvm.loop.unroll.disable`` (with a
+    ``tp.loop.id`` placeholder that `lowerings.reduce.fix_loop_ids` makes LLVM's self-referential
+    loop id). Vectorisation and interleaving are unaffected."""
+    m = branch.parent.parent.module
+    hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.disable")])
+    branch.set_metadata("llvm.loop", m.add_metadata([ir.MetaDataString(m, f"tp.loop.id.u{next(_NO_UNROLL_IDS)}"),
+                                                     hint]))
+
+
 @contextmanager
 def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i",
-              start: int | ir.Value = 0) -> Iterator[ir.Value]:
+              start: int | ir.Value = 0, unroll: bool = True) -> Iterator[ir.Value]:
     """Emit ``for (i = start; i < count; ++i) { <body> }``; yields ``i`` (i64) inside the body.
+    With ``unroll=False`` LLVM never unrolls the loop (`_no_unroll`).
 
     The builder is left after the loop when the ``with`` block ends.
     """
@@ -252,36 +267,42 @@ def for_range(b: ir.IRBuilder, count: int | ir.Value, name: str = "i",
     yield iv
     nxt = b.add(iv, i64(1), name=f"{name}.next", flags=("nuw", "nsw"))
     iv.add_incoming(nxt, b.block)
-    b.branch(header)
+    back = b.branch(header)
+    if not unroll:
+        _no_unroll(back)
     b.position_at_end(exit_)
 
 
 @contextmanager
 def loop_nest(b: ir.IRBuilder, shape: tuple[int, ...], name: str = "d",
-              start: tuple[int, ...] | None = None) -> Iterator[list[ir.Value]]:
+              start: tuple[int, ...] | None = None, unroll_outer: bool = True) -> Iterator[list[ir.Value]]:
     """Nested `for_range` loops over `shape` (outermost first); yields the induction variables.
     With `start`, dimension k runs over [start[k], shape[k]) (a box of the index space).
+    With ``unroll_outer=False`` every loop but the innermost is marked never to be unrolled.
 
     Dimensions of size 1 get no loop: their index is the constant 0.
     """
     ivs: list[ir.Value] = []
-    with _nest(b, shape, 0, name, ivs, start or (0,) * len(shape)):
+    start = start or (0,) * len(shape)
+    looped = [k for k in range(len(shape)) if shape[k] - start[k] != 1]
+    inner = looped[-1] if looped and unroll_outer is False else None
+    with _nest(b, shape, 0, name, ivs, start, unroll_outer, inner):
         yield ivs
 
 
 @contextmanager
-def _nest(b, shape, k, name, ivs, start):
+def _nest(b, shape, k, name, ivs, start, unroll_outer=True, inner=None):
     if k == len(shape):
         yield
         return
     if shape[k] - start[k] == 1:
         ivs.append(i64(start[k]))
-        with _nest(b, shape, k + 1, name, ivs, start):
+        with _nest(b, shape, k + 1, name, ivs, start, unroll_outer, inner):
             yield
         return
-    with for_range(b, shape[k], f"{name}{k}", start=start[k]) as iv:
+    with for_range(b, shape[k], f"{name}{k}", start=start[k], unroll=unroll_outer or k == inner) as iv:
         ivs.append(iv)
-        with _nest(b, shape, k + 1, name, ivs, start):
+        with _nest(b, shape, k + 1, name, ivs, start, unroll_outer, inner):
             yield
 
 

@@ -55,6 +55,12 @@ FULL_UNROLL_MAX_COUNT = 4
 SPEED_LEVEL = 2
 CODEGEN_OPT = 3  # the machine-code generator's level (O2 and O3 cost the same there)
 UNROLL_OPTIONS = ("-unroll-threshold=100", f"-unroll-full-max-count={FULL_UNROLL_MAX_COUNT}")
+# Loop strength reduction (machine-code generator) is off: it was a third of the machine-code time
+# of a conv2d + max_pool2d grad module (deep loop nests with many address computations: LSR is
+# superlinear in their number), while x86's base + index * scale addressing does the same job at
+# run time (same-process A/B on fused elementwise, row/column sums, transpose, conv and MLP grads:
+# 0.96-1.05x, noise; tools/bench/README.md, "Compile time round 5").
+CODEGEN_OPTIONS = ("-disable-lsr",)
 
 
 def reassociation_is_per_element(reduced_trip_counts) -> bool:
@@ -68,7 +74,7 @@ def reassociation_is_per_element(reduced_trip_counts) -> bool:
 
 class _Engine:
     def __init__(self) -> None:
-        for option in UNROLL_OPTIONS:
+        for option in UNROLL_OPTIONS + CODEGEN_OPTIONS:
             llvm.set_option("tensorplay", option)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
@@ -113,7 +119,7 @@ def host_fingerprint() -> str:
     e = engine()
     return (f"llvm={'.'.join(map(str, llvm.llvm_version_info))} llvmlite={llvmlite.__version__} "
             f"triple={e.tm.triple} cpu={e.cpu} features={e.features} opt=O{SPEED_LEVEL}/{CODEGEN_OPT} "
-            f"options={' '.join(UNROLL_OPTIONS)}")
+            f"options={' '.join(UNROLL_OPTIONS + CODEGEN_OPTIONS)}")
 
 
 @dataclass

@@ -47,6 +47,7 @@ ARRAY_DATA_OFFSET = _array_data_offset()
 VECTOR_WIDTH = 512
 # Fused elementwise loops over at most this many elements are optimised for size (`optimised_for_size`).
 SMALL_KERNEL_ELEMENTS = 1 << 14
+UNROLL_OUTER = False
 
 
 @dataclass
@@ -466,7 +467,7 @@ def _emit_loop(ctx: KernelContext, k: Kernel, bounds=None) -> None:
                 ctx.store(v, idx, ctx.value(v, idx))
         return
     for start, stop in k.boxes or [((0,) * len(k.domain), k.domain)]:  # pieces: see schedule.Kernel.boxes
-        with u.loop_nest(b, stop, "d", start=start) as ivs:
-            idx = Index(k.domain, dims=ivs)
+        with u.loop_nest(b, stop, "d", start=start, unroll_outer=UNROLL_OUTER) as ivs:
+            idx = Index(k.domain, dims=ivs, ranges=tuple(zip(start, stop)))
             for v in k.outputs:
                 ctx.store(v, idx, ctx.value(v, idx))

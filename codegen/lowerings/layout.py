@@ -90,11 +90,18 @@ def _pad(ctx, node, idx):
         return fill
     inside = None
     sub = []
-    for d, n, lo, it in zip(idx.dims(b), x.shape, a["low"], a["interior"]):
+    ranges = idx.ranges or [None] * len(x.shape)
+    for d, n, lo, it, r in zip(idx.dims(b), x.shape, a["low"], a["interior"], ranges):
         p = u.isub(b, d, u.i64(lo))
         if lo == 0 and it == 0 and n == node.out.shape[len(sub)]:
             sub.append(p)
             continue
+        if r is not None and it == 0:  # this coordinate's range is known (a box): settle it here
+            if r[0] - lo >= 0 and r[1] - lo <= n:
+                sub.append(p)  # every element of the box reads x along this axis
+                continue
+            if r[1] - lo <= 0 or r[0] - lo >= n:
+                return fill  # no element of the box does
         conds = [b.icmp_signed(">=", p, u.i64(0))]
         pc = u.iclamp(b, p, 0, 2 ** 62)
         if it:
@@ -115,12 +122,17 @@ def _concatenate(ctx, node, idx):
     b = ctx.b
     axis = node.attrs["axis"]
     dims = idx.dims(b)
+    lo, hi = idx.ranges[axis] if idx.ranges else (0, node.out.shape[axis])
     result = None
     offset = 0
     for x in node.inputs:
         n = x.shape[axis]
-        if n == 0:
+        if n == 0 or offset + n <= lo or offset >= hi:  # empty, or read by no element of this box
+            offset += n
             continue
+        if offset <= lo and hi <= offset + n:  # the box (a `schedule.Kernel.boxes` piece) reads x alone
+            local = u.isub(b, dims[axis], u.i64(offset))
+            return ctx.value(x, Index(x.shape, dims=dims[:axis] + [local] + dims[axis + 1:]))
         local = u.iclamp(b, u.isub(b, dims[axis], u.i64(offset)), 0, n - 1)
         v = ctx.value(x, Index(x.shape, dims=dims[:axis] + [local] + dims[axis + 1:]))
         if result is None:

@@ -92,7 +92,7 @@ MONOIDS = {
 # rows of 10^4 float32, CPU 71 ms (4 lanes) -> 38 ms (8) -> 28 ms (16).
 WIDENED_VECTOR_BITS = 512
 _LOOP_IDS = itertools.count()
-_LOOP_ID_TEXT = re.compile(r'^(!\d+) = !\{ ?!"tp\.loop\.id\.\d+", (!\d+) ?\}$', re.MULTILINE)
+_LOOP_ID_TEXT = re.compile(r'^(!\d+) = !\{ ?!"tp\.loop\.id\.u?\d+", (!\d+) ?\}$', re.MULTILINE)
 
 
 def widening_lanes(dtype: dt.DType, acc_dtype: dt.DType) -> int | None:
@@ -143,10 +143,12 @@ def emit_reduction(ctx: KernelContext, node: Node, monoid: Monoid) -> None:
         _emit_reduction_in_register(ctx, node, monoid)
         return
     if outer_reduced:  # fill the output with the identity, then accumulate into it
-        with u.loop_nest(b, out.shape, "init") as ivs:
+        with u.loop_nest(b, out.shape, "init", unroll_outer=False) as ivs:
             ctx.store(out, Index(out.shape, dims=ivs), u.const(u.reg_type(dtype), monoid.identity(dtype)))
 
-    with u.loop_nest(b, prefix, "o") as pre:
+    # outer loops of the nest are never unrolled (copies of a vectorised inner loop: LLVM time only);
+    # the reduced loops are untouched (see `jit.reassociation_is_per_element`)
+    with u.loop_nest(b, prefix, "o", unroll_outer=False) as pre:
         out_idx = Index(out.shape, dims=[d for a, d in enumerate(pre) if a not in axes])
         if suffix:
             flags = _FAST if jit.reassociation_is_per_element(suffix) else ()

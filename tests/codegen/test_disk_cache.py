@@ -251,3 +251,15 @@ def test_a_hit_in_a_second_process_needs_no_scheduler_or_lowerings(cache_dir):
     assert runs[0]["out"] == runs[1]["out"]
     np.testing.assert_allclose(runs[1]["out"], np.full(30, 70 * np.tanh(1.0)), rtol=1e-5)
     assert runs[0]["heavy"] and runs[1]["heavy"] == []
+
+
+def test_a_hit_reports_the_merged_functions_of_the_compile(cache_dir):
+    b = ir.GraphBuilder("twins")  # two fused reductions with the same code: merged at compile time
+    x, y = b.add_input(TensorType((4, 5), dt.float32)), b.add_input(TensorType((4, 5), dt.float32))
+    s1, s2 = b.emit("reduce_sum", b.tanh(x), axes=(1,)), b.emit("reduce_sum", b.tanh(y), axes=(1,))
+    g = b.build([s1, s2])
+    first = codegen.compile_graph(g)
+    assert first.stats["source"] == "compiled" and first.stats["merged_functions"] == 1
+    codegen.clear_cache()
+    again = codegen.compile_graph(g)
+    assert again.stats["source"] == "disk cache" and again.stats["merged_functions"] == 1

@@ -356,3 +356,18 @@ def test_html_script_runs_against_a_minimal_dom(tmp_path, ir_files):
     out = tmp_path / "g.html"
     assert cli("viz", ir_files["good"], "-o", str(out)).returncode == 0
     run_script_in_node(out.read_text())
+
+
+def test_dump_stats_counts_merged_functions(tmp_path):
+    from tensorplay.ir import GraphBuilder, TensorType, float32
+    from tensorplay.ir.printer import print_graph
+
+    b = GraphBuilder("twins")  # two fused reductions with the same code: compiled once
+    x, y = b.add_input(TensorType((6, 5), float32)), b.add_input(TensorType((6, 5), float32))
+    s1, s2 = b.emit("reduce_sum", b.tanh(x), axes=(1,)), b.emit("reduce_sum", b.tanh(y), axes=(1,))
+    path = tmp_path / "twins.tpir"
+    path.write_text(print_graph(b.build([s1, s2, b.add(s1, s2)])))
+    p = cli("dump", str(path), "--stats")
+    assert p.returncode == 0, p.stderr
+    stats = p.stdout.split("// -----// stats //----- //", 1)[1]
+    assert re.search(r"^\s+merged_functions: 1$", stats, re.MULTILINE), stats

@@ -85,7 +85,7 @@ d1.body:
   br label %"d1.head"
 d1.exit:
   %"d0.next" = add nuw nsw i64 %"d0", 1
-  br label %"d0.head"
+  br label %"d0.head", !llvm.loop !1
 then:
   br label %"d0.head.1"
 endif:
@@ -354,7 +354,7 @@ d1.body.1:
   br label %"d1.head.1"
 d1.exit.1:
   %"d0.next.1" = add nuw nsw i64 %"d0.1", 1
-  br label %"d0.head.1"
+  br label %"d0.head.1", !llvm.loop !2
 }
 
 declare float @"llvm.fabs.f32"(float %".1")
@@ -383,3 +383,7 @@ entry:
   %".13" = load i64, i64* %"status"
   ret i64 %".13"
 }
+
+!0 = !{ !"llvm.loop.unroll.disable" }
+!1 = distinct !{!1, !0}
+!2 = distinct !{!2, !0}

@@ -38,7 +38,7 @@ d1.body:
   br label %"d1.head"
 d1.exit:
   %"d0.next" = add nuw nsw i64 %"d0", 1
-  br label %"d0.head"
+  br label %"d0.head", !llvm.loop !1
 }
 
 define i64 @"golden_entry"(ptr %".1", ptr %".2", ptr %".3") nounwind "prefer-vector-width"="512"
@@ -56,3 +56,6 @@ entry:
   %".13" = load i64, i64* %"status"
   ret i64 %".13"
 }
+
+!0 = !{ !"llvm.loop.unroll.disable" }
+!1 = distinct !{!1, !0}
