@@ -248,12 +248,10 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     """
     chain, user_fn = wrapper._tp_chain
     name = " > ".join(t.name for t in chain)
-    try:
-        arg_key, tensors, concrete = call_signature(args, kwargs, name)
-    except TypeError:  # a non-hashable non-tensor argument: no key
+    signature = _keyed_signature(args, kwargs, name)
+    if signature is None:
         return fallback(*args, **kwargs)
-    if not concrete:
-        return fallback(*args, **kwargs)
+    arg_key, tensors = signature
     user_name = getattr(user_fn, "__name__", None)
     positions = None
     if per_sample is None:
@@ -262,22 +260,9 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     else:
         flat = _tensor_tree(arg_key, tensors, args, kwargs)
         leaves, tree = flat if flat is not None else _pytree.tree_flatten((tuple(args), kwargs))
-        types_key = (chain[0].key, arg_key)
-        mapped = _PER_SAMPLE.get(types_key)
-        if mapped is None:
-            mapped = _mapped_types(per_sample, args, kwargs, leaves)  # raises the transform's own errors
-            _PER_SAMPLE.put(types_key, mapped)
-        positions, types, leaf_types = mapped
-        if len(chain) > 1:  # the transforms inside take every tensor argument as theirs
-            positions = None
-            user = trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name,
-                                  flat=flat)
-        else:  # vmap(f): the arguments that are not mapped reach `f` as they are
-            user = trace_function(_per_sample_call(user_fn, leaves, tree, positions),
-                                  tuple(leaves[i] for i in positions), transform=name, in_types=types, name=user_name)
-    key = (tuple(t.key for t in chain), arg_key, user.structural_key(), user.out_tree,
-           tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
-           tuple([isinstance(s, RandomKey) for s in user.captures]))
+        mapped = _mapped_for(chain, arg_key, per_sample, args, kwargs, leaves)  # raises the transform's own errors
+        user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
+    key = _entry_key(chain, arg_key, user)
     try:
         entry = _OUTERMOST.get(key)
     except TypeError:  # a non-hashable non-tensor output
@@ -295,6 +280,46 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         if key is not None:
             _OUTERMOST.put(key, entry)
     return entry(tensors, user)
+
+
+def _keyed_signature(args, kwargs, name: str):
+    """(argument key, tensors) of a top-level call the pipeline cache can serve, or None: a
+    non-hashable non-tensor argument has no key, and a call with symbolic tensors is not top level."""
+    try:
+        arg_key, tensors, concrete = call_signature(args, kwargs, name)
+    except TypeError:
+        return None
+    return (arg_key, tensors) if concrete else None
+
+
+def _mapped_for(chain, arg_key, per_sample: Callable, args, kwargs, leaves: list) -> tuple:
+    """`_mapped_types` of a mapping transform at the head of `chain`, once per argument signature."""
+    types_key = (chain[0].key, arg_key)
+    mapped = _PER_SAMPLE.get(types_key)
+    if mapped is None:
+        mapped = _mapped_types(per_sample, args, kwargs, leaves)
+        _PER_SAMPLE.put(types_key, mapped)
+    return mapped
+
+
+def _trace_mapped(chain, user_fn, args, kwargs, flat, leaves: list, tree, mapped: tuple, name: str, user_name):
+    """(the user's function traced on per-sample tensors, the mapped leaf positions its replay takes
+    or None): with transforms inside the map, they take every tensor argument as theirs; a bare
+    map's arguments that are not mapped reach the function as they are (captures of its trace)."""
+    positions, types, leaf_types = mapped
+    if len(chain) > 1:
+        return trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name,
+                              flat=flat), None
+    return trace_function(_per_sample_call(user_fn, leaves, tree, positions), tuple(leaves[i] for i in positions),
+                          transform=name, in_types=types, name=user_name), positions
+
+
+def _entry_key(chain, arg_key, user: ClosedGraph) -> tuple:
+    """The pipeline-cache key of a traced call: the chain's keys, the argument signature, the trace's
+    structure and everything about its outputs and captures that the replayed entry depends on."""
+    return (tuple(t.key for t in chain), arg_key, user.structural_key(), user.out_tree,
+            tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
+            tuple([isinstance(s, RandomKey) for s in user.captures]))
 
 
 _IN_TREES: dict = {}  # argument signature -> the TreeDef of (args, kwargs) when every leaf is a tensor, else False
@@ -410,34 +435,19 @@ def call_outermost_chunked(wrapper: Callable, args: tuple, kwargs: dict, fallbac
     """
     chain, user_fn = wrapper._tp_chain
     name = " > ".join(t.name for t in chain)
-    try:
-        arg_key, tensors, concrete = call_signature(args, kwargs, name)
-    except TypeError:  # a non-hashable non-tensor argument: no key
+    signature = _keyed_signature(args, kwargs, name)
+    if signature is None:
         return fallback(*args, **kwargs)
-    if not concrete:
-        return fallback(*args, **kwargs)
+    arg_key, tensors = signature
     user_name = getattr(user_fn, "__name__", None)
     flat = _tensor_tree(arg_key, tensors, args, kwargs)
     leaves, tree = flat if flat is not None else _pytree.tree_flatten((tuple(args), kwargs))
-    types_key = (chain[0].key, arg_key)
-    mapped = _PER_SAMPLE.get(types_key)
-    if mapped is None:
-        try:
-            mapped = _mapped_types(per_sample, args, kwargs, leaves)
-        except Exception:  # the map's own errors, as the uncached call words them
-            return fallback(*args, **kwargs)
-        _PER_SAMPLE.put(types_key, mapped)
-    positions, types, leaf_types = mapped
-    if len(chain) > 1:  # the transforms inside take every tensor argument as theirs
-        user = trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name, flat=flat)
-        replay_positions = None
-    else:  # the arguments that are not mapped reach the function as they are: captures of its trace
-        user = trace_function(_per_sample_call(user_fn, leaves, tree, positions),
-                              tuple(leaves[i] for i in positions), transform=name, in_types=types, name=user_name)
-        replay_positions = positions
-    key = ("chunked", tuple(t.key for t in chain), arg_key, user.structural_key(), user.out_tree,
-           tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
-           tuple([isinstance(s, RandomKey) for s in user.captures]))
+    try:
+        mapped = _mapped_for(chain, arg_key, per_sample, args, kwargs, leaves)
+    except Exception:  # the map's own errors, as the uncached call words them
+        return fallback(*args, **kwargs)
+    user, replay_positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
+    key = ("chunked",) + _entry_key(chain, arg_key, user)
     try:
         entry = _CHUNKED.get(key)
     except TypeError:  # a non-hashable non-tensor output

@@ -8,15 +8,7 @@ import pytest
 import tensorplay as tp
 from tensorplay.autograd import functional as AF
 from tensorplay.func import grad, jacrev, vmap
-
-
-def fd_grad(f, x: np.ndarray, eps=1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
+from tests.finite_diff import fd_grad
 
 
 def test_backward_through_vmap_of_grad_matches_finite_differences():

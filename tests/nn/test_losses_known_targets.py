@@ -12,6 +12,7 @@ import tensorplay.nn.functional as F
 import tensorplay.nn.functional as _F
 from tensorplay._trace import known_array
 from tensorplay.func import grad, jacrev, vmap
+from tests.finite_diff import fd_grad
 
 RNG = np.random.default_rng(7)
 N, C = 6, 5
@@ -38,15 +39,6 @@ def _ce_oracle(x, t, weight=None, ignore_index=-100, reduction="mean", label_smo
     return ((1 - label_smoothing) * nll.sum() + label_smoothing / x.shape[1] * smooth.sum()) / wt.sum()
 
 
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
 OPTIONS = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"weight": True}, {"label_smoothing": 0.2},
            {"label_smoothing": 0.3, "weight": True, "reduction": "sum"}, {"ignore_index": 2}]
 
@@ -71,7 +63,7 @@ def test_value_and_grad_vs_numpy_and_finite_differences(kw, targets):
     if "ignore_index" in kw:  # the ignored entry is the ignore_index, not -100 (which would be out of range)
         targets = np.where(targets == -100, kw["ignore_index"], targets)
     ref = _ce_oracle(LOGITS, targets, **_kw(kw))
-    ref_g = _fd_grad(lambda x: _ce_oracle(x, targets, **_kw(kw)).sum(), LOGITS)
+    ref_g = fd_grad(lambda x: _ce_oracle(x, targets, **_kw(kw)).sum(), LOGITS)
     x, t = tp.tensor(LOGITS), tp.tensor(targets)
     np.testing.assert_allclose(F.cross_entropy(x, t, **_tp_kw(kw)).numpy(), ref, rtol=1e-12, atol=1e-14)
     g = grad(lambda x, t: F.cross_entropy(x, t, **_tp_kw(kw)).sum())(x, t)
@@ -96,7 +88,7 @@ def test_nll_loss_known_targets():
     for targets in (CLEAN, IGNORED):
         valid = targets != -100
         ref = -logp[np.arange(N), np.where(valid, targets, 0)][valid].mean()
-        ref_g = _fd_grad(lambda p: -p[np.arange(N), np.where(valid, targets, 0)][valid].mean(), logp)
+        ref_g = fd_grad(lambda p: -p[np.arange(N), np.where(valid, targets, 0)][valid].mean(), logp)
         t = tp.tensor(targets)
         np.testing.assert_allclose(F.nll_loss(tp.tensor(logp), t).numpy(), ref, rtol=1e-12)
         np.testing.assert_allclose(grad(lambda p, t: F.nll_loss(p, t))(tp.tensor(logp), t).numpy(), ref_g,
@@ -125,11 +117,11 @@ def test_alternating_clean_and_ignored_calls_do_not_share_an_entry():
     g = grad(lambda x, t: F.cross_entropy(x, t))
     for _ in range(3):
         for targets in (CLEAN, IGNORED, np.array([-100] * 5 + [1]), np.array([1, 1, 1, 1, 1, 0])):
-            ref_g = _fd_grad(lambda x: _ce_oracle(x, targets), LOGITS)
+            ref_g = fd_grad(lambda x: _ce_oracle(x, targets), LOGITS)
             np.testing.assert_allclose(g(x, tp.tensor(targets)).numpy(), ref_g, rtol=1e-7, atol=1e-9)
     # the ignore_index value: clean for -100, an ignored target for 4
     for ii in (-100, 4, 0):
-        ref_g = _fd_grad(lambda x: _ce_oracle(x, CLEAN, ignore_index=ii), LOGITS)
+        ref_g = fd_grad(lambda x: _ce_oracle(x, CLEAN, ignore_index=ii), LOGITS)
         got = grad(lambda x, t: F.cross_entropy(x, t, ignore_index=ii))(x, tp.tensor(CLEAN))
         np.testing.assert_allclose(got.numpy(), ref_g, rtol=1e-7, atol=1e-9)
 
@@ -140,9 +132,9 @@ def test_a_target_updated_in_place_under_compile_is_seen():
     x = tp.tensor(LOGITS)
     t = tp.tensor(CLEAN.copy())
     f = tp.compile(grad(lambda x: F.cross_entropy(x, t)))
-    np.testing.assert_allclose(f(x).numpy(), _fd_grad(lambda x: _ce_oracle(x, CLEAN), LOGITS), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(f(x).numpy(), fd_grad(lambda x: _ce_oracle(x, CLEAN), LOGITS), rtol=1e-7, atol=1e-9)
     t[3] = -100
-    np.testing.assert_allclose(f(x).numpy(), _fd_grad(lambda x: _ce_oracle(x, IGNORED), LOGITS), rtol=1e-7,
+    np.testing.assert_allclose(f(x).numpy(), fd_grad(lambda x: _ce_oracle(x, IGNORED), LOGITS), rtol=1e-7,
                                atol=1e-9)
 
 
@@ -154,7 +146,7 @@ def test_out_of_range_targets_still_raise():
     with pytest.raises(IndexError, match="out of bounds|out of range"):
         grad(lambda x, t: F.cross_entropy(x, t))(x, bad)
     # and a clean call right after still works (no entry was poisoned)
-    ref_g = _fd_grad(lambda x: _ce_oracle(x, CLEAN), LOGITS)
+    ref_g = fd_grad(lambda x: _ce_oracle(x, CLEAN), LOGITS)
     np.testing.assert_allclose(grad(lambda x, t: F.cross_entropy(x, t))(x, tp.tensor(CLEAN)).numpy(), ref_g,
                                rtol=1e-7, atol=1e-9)
 
@@ -178,14 +170,14 @@ def test_per_sample_targets_under_vmap_and_shared_targets():
         np.testing.assert_allclose(per[i], one, rtol=1e-12, atol=1e-14)  # (nan for the ignored one: 0 / 0)
         if ys[i] == -100:
             continue
-        ref = _fd_grad(lambda w: ref_loss(w, xs[i:i + 1], ys[i:i + 1]), w)
+        ref = fd_grad(lambda w: ref_loss(w, xs[i:i + 1], ys[i:i + 1]), w)
         np.testing.assert_allclose(per[i], ref, rtol=1e-7, atol=1e-9)
     # an ensemble of weights with shared targets (known while tracing)
     ws = RNG.standard_normal((2, 3, C))
     for targets in (np.array([1, 0, 4, 2]), ys):
         got = vmap(grad(loss), in_dims=(0, None, None))(tp.tensor(ws), tp.tensor(xs), tp.tensor(targets)).numpy()
         for k in range(2):
-            np.testing.assert_allclose(got[k], _fd_grad(lambda w: ref_loss(w, xs, targets), ws[k]), rtol=1e-7,
+            np.testing.assert_allclose(got[k], fd_grad(lambda w: ref_loss(w, xs, targets), ws[k]), rtol=1e-7,
                                        atol=1e-9)
 
 
