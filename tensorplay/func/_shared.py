@@ -315,20 +315,18 @@ class SharedPool:
         if self._pid != os.getpid():  # in a forked child: the file is its parent's
             return
         self._free.append((layout, size, mm, path))
-        while len(self._free) > self.MAX_FREE:
-            try:
-                _, _, old_mm, old_path = self._free.popleft()
-            except IndexError:
-                break
-            self._live.discard(old_path)
-            _unlink(old_path)
+        self._evict(self.MAX_FREE)
 
     def clear(self) -> None:
         """Unlink every free file (a file in use goes back to the free list when its arrays are gone)."""
-        while self._free:
+        self._evict(0)
+
+    def _evict(self, keep: int) -> None:
+        """Unlink the oldest free files until at most `keep` are left."""
+        while len(self._free) > keep:
             try:
-                _, _, _, path = self._free.popleft()
-            except IndexError:
+                path = self._free.popleft()[3]
+            except IndexError:  # another thread's finalizer took it
                 break
             self._live.discard(path)
             _unlink(path)
