@@ -15,14 +15,7 @@ import tensorplay as tp
 from tensorplay.func import _chunks, _shared, chunk_vmap, grad, jacrev, vmap
 from tensorplay._exec import backend
 from tensorplay.func._chunks import ChunkError
-
-
-def T(a) -> tp.Tensor:
-    return tp.from_numpy(np.array(a, copy=True))
-
-
-def _data(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+from tests.func.chunk_data import T, _data
 
 
 W = T(_data(4, 3, seed=1))

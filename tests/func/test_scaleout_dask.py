@@ -19,16 +19,9 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed is not
 import tensorplay as tp  # noqa: E402
 from tensorplay.func import _chunks, grad, jacrev, vmap  # noqa: E402
 from tensorplay.func._chunks import ChunkError  # noqa: E402
+from tests.func.chunk_data import T, _data  # noqa: E402
 
 TIMEOUT_S = 120
-
-
-def T(a) -> tp.Tensor:
-    return tp.from_numpy(np.array(a, copy=True))
-
-
-def _data(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 @pytest.fixture(scope="module")

@@ -16,16 +16,9 @@ import pytest
 import tensorplay as tp
 from tensorplay.func import _chunks, _shared, grad, vmap
 from tensorplay.func._chunks import ChunkError
+from tests.func.chunk_data import T, _data
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm on this system")
-
-
-def T(a) -> tp.Tensor:
-    return tp.from_numpy(np.array(a, copy=True))
-
-
-def _data(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 def _leftovers() -> set[str]:

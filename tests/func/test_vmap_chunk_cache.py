@@ -12,14 +12,7 @@ import pytest
 import tensorplay as tp
 from tensorplay.func import _pipeline, chunk_vmap, grad, vmap
 from tensorplay.func._chunks import ChunkError
-
-
-def T(a) -> tp.Tensor:
-    return tp.from_numpy(np.array(a, copy=True))
-
-
-def _data(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+from tests.func.chunk_data import T, _data
 
 
 @pytest.fixture(scope="module")
