@@ -53,8 +53,10 @@ from math import prod
 import numpy as np
 from llvmlite import ir
 
+from tensorplay.ir import dtypes as dt
 from tensorplay.ir.core import Node
 from tensorplay.ir.prims.linalg import free_axes
+from . import gemm_kernel
 from . import irutil as u
 from . import jit
 from .context import Index, KernelContext
@@ -145,6 +147,7 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
 # --- BLAS ------------------------------------------------------------------------------------------
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 BLAS_MIN_FLOPS = 2 * 32 ** 3  # below this a generated loop nest is as fast (see module docstring)
+GENERATED_MAX_PANEL = 1 << 18  # floats of each packed operand of the generated gemm kernel (1 MB)
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,24 @@ class GemmPlan:
             rows, cols = (self.n, self.k) if self.trans_b else (self.k, self.n)
             return GemvCall(1, not self.trans_b, rows, cols, self.ldb, 0, self.lda if self.trans_a else 1, 1)
         return None
+
+    def generated_kernel(self, dtype, host_fma: bool | None = None) -> bool:
+        """Whether the calls run as the generated register-blocked kernel (`gemm_kernel`) rather
+        than OpenBLAS: float32 on a host with FMA, two or more calls that all share the lhs (it is
+        packed once; a single call is no faster than OpenBLAS), n a multiple of the tile's 16
+        columns, m >= 12, and both packed operands at most 1 MB. Shapes and dtype only: never
+        timing.
+
+        >>> ens = GemmPlan(((10, 0, 100352, 128),), 64, 128, 784, False, 784, False, 128, 1280)
+        >>> ens.generated_kernel(dt.float32, host_fma=True), ens.generated_kernel(dt.float64, host_fma=True)
+        (True, False)
+        """
+        host_fma = gemm_kernel.host_supported() if host_fma is None else host_fma
+        calls = prod(e for e, *_ in self.loops)
+        return (dtype is dt.float32 and host_fma and calls >= 2 and all(ls == 0 for _, ls, _, _ in self.loops)
+                and self.n % gemm_kernel.NR == 0 and self.m >= 2 * gemm_kernel.MR
+                and self.k * self.n <= GENERATED_MAX_PANEL
+                and gemm_kernel.lhs_panel_elements(self.m, self.k) <= GENERATED_MAX_PANEL)
 
 
 @dataclass(frozen=True)
@@ -346,6 +367,9 @@ def blas_plan(node: Node) -> GemmPlan | None:
 def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     """One cblas gemm per point of the plan's loop nest (C = A @ B, row-major, beta = 0), or one
     gemv when m or n is 1 (`GemmPlan.gemv`)."""
+    if plan.generated_kernel(node.out.dtype):
+        emit_dot_generated(ctx, node, plan)
+        return
     b = ctx.b
     blas = find_blas()
     lhs, rhs = node.inputs
@@ -397,6 +421,27 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
             ctx.store(out, Index(out.shape, linear=i), x)
         for v in (lhs, rhs, out):
             _free(b, base[v])
+
+
+def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
+    """The plan's gemm calls as the generated kernel (`gemm_kernel`): the shared lhs packed once,
+    then per point of the loop nest the rhs packed and the register tiles computed."""
+    b = ctx.b
+    lhs, rhs = node.inputs
+    out = node.out
+    ap = _malloc(b, 4 * gemm_kernel.lhs_panel_elements(plan.m, plan.k))
+    bp = _malloc(b, 4 * plan.k * plan.n)
+    gemm_kernel.pack_lhs(b, ctx.buffers[lhs], ap, plan.m, plan.k, plan.trans_a, plan.lda)
+    with u.loop_nest(b, tuple(e for e, *_ in plan.loops), "gemm", unroll_outer=False) as ivs:
+        def at(v, which):
+            off = u.i64(0)
+            for iv, loop in zip(ivs, plan.loops):
+                off = u.iadd(b, off, u.imul(b, iv, loop[which] * 4))
+            return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
+        gemm_kernel.pack_rhs(b, at(rhs, 2), bp, plan.k, plan.n, plan.trans_b, plan.ldb)
+        gemm_kernel.emit_gemm_tiles(b, ap, bp, at(out, 3), plan.m, plan.n, plan.k, plan.ldc)
+    _free(b, bp)
+    _free(b, ap)
 
 
 def _malloc(b: ir.IRBuilder, nbytes: int) -> ir.Value:

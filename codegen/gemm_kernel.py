@@ -1,0 +1,153 @@
+"""A register-blocked float32 gemm generated in LLVM vector IR, for a loop of gemm calls that share
+their lhs (vmap over stacked weights with a shared batch: the ensemble's first layer).
+
+    C[i, j] = sum_k A[i, k] B[k, j]     (A shared by every call of the plan's loop nest)
+
+- A is packed once per kernel call into MR-row panels (`Ap[i // MR][k][i % MR]`, rows past m are
+  zeros), not once per gemm as OpenBLAS does.
+- Each call packs its B into NR-column panels (`Bp[j // NR][k][j % NR]`) with one streaming pass;
+  reading B in place (rows 512 bytes apart for n = 128) put a panel's k rows into 8 of the 64 L1
+  sets, and the micro-kernel ran no faster than OpenBLAS.
+- The micro-kernel keeps an MR x NR tile of C in MR * NV `<8 x float>` registers (6 x 16: 12
+  accumulators, 2 B vectors and 1 broadcast of the 16 ymm registers) over the whole k loop.
+
+Rounding: every element is one chain of `llvm.fma` over k in order, starting from 0: the same
+bits as the axpy-form loop nest (`dot.emit_dot_loops`) and the same whatever m, n, the tile or the
+call's position in the loop (position independent, unlike OpenBLAS). `llvm.fma` is one instruction
+only where the host has FMA, so `GemmPlan.generated_kernel` takes this path only there.
+
+Measured (ctypes, same process, 80 interleaved samples, 2-core Zen 3, one thread; 2026-12-02,
+tools/bench/README.md "Codegen runtime round 6 (crun)"): 10 gemms 64x784x128 with a shared A,
+OpenBLAS sgemm 2.73 ms median, this kernel 2.23 ms (0.82x); a single 64x784x128 call 1.02x and
+128^3 1.05x of OpenBLAS (no shared A to pack once: not taken).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from . import irutil as u
+from . import jit
+
+MR = 6  # rows of the register tile
+NV = 2  # <8 x float> vectors per tile row
+LANES = 8
+NR = NV * LANES  # columns of the register tile
+
+_F32 = u.F32
+_VEC = ir.VectorType(_F32, LANES)
+
+
+def _fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    name = f"llvm.fma.v{LANES}f32"
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(_VEC, [_VEC] * 3), name)
+    return b.call(fn, [x, y, z])
+
+
+def _at(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
+    return b.gep(base, [index], inbounds=True, source_etype=_F32)
+
+
+def _splat(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    undef = ir.Constant(_VEC, ir.Undefined)
+    one = b.insert_element(undef, x, u.i64(0))
+    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+
+
+def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: bool, lda: int) -> None:
+    """Ap[i // MR][kk][i % MR] = A[i, kk] (A row-major with leading dimension lda, or its
+    transpose); the rows of the last panel past m are zeros."""
+    with u.for_range(b, m, "pa.i") as i:
+        panel = u.iadd(b, u.imul(b, b.udiv(i, u.i64(MR)), MR * k), b.urem(i, u.i64(MR)))
+        with u.for_range(b, k, "pa.k") as kk:
+            src = u.iadd(b, u.imul(b, i, lda), kk) if not trans else u.iadd(b, u.imul(b, kk, lda), i)
+            b.store(b.load(_at(b, a, src), typ=_F32), _at(b, ap, u.iadd(b, panel, u.imul(b, kk, MR))))
+    padded = -(-m // MR) * MR
+    if padded > m:
+        with u.for_range(b, padded, "pa.z", start=m) as i:
+            panel = u.iadd(b, u.imul(b, b.udiv(i, u.i64(MR)), MR * k), b.urem(i, u.i64(MR)))
+            with u.for_range(b, k, "pa.zk") as kk:
+                b.store(u.const(_F32, 0.0), _at(b, ap, u.iadd(b, panel, u.imul(b, kk, MR))))
+
+
+def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, trans: bool, ldb: int) -> None:
+    """Bp[j // NR][kk][j % NR] = B[kk, j] (n is a multiple of NR). Untransposed B is read a row
+    at a time (one streaming pass); a transposed one a column of B (a row of memory) at a time."""
+    if not trans:
+        with u.for_range(b, k, "pb.k") as kk:
+            with u.for_range(b, n // LANES, "pb.v") as v:
+                src = u.iadd(b, u.imul(b, kk, ldb), u.imul(b, v, LANES))
+                x = b.load(_at(b, bm, src), typ=_VEC, align=4)
+                dst = u.iadd(b, u.iadd(b, u.imul(b, b.udiv(v, u.i64(NV)), k * NR), u.imul(b, kk, NR)),
+                             u.imul(b, b.urem(v, u.i64(NV)), LANES))
+                b.store(x, _at(b, bp, dst), align=4)
+        return
+    with u.for_range(b, n, "pb.j") as j:
+        panel = u.iadd(b, u.imul(b, b.udiv(j, u.i64(NR)), k * NR), b.urem(j, u.i64(NR)))
+        with u.for_range(b, k, "pb.kt") as kk:
+            x = b.load(_at(b, bm, u.iadd(b, u.imul(b, j, ldb), kk)), typ=_F32)
+            b.store(x, _at(b, bp, u.iadd(b, panel, u.imul(b, kk, NR))))
+
+
+def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Value, nb: ir.Value,
+           m: int, k: int, ldc: int) -> None:
+    """C[mb*MR : mb*MR+MR, nb*NR : nb*NR+NR] = the MR x NR tile over the whole k (rows < m stored)."""
+    zero = ir.Constant(_VEC, [0.0] * LANES)
+    a_panel = _at(b, ap, u.imul(b, mb, MR * k))
+    b_panel = _at(b, bp, u.imul(b, nb, NR * k))
+    pre = b.block
+    head, body, done = (b.append_basic_block(f"mk.{s}") for s in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    kk = b.phi(u.I64, name="mk.k")
+    kk.add_incoming(u.i64(0), pre)
+    accs = [b.phi(_VEC, name=f"acc{t}") for t in range(MR * NV)]
+    for acc in accs:
+        acc.add_incoming(zero, pre)
+    b.cbranch(b.icmp_unsigned("<", kk, u.i64(k)), body, done)
+    b.position_at_end(body)
+    row_b = u.imul(b, kk, NR)
+    bv = [b.load(_at(b, b_panel, u.iadd(b, row_b, u.i64(v * LANES))), typ=_VEC, align=4) for v in range(NV)]
+    row_a = u.imul(b, kk, MR)
+    new = []
+    for r in range(MR):
+        a = _splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32))
+        new += [_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
+    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), b.block)
+    for acc, x in zip(accs, new):
+        acc.add_incoming(x, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    col = u.imul(b, nb, NR)
+    for r in range(MR):
+        row = u.iadd(b, u.imul(b, mb, MR), u.i64(r))
+
+        def store_row(r=r, row=row):
+            for v in range(NV):
+                off = u.iadd(b, u.imul(b, row, ldc), u.iadd(b, col, u.i64(v * LANES)))
+                b.store(accs[r * NV + v], _at(b, c, off), align=4)
+        if m % MR == 0:
+            store_row()
+        else:
+            with u.if_then(b, b.icmp_unsigned("<", row, u.i64(m))):
+                store_row()
+
+
+def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m: int, n: int, k: int,
+                    ldc: int) -> None:
+    """C (m x n, leading dimension ldc) = packed A @ packed B, one register tile at a time; each
+    NR-column panel of B (k * 64 bytes) stays in L1/L2 while every row panel of A passes over it."""
+    with u.for_range(b, n // NR, "mk.nb", unroll=False) as nb:
+        with u.for_range(b, -(-m // MR), "mk.mb", unroll=False) as mb:
+            _micro(b, ap, bp, c, mb, nb, m, k, ldc)
+
+
+def host_supported() -> bool:
+    """Whether the host's vector unit runs the kernel as intended: 256-bit vectors and FMA (without
+    FMA, `llvm.fma` is a library call per lane)."""
+    features = set(jit.engine().features.split(","))
+    return {"+avx", "+fma"} <= features
+
+
+def lhs_panel_elements(m: int, k: int) -> int:
+    """Floats of packed A."""
+    return -(-m // MR) * MR * k
