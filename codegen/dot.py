@@ -225,8 +225,10 @@ class GemmPlan:
     def generated_kernel(self, dtype, host_fma: bool | None = None) -> bool:
         """Whether the calls run as the generated register-blocked kernel (`gemm_kernel`) rather
         than OpenBLAS: float32 on a host with FMA, two or more calls that all share the lhs (it is
-        packed once; a single call is no faster than OpenBLAS), n a multiple of the tile's 16
-        columns, m >= 12, and both packed operands at most 1 MB. Shapes and dtype only: never
+        packed once; a single call is no faster than OpenBLAS), an untransposed rhs (a transposed
+        one with a loop of calls does not arise from contiguous operands: its free axes merge into
+        one gemm), n a multiple of the tile's 16 columns, m >= 12, and both packed operands at
+        most 1 MB. Shapes and dtype only: never
         timing.
 
         >>> ens = GemmPlan(((10, 0, 100352, 128),), 64, 128, 784, False, 784, False, 128, 1280)
@@ -236,7 +238,7 @@ class GemmPlan:
         host_fma = gemm_kernel.host_supported() if host_fma is None else host_fma
         calls = prod(e for e, *_ in self.loops)
         return (dtype is dt.float32 and host_fma and calls >= 2 and all(ls == 0 for _, ls, _, _ in self.loops)
-                and self.n % gemm_kernel.NR == 0 and self.m >= 2 * gemm_kernel.MR
+                and not self.trans_b and self.n % gemm_kernel.NR == 0 and self.m >= 2 * gemm_kernel.MR
                 and self.k * self.n <= GENERATED_MAX_PANEL
                 and gemm_kernel.lhs_panel_elements(self.m, self.k) <= GENERATED_MAX_PANEL)
 
@@ -438,7 +440,7 @@ def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
             for iv, loop in zip(ivs, plan.loops):
                 off = u.iadd(b, off, u.imul(b, iv, loop[which] * 4))
             return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
-        gemm_kernel.pack_rhs(b, at(rhs, 2), bp, plan.k, plan.n, plan.trans_b, plan.ldb)
+        gemm_kernel.pack_rhs(b, at(rhs, 2), bp, plan.k, plan.n, plan.ldb)
         gemm_kernel.emit_gemm_tiles(b, ap, bp, at(out, 3), plan.m, plan.n, plan.k, plan.ldc)
     _free(b, bp)
     _free(b, ap)

@@ -69,23 +69,16 @@ def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: 
                 b.store(u.const(_F32, 0.0), _at(b, ap, u.iadd(b, panel, u.imul(b, kk, MR))))
 
 
-def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, trans: bool, ldb: int) -> None:
-    """Bp[j // NR][kk][j % NR] = B[kk, j] (n is a multiple of NR). Untransposed B is read a row
-    at a time (one streaming pass); a transposed one a column of B (a row of memory) at a time."""
-    if not trans:
-        with u.for_range(b, k, "pb.k") as kk:
-            with u.for_range(b, n // LANES, "pb.v") as v:
-                src = u.iadd(b, u.imul(b, kk, ldb), u.imul(b, v, LANES))
-                x = b.load(_at(b, bm, src), typ=_VEC, align=4)
-                dst = u.iadd(b, u.iadd(b, u.imul(b, b.udiv(v, u.i64(NV)), k * NR), u.imul(b, kk, NR)),
-                             u.imul(b, b.urem(v, u.i64(NV)), LANES))
-                b.store(x, _at(b, bp, dst), align=4)
-        return
-    with u.for_range(b, n, "pb.j") as j:
-        panel = u.iadd(b, u.imul(b, b.udiv(j, u.i64(NR)), k * NR), b.urem(j, u.i64(NR)))
-        with u.for_range(b, k, "pb.kt") as kk:
-            x = b.load(_at(b, bm, u.iadd(b, u.imul(b, j, ldb), kk)), typ=_F32)
-            b.store(x, _at(b, bp, u.iadd(b, panel, u.imul(b, kk, NR))))
+def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, ldb: int) -> None:
+    """Bp[j // NR][kk][j % NR] = B[kk, j] (B row-major with leading dimension ldb, n a multiple of
+    NR), read a row at a time: one streaming pass."""
+    with u.for_range(b, k, "pb.k") as kk:
+        with u.for_range(b, n // LANES, "pb.v") as v:
+            src = u.iadd(b, u.imul(b, kk, ldb), u.imul(b, v, LANES))
+            x = b.load(_at(b, bm, src), typ=_VEC, align=4)
+            dst = u.iadd(b, u.iadd(b, u.imul(b, b.udiv(v, u.i64(NV)), k * NR), u.imul(b, kk, NR)),
+                         u.imul(b, b.urem(v, u.i64(NV)), LANES))
+            b.store(x, _at(b, bp, dst), align=4)
 
 
 def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Value, nb: ir.Value,
