@@ -1,6 +1,6 @@
 """dot_general: batched contraction, its own kernel over materialised operands.
 
-Two implementations, chosen per node at compile time:
+Three implementations, chosen per node at compile time:
 
 - **cblas gemm from numpy's own OpenBLAS** (float32/float64, and float16/bfloat16
   through float32 copies of the operands and result, 2*m*n*k >=
@@ -14,6 +14,11 @@ Two implementations, chosen per node at compile time:
   loaded is made resolvable to the JIT; compiled code calls
   `scipy_cblas_sgemm64_`/`dgemm`/`sgemv`/`dgemv` directly. No new
   dependency and no Python on the hot path. Set TENSORPLAY_NO_BLAS=1 to disable.
+- **a generated register-blocked gemm** (`gemm_kernel`) for a plan that OpenBLAS
+  would run as a loop of float32 calls sharing one lhs (vmap over stacked weights
+  with a shared batch): the lhs is packed once instead of once per call, and
+  every element is one fma chain over k (`GemmPlan.generated_kernel` has the
+  rule: shapes, dtype and host FMA only).
 - **a generated loop nest** otherwise (integers, small products, layouts gemm
   cannot express, numpy builds without a bundled OpenBLAS): `emit_dot_loops`.
 
@@ -38,7 +43,9 @@ output element the same bits whatever m, n and the batch size are (explicit
 fused multiply-adds, no `contract` flags, see `_mul_add`;
 tests/codegen/test_position_independence.py). The BLAS path is exempt:
 OpenBLAS's blocking and edge kernels depend on m, so its bits per element
-change with m, and the BLAS/loops choice (and gemv for m = 1) itself depends on m. Products below
+change with m, and the BLAS/loops choice (and gemv for m = 1) itself depends on m. The
+generated gemm kernel has the loop nest's axpy bits (position independent), but it
+is chosen only inside the BLAS range, from m among other things. Products below
 BLAS_MIN_FLOPS for the full batch are therefore chunk-invariant; larger ones agree to gemm's rounding only (set TENSORPLAY_NO_BLAS=1 for exactness).
 """
 from __future__ import annotations

@@ -128,7 +128,27 @@ def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Valu
 def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m: int, n: int, k: int,
                     ldc: int) -> None:
     """C (m x n, leading dimension ldc) = packed A @ packed B, one register tile at a time; each
-    NR-column panel of B (k * 64 bytes) stays in L1/L2 while every row panel of A passes over it."""
+    NR-column panel of B (k * 64 bytes) stays in L1/L2 while every row panel of A passes over it.
+
+    A whole product, packing included (what `dot.emit_dot_generated` emits per gemm call):
+
+    >>> import ctypes, numpy as np
+    >>> from llvmlite import ir
+    >>> mod = ir.Module("g"); mod.triple, mod.data_layout = jit.host_triple_and_layout()
+    >>> fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [u.PTR] * 5), "g")
+    >>> a, b_, c, ap, bp = fn.args
+    >>> bld = ir.IRBuilder(fn.append_basic_block())
+    >>> pack_lhs(bld, a, ap, 13, 3, False, 3); pack_rhs(bld, b_, bp, 3, 32, 32)
+    >>> emit_gemm_tiles(bld, ap, bp, c, 13, 32, 3, 32); _ = bld.ret_void()
+    >>> code = jit.compile_ir(str(mod), ["g"])  # keep it: its machine code lives as long as it does
+    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)(code.addresses["g"])
+    >>> x = np.arange(39, dtype=np.float32).reshape(13, 3); w = np.ones((3, 32), np.float32)
+    >>> out = np.empty((13, 32), np.float32)
+    >>> bufs = [np.empty(lhs_panel_elements(13, 3), np.float32), np.empty(3 * 32, np.float32)]
+    >>> run(x.ctypes.data, w.ctypes.data, out.ctypes.data, *(q.ctypes.data for q in bufs))
+    >>> bool((out == x.sum(1, keepdims=True)).all())
+    True
+    """
     with u.for_range(b, n // NR, "mk.nb", unroll=False) as nb:
         with u.for_range(b, -(-m // MR), "mk.mb", unroll=False) as mb:
             _micro(b, ap, bp, c, mb, nb, m, k, ldc)
@@ -136,11 +156,19 @@ def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m:
 
 def host_supported() -> bool:
     """Whether the host's vector unit runs the kernel as intended: 256-bit vectors and FMA (without
-    FMA, `llvm.fma` is a library call per lane)."""
+    FMA, `llvm.fma` is a library call per lane).
+
+    >>> isinstance(host_supported(), bool)
+    True
+    """
     features = set(jit.engine().features.split(","))
     return {"+avx", "+fma"} <= features
 
 
 def lhs_panel_elements(m: int, k: int) -> int:
-    """Floats of packed A."""
+    """Floats of packed A: m rounded up to whole MR-row panels, times k.
+
+    >>> lhs_panel_elements(64, 784) == 66 * 784
+    True
+    """
     return -(-m // MR) * MR * k

@@ -184,3 +184,11 @@ def test_vmapped_ensemble_through_tp_compile(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert len(emitted) == 1  # the first layer (the second, 20x32x5 per model, is below BLAS_MIN_FLOPS)
     codegen.clear_cache()
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    for module, least in ((gemm_kernel, 3), (dot, 2)):
+        result = doctest.testmod(module)
+        assert result.attempted >= least and result.failed == 0, module.__name__
