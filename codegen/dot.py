@@ -192,14 +192,16 @@ def _axpy_streamed(ctx: KernelContext, node: Node, width: int, operand_index, la
         with u.for_range(b, count, "row", unroll=False) as rr:
             bm = Index(bshape + mshape, linear=b.add(r0, rr)).dims(b)
             bi, mi = bm[:len(bshape)], bm[len(bshape):]
-            with u.loop_nest(b, nshape, "z") as ni:
-                store(cell(rr, ni), zero)
+            once = prod(kshape) == 1  # an outer product: fma(x, y, 0) stored once, nothing reloaded
+            if not once:
+                with u.loop_nest(b, nshape, "z") as ni:
+                    store(cell(rr, ni), zero)
             with u.loop_nest(b, kshape, "k") as ki:
                 x = ctx.load(lhs, operand_index(lhs, bi, mi, ki, *laxes))
                 with u.loop_nest(b, nshape, "n") as ni:
                     y = ctx.load(rhs, operand_index(rhs, bi, ni, ki, *raxes))
                     p = cell(rr, ni)
-                    store(p, _mul_add(b, load(p), x, y, False))
+                    store(p, _mul_add(b, zero if once else load(p), x, y, False))
         dst = b.gep(ctx.buffers[out], [u.imul(b, r0, n)], inbounds=True, source_etype=t)
         u.stream_copy(b, dst, scratch, u.imul(b, count, n), t, width)
     u.store_fence(b)
