@@ -98,6 +98,10 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
     - *dot* (`out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, n, k]`): used when the
       rhs has no free axes or its innermost axis is contracted; the sum is a
       register accumulator that LLVM vectorises (reassociated).
+
+    A large graph output in the axpy form (`KernelContext.streamed`: vmap(grad)'s per-sample
+    outer products) is computed row block by row block in L1 scratch and streamed out with
+    non-temporal stores (`_axpy_streamed`), the same operations in the same order.
     """
     b = ctx.b
     lhs, rhs = node.inputs
