@@ -95,8 +95,10 @@ class KernelContext:
     """Emission state for one kernel function: builder, buffers and the memo of computed elements."""
 
     def __init__(self, builder: ir.IRBuilder, kernel: "Kernel", buffers: dict[Value, ir.Value],
-                 status: ir.Value | None = None, codes: dict[Node, int] | None = None):
+                 status: ir.Value | None = None, codes: dict[Node, int] | None = None,
+                 final: frozenset = frozenset()):
         self.b = builder
+        self.final = final  # graph outputs no kernel reads: candidates for streaming stores (`streamed`)
         self.kernel = kernel
         self.buffers = buffers
         self.fused = kernel.fused_values()
@@ -149,6 +151,14 @@ class KernelContext:
         elif t is u.I16:
             x = u.narrow(self.b, x, v.dtype)
         self.b.store(x, self.pointer(v, idx), align=_ALIGN[t])
+
+    def streamed(self, v: Value) -> int | None:
+        """The vector width (bytes) of non-temporal stores for output `v` -- a graph output that no
+        kernel reads, of at least `irutil.streaming` bytes -- or None: regular stores."""
+        if v not in self.final:
+            return None
+        lo, width = u.streaming()
+        return width if lo is not None and v.type.size * u.type_bytes(u.mem_type(v.dtype)) >= lo else None
 
     # --- run-time checks ----------------------------------------------------------------------
     def checked_index(self, node: Node, j: ir.Value, n: int) -> ir.Value:

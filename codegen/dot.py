@@ -107,6 +107,10 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
     - *dot* (`out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, n, k]`): used when the
       rhs has no free axes or its innermost axis is contracted; the sum is a
       register accumulator that LLVM vectorises (reassociated).
+
+    A large graph output in the axpy form (`KernelContext.streamed`: vmap(grad)'s per-sample
+    outer products) is computed row block by row block in L1 scratch and streamed out with
+    non-temporal stores (`_axpy_streamed`), the same operations in the same order.
     """
     b = ctx.b
     lhs, rhs = node.inputs
@@ -129,6 +133,12 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
     # 16-bit floats accumulate in a float32 register (the axpy form would round every partial sum)
     dot_form = not rf or (rhs.ndim - 1) in rc or u.mem_type(out.dtype) is u.I16
     reassociate = jit.reassociation_is_per_element(kshape)
+    width = ctx.streamed(out)
+    t = u.mem_type(out.dtype)
+    if (width is not None and not dot_form and t is u.reg_type(out.dtype)
+            and 0 < prod(nshape) * u.type_bytes(t) <= STREAM_ROW_BYTES):
+        _axpy_streamed(ctx, node, width, operand_index, (lb, lf, lc), (rb, rf, rc), (bshape, mshape, nshape, kshape))
+        return
     with u.loop_nest(b, bshape + mshape, "bm") as bm:
         bi, mi = bm[:len(bshape)], bm[len(bshape):]
         if dot_form:
@@ -149,6 +159,65 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
                     y = ctx.load(rhs, operand_index(rhs, bi, ni, ki, rb, rf, rc))
                     o = Index(out.shape, dims=bi + mi + ni)
                     ctx.store(out, o, _mul_add(b, ctx.load(out, o), x, y, False))
+
+
+STREAM_ROW_BYTES = 1 << 12  # the scratch rows of a streamed output: a few KiB, in L1
+
+
+def _axpy_streamed(ctx: KernelContext, node: Node, width: int, operand_index, laxes, raxes, shapes) -> None:
+    """The axpy form for a large output written once (`KernelContext.streamed`): rows of the
+    output (one per batch and lhs free index) are computed in a stack scratch block of up to
+    `STREAM_ROW_BYTES` -- zeroed, then ``fma(x, y, acc)`` for each k in order, exactly as the
+    plain form does in the output -- and each block is copied out with non-temporal stores
+    (`irutil.stream_copy`), so every output line is written once, in full, past the cache."""
+    b = ctx.b
+    lhs, rhs = node.inputs
+    out = node.out
+    bshape, mshape, nshape, kshape = shapes
+    t = u.mem_type(out.dtype)
+    n = prod(nshape)
+    rows = prod(bshape) * prod(mshape)
+    es = u.type_bytes(t)  # memory and register types are the same (floats, int32/64)
+    per = max(1, STREAM_ROW_BYTES // (n * es))  # rows per scratch block
+    fn = b.function
+    with b.goto_block(fn.entry_basic_block):
+        if fn.entry_basic_block.instructions:
+            b.position_before(fn.entry_basic_block.instructions[0])
+        scratch = b.alloca(t, size=u.i64(per * n), name="rows")
+        scratch.align = width
+    zero = u.const(t, 0)
+
+    def cell(r_local, ni):
+        at = u.iadd(b, u.imul(b, r_local, n), Index(nshape, dims=ni).linear(b))
+        return b.gep(scratch, [at], inbounds=True, source_etype=t)
+
+    def load(p):
+        return b.load(p, typ=t, align=es)
+
+    def store(p, x):
+        b.store(x, p, align=es)
+
+    blocks = -(-rows // per)
+    with u.for_range(b, blocks, "blk", unroll=False) as blk:
+        r0 = u.imul(b, blk, per)
+        left = b.sub(u.i64(rows), r0)
+        count = b.select(b.icmp_signed("<", left, u.i64(per)), left, u.i64(per))
+        with u.for_range(b, count, "row", unroll=False) as rr:
+            bm = Index(bshape + mshape, linear=b.add(r0, rr)).dims(b)
+            bi, mi = bm[:len(bshape)], bm[len(bshape):]
+            once = prod(kshape) == 1  # an outer product: fma(x, y, 0) stored once, nothing reloaded
+            if not once:
+                with u.loop_nest(b, nshape, "z") as ni:
+                    store(cell(rr, ni), zero)
+            with u.loop_nest(b, kshape, "k") as ki:
+                x = ctx.load(lhs, operand_index(lhs, bi, mi, ki, *laxes))
+                with u.loop_nest(b, nshape, "n") as ni:
+                    y = ctx.load(rhs, operand_index(rhs, bi, ni, ki, *raxes))
+                    p = cell(rr, ni)
+                    store(p, _mul_add(b, zero if once else load(p), x, y, False))
+        dst = b.gep(ctx.buffers[out], [u.imul(b, r0, n)], inbounds=True, source_etype=t)
+        u.stream_copy(b, dst, scratch, u.imul(b, count, n), t, width)
+    u.store_fence(b)
 
 
 # --- BLAS ------------------------------------------------------------------------------------------

@@ -554,7 +554,10 @@ def _disk_key(graph: Graph) -> str:
         settings.append(f"{name}={getattr(loaded, name) if loaded is not None else default}")
     # whether the entry is threaded (`_chunks`), and which BLAS `dot.find_blas` finds: numpy's own
     blas = "off" if os.environ.get("TENSORPLAY_NO_BLAS") else f"numpy {np.__version__} {os.path.dirname(np.__file__)}"
-    options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} " + " ".join(settings))
+    from .irutil import streaming  # which outputs get non-temporal stores: the host's cache size
+
+    options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} stream={streaming()} "
+               + " ".join(settings))
     return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
 
 

@@ -329,3 +329,133 @@ def alloca_at_entry(b: ir.IRBuilder, t: ir.Type, name: str = "", init: ir.Value 
         if init is not None:
             b.store(init, slot)
         return slot
+
+
+# --- streaming (non-temporal) stores ---------------------------------------------------------------
+# A large output written once and not read again by the executable gains nothing from the cache: a
+# regular store first reads the line it writes (write-allocate), doubling the memory traffic, and
+# evicts data that is still wanted. Non-temporal stores write whole lines past the cache. They are
+# weakly ordered, so a kernel that issues them ends with an `sfence` (a `fence seq_cst` would be an
+# mfence; `release`/`acq_rel` fences emit nothing on x86 and do not order them).
+_STREAM: list = []  # [(min bytes or None, vector bytes or None)], worked out once
+
+
+def _cache_bytes(level: int) -> int | None:
+    """Size of one core's level-`level` data or unified cache as the host reports it, or None."""
+    import glob
+    import os
+
+    for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        try:
+            with open(os.path.join(d, "level")) as f:
+                lvl = int(f.read())
+            with open(os.path.join(d, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(d, "size")) as f:
+                size = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if lvl == level and kind in ("Data", "Unified"):
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:].upper(), 1)
+            digits = size[:-1] if size[-1:].isalpha() else size
+            if digits.isdigit() and int(digits) > 0:
+                return int(digits) * scale
+    name = f"SC_LEVEL{level}_{'D' if level == 1 else ''}CACHE_SIZE"
+    try:
+        size = os.sysconf(name) if name in os.sysconf_names else 0
+    except (OSError, ValueError):
+        size = 0
+    return size if size > 0 else None
+
+
+def streaming() -> tuple[int | None, int | None]:
+    """``(min bytes, vector bytes)`` of streaming stores on this host: graph outputs of at least `min
+    bytes` are written with non-temporal vector stores of `vector bytes` (32 with AVX, 16 with SSE2);
+    ``(None, None)`` where the target has none (not x86-64) or no cache size is known.
+
+    The threshold is the size of one core's L2 cache (what the host reports): a result larger
+    than that leaves the core's own cache before anyone reads it. ``TENSORPLAY_STREAM_MIN_BYTES``
+    overrides it (a number of bytes; ``off`` never streams). Part of the disk-cache key.
+
+    >>> lo, width = streaming()
+    >>> lo is None or (lo > 0 and width in (16, 32))
+    True
+    """
+    if not _STREAM:
+        import os
+
+        from . import jit
+
+        e = jit.engine()
+        width = None
+        if e.tm.triple.startswith(("x86_64", "amd64")):
+            width = 32 if "+avx," in e.features + "," else 16
+        env = os.environ.get("TENSORPLAY_STREAM_MIN_BYTES", "").strip().lower()
+        if env in ("off", "none", "no"):
+            lo = None
+        elif env:
+            try:
+                lo = max(1, int(env))
+            except ValueError:
+                raise ValueError(f"TENSORPLAY_STREAM_MIN_BYTES must be a number of bytes or 'off', "
+                                 f"got {env!r}") from None
+        else:
+            lo = _cache_bytes(2)
+        _STREAM.append((lo, width) if lo is not None and width is not None else (None, None))
+    return _STREAM[0]
+
+
+def reset_streaming() -> None:
+    """Forget the streaming settings (tests change TENSORPLAY_STREAM_MIN_BYTES)."""
+    _STREAM.clear()
+
+
+def nontemporal(instr: ir.Instruction) -> ir.Instruction:
+    """Mark a store ``!nontemporal`` (a hint: the values stored are the same)."""
+    m = instr.parent.parent.module
+    instr.set_metadata("nontemporal", m.add_metadata([ir.Constant(I32, 1)]))
+    return instr
+
+
+def store_fence(b: ir.IRBuilder) -> None:
+    """``sfence``: the kernel's non-temporal stores are ordered before anything after it."""
+    m = b.module
+    fn = m.globals.get("llvm.x86.sse.sfence") or ir.Function(m, ir.FunctionType(VOID, []), "llvm.x86.sse.sfence")
+    b.call(fn, [])
+
+
+def type_bytes(t: ir.Type) -> int:
+    """Bytes of one element of memory type `t`."""
+    return {I8: 1, I16: 2, I32: 4, I64: 8, F32: 4, F64: 8}[t]
+
+
+def stream_copy(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, count: ir.Value, t: ir.Type, width: int) -> None:
+    """Copy `count` elements of memory type `t` from `src` (a scratch buffer, read through the
+    cache) to `dst` with non-temporal stores: scalar ones (``movnti``; plain stores for elements of
+    under 4 bytes) until `dst` is `width`-byte aligned, then `width`-byte vectors, then scalar
+    ones for the tail. Bits are copied as integers. The caller ends the kernel with `store_fence`."""
+    es = type_bytes(t)
+    it = ir.IntType(8 * es)
+    lanes = width // es
+    vt = ir.VectorType(it, lanes)
+    count = i64(count) if isinstance(count, int) else count
+    addr = b.ptrtoint(dst, I64)
+    head = b.lshr(b.and_(b.sub(i64(0), addr), i64(width - 1)), i64(es.bit_length() - 1))
+    aligned = b.icmp_unsigned("==", b.and_(addr, i64(es - 1)), i64(0))
+    head = b.select(aligned, head, count)  # an element-misaligned destination: every store scalar
+    head = b.select(b.icmp_unsigned("<", head, count), head, count)
+
+    def scalar(lo, hi, name):
+        with for_range(b, hi, name, start=lo, unroll=False) as i:
+            x = b.load(b.gep(src, [i], inbounds=True, source_etype=it), typ=it, align=es)
+            st = b.store(x, b.gep(dst, [i], inbounds=True, source_etype=it), align=es)
+            if es >= 4:
+                nontemporal(st)
+
+    scalar(i64(0), head, "nt.head")
+    vectors = b.udiv(b.sub(count, head), i64(lanes))
+    with for_range(b, vectors, "nt.vec", unroll=False) as j:
+        i = b.add(head, b.mul(j, i64(lanes)))
+        x = b.load(b.gep(src, [i], inbounds=True, source_etype=it), typ=vt, align=es)
+        nontemporal(b.store(x, b.gep(dst, [i], inbounds=True, source_etype=it), align=width))
+    scalar(b.add(head, b.mul(vectors, i64(lanes))), count, "nt.tail")

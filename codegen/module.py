@@ -193,7 +193,9 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
     codes: dict[Node, int] = {}
     for i, (n, _) in enumerate(coded_nodes(graph, kernels)):
         codes.setdefault(n, i + 1)
-    fns = _emit_kernels(module, kernels, prefix, ranged, codes)
+    read = {v for k in kernels for v in k.inputs}
+    fns = _emit_kernels(module, kernels, prefix, ranged, codes,
+                        final=frozenset(v for v in graph.outputs if v not in read and v not in graph.inputs))
 
     entry_name = f"{prefix}_entry"
     n_args = len(graph.inputs) + len(plan.out_values) + (1 if plan.arena_bytes else 0)
@@ -258,17 +260,20 @@ def _wanted(outs, pos: int) -> bool:
 
 
 def _emit_kernels(module: ir.Module, kernels: list[Kernel], prefix: str, ranged: bool,
-                  codes: dict, top: bool = True, fns: dict | None = None) -> dict[int, ir.Function]:
+                  codes: dict, top: bool = True, fns: dict | None = None,
+                  final: frozenset = frozenset()) -> dict[int, ir.Function]:
     """One function per kernel of this scope and, under each control step, of its regions
     (named by their path: ``k3_scan_body_k0_add``); keyed by the kernel's id. `top`: this scope
-    runs once per call (a region's kernels may run many times: never optimised for size)."""
+    runs once per call (a region's kernels may run many times: never optimised for size). `final`:
+    the graph outputs no kernel reads (`KernelContext.streamed`; a region's values are never final)."""
     fns = {} if fns is None else fns
     for k in kernels:
         if isinstance(k, Control):
             for name, sc in k.regions.items():
                 _emit_kernels(module, sc.steps, f"{prefix}_{k.name}_{name}", False, codes, False, fns)
         elif id(k) not in fns:  # a region several control steps share is scheduled once: emit it once
-            fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes, top and optimised_for_size(k))
+            fns[id(k)] = _emit_kernel(module, k, f"{prefix}_{k.name}", ranged, codes, top and optimised_for_size(k),
+                                      final)
     return fns
 
 
@@ -408,7 +413,7 @@ def optimised_for_size(k: Kernel) -> bool:
 
 
 def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: dict,
-                 small: bool = False) -> ir.Function:
+                 small: bool = False, final: frozenset = frozenset()) -> ir.Function:
     params = k.inputs + k.outputs
     fn = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR] * (len(params) + 1) + [u.I64] * (2 if ranged else 0)),
                      name)
@@ -422,7 +427,8 @@ def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: d
     for a in fn.args[:len(params) + 1]:
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    ctx = KernelContext(b, k, dict(zip(params, fn.args)), status=fn.args[len(params)], codes=codes)
+    ctx = KernelContext(b, k, dict(zip(params, fn.args)), status=fn.args[len(params)], codes=codes,
+                        final=final)
     bounds = fn.args[len(params) + 1:] if ranged else None
 
     def body() -> None:

@@ -10,8 +10,9 @@
    and the serial chunked map. Compiled code releases the GIL; each chunk's executable runs
    single-threaded (`codegen.executable.serial_calls`) and BLAS is pinned to one thread by the
    harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more. Notes: the GIL
-   probe, the serial part from CPU times (Amdahl's bound), and 1 vs 2 threads when every result
-   is kept (so that no map reuses the output memory of a dropped one).
+   probe, the serial part from CPU times (Amdahl's bound), 1 vs 2 threads when every result
+   is kept (so that no map reuses the output memory of a dropped one), and the chunk kernels
+   alone with streaming vs regular stores next to numpy's write bandwidth, 1 vs 2 threads.
 2. dask: the same chunks on a `LocalCluster(n_workers=2, processes=True, threads_per_worker=1)`
    (its executor made with `pure=False`) against a 2-thread pool, at chunk_size 128 and B/2, for
    the per-sample *parameter* gradients of (1), whose result (B x 22,026 floats = 90 MB) must
@@ -106,6 +107,83 @@ def fresh_memory_note(args) -> str:
     return (f"results kept (fresh output memory every map, median of {len(times[1])}): 1 thread {1e3 * m[1][0]:.2f} ms "
             f"(cpu {1e3 * m[1][1]:.2f}), 2 threads {1e3 * m[2][0]:.2f} ms (cpu {1e3 * m[2][1]:.2f}): "
             f"{m[1][0] / m[2][0]:.2f}x")
+
+
+def stores_note(args) -> str:
+    """The chunk kernels alone, into the map's 90 MB output block, on 1 and on 2 threads (each
+    thread taking every other chunk), compiled with streaming (non-temporal) stores and with
+    regular ones (`TENSORPLAY_STREAM_MIN_BYTES=off`), interleaved; and the VM's memory write
+    bandwidth for reference: numpy filling a block of the same size on 1 and 2 threads."""
+    import statistics
+    import threading
+    import time
+
+    from tensorplay.codegen import irutil
+    from tensorplay.codegen.executable import Executable, serial_calls
+    from tensorplay.func import _chunks
+
+    w = _workload(args)
+    seen: list = []
+    run_here = _chunks.run_here
+    _chunks.run_here = lambda program, arrays, placement=None: (
+        seen.append((program, [np.array(a) for a in arrays])), run_here(program, arrays, placement))[1]
+    try:
+        with ThreadPoolExecutor(1) as one:
+            w.psg(chunk_size=w.chunk, executor=one)(w.params, w.x, w.y)
+    finally:
+        _chunks.run_here = run_here
+    program, arrays = seen[0]
+    graph = program.graph()
+    before = os.environ.get("TENSORPLAY_STREAM_MIN_BYTES")
+    exes = {}
+    try:
+        for name, value in (("streaming", before or ""), ("regular", "off")):
+            os.environ["TENSORPLAY_STREAM_MIN_BYTES"] = value
+            irutil.reset_streaming()
+            exes[name] = Executable(graph)
+    finally:
+        if before is None:
+            os.environ.pop("TENSORPLAY_STREAM_MIN_BYTES", None)
+        else:
+            os.environ["TENSORPLAY_STREAM_MIN_BYTES"] = before
+        irutil.reset_streaming()
+    n_chunks = max(1, w.batch // w.chunk)
+    blocks = [np.zeros((n_chunks * v.type.shape[0],) + v.type.shape[1:], v.dtype.np) for v in graph.outputs]
+    nbytes = sum(b.nbytes for b in blocks)
+    fill = np.zeros(nbytes // 4, np.float32)
+
+    def timed(threads: int, work) -> float:
+        ts = [threading.Thread(target=work, args=(k, threads)) for k in range(threads)]
+        t0 = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return time.perf_counter() - t0
+
+    def chunks(exe):
+        def work(k, threads):
+            with serial_calls():
+                for i in range(k, n_chunks, threads):
+                    exe(*arrays, out=[b[i * w.chunk:(i + 1) * w.chunk] for b in blocks])
+        return work
+
+    def filler(k, threads):
+        step = -(-fill.size // threads)
+        fill[k * step:(k + 1) * step].fill(1.5)
+
+    cases = {(name, th): chunks(exe) for name, exe in exes.items() for th in (1, 2)}
+    cases.update({("numpy fill", th): filler for th in (1, 2)})
+    times: dict = {key: [] for key in cases}
+    for _ in range(3 if args.quick else 15):
+        for (name, th), work in cases.items():
+            times[(name, th)].append(timed(th, work))
+    m = {key: statistics.median(v) for key, v in times.items()}
+    parts = [f"{name} {1e3 * m[(name, 1)]:.2f} / {1e3 * m[(name, 2)]:.2f} ms ({m[(name, 1)] / m[(name, 2)]:.2f}x; "
+             f"{nbytes / m[(name, 1)] / 1e9:.1f} / {nbytes / m[(name, 2)] / 1e9:.1f} GB/s)"
+             for name in ("streaming", "regular", "numpy fill")]
+    return (f"chunk kernels alone, {n_chunks} chunks into the {nbytes / 1e6:.0f} MB output block, 1 / 2 threads "
+            f"(medians of {len(times[('regular', 1)])}): " + "; ".join(parts))
 
 
 def gil_probe(args) -> str:
@@ -428,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(gil_probe(args))
         notes.append(serial_probe(args))
         notes.append(fresh_memory_note(args))
+        notes.append(stores_note(args))
     if "dask" in args.parts:
         result = dask_suite(args)
         (suites if isinstance(result, H.Suite) else notes).append(result)
