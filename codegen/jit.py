@@ -566,9 +566,9 @@ def unpack_images(data: bytes) -> list[bytes]:
     """The object images `pack_images` packed (ValueError if the container is malformed)."""
     if not data.startswith(_IMAGES):
         return [data]
-    (n,) = struct.unpack_from("<Q", data, len(_IMAGES))
+    n = struct.unpack_from("<Q", data, len(_IMAGES))[0] if len(data) >= len(_IMAGES) + 8 else -1
     at = len(_IMAGES) + 8 + 8 * n
-    if at > len(data):
+    if n < 0 or at > len(data):
         raise ValueError("object images: malformed container")
     sizes = struct.unpack_from(f"<{n}Q", data, len(_IMAGES) + 8)
     if at + sum(sizes) != len(data):
