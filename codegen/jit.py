@@ -11,13 +11,16 @@ turning it off entirely slows column reductions 1.8x and small loop-nest product
 Interleaving stays on: without it a vectorised reduction has one accumulator and runs
 1.7x slower. (Measured 2026-11-29; tools/bench/README.md, "Notes: compiler performance work".)
 
-Every compiled graph is one LLVM module, optimised and emitted as an object file
-(`compile_ir`), then linked into its own ORC LLJIT instance (`link_object`):
-dropping the `JitModule` (`release`, or garbage collection) disposes that
-instance and frees its machine code. One LLJIT per module, rather than one
+Every compiled graph is one LLVM module, split into parts of balanced estimated cost
+(`split_module`: one per compile thread, `COMPILE_THREADS`), each parsed into its own LLVMContext,
+optimised with its own pass builder and emitted with its own TargetMachine in a thread of its own
+(`compile_ir`); llvmlite's global lock is bypassed for those calls only (`_unlocked`), so the
+threads really run at the same time (ctypes releases the GIL). The object images are linked into
+one library of its own ORC LLJIT instance (`link_object`): dropping the `JitModule` (`release`, or
+garbage collection) disposes that instance and frees its machine code. One LLJIT per module, rather than one
 library per module in a shared LLJIT, because a shared instance keeps ~9 KB
 per library that it never gives back; creating one costs about a millisecond.
-The object bytes are what the disk cache stores (`codegen.disk_cache`).
+The object images are what the disk cache stores (`codegen.disk_cache`; `pack_images`).
 
 Memory (measured 2026-12-01, tools/bench/bench_soak.py): compiling a distinct graph used to keep
 ~92 KB for good. The O3 pipeline leaked whole: llvmlite 0.50's `ModulePassManager` and
@@ -29,7 +32,7 @@ LLVMContext, disposed with it, so that the constants and types it uniques (a new
 graph is common) do not pile up in the global context. What is left is ~1.5 KB per compile:
 `LLVMPY_CreatePassBuilder` allocates a `PassInstrumentationCallbacks` that nothing deletes. A
 pass builder cannot be reused to avoid it: each run registers callbacks into it that point into
-that run's stack frame.
+that run's stack frame. That is per part: modules shorter than two `MIN_PART_LINES` stay whole.
 """
 from __future__ import annotations
 
