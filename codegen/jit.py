@@ -370,6 +370,15 @@ MIN_PART_LINES = 300
 _compile_pool: ThreadPoolExecutor | None = None
 
 
+def _forget_pool() -> None:
+    global _compile_pool
+    _compile_pool = None  # a forked child has none of the parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool(workers: int) -> ThreadPoolExecutor:
     global _compile_pool
     with _lock:

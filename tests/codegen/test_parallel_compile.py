@@ -203,3 +203,22 @@ def test_registry_kernels_compiled_in_two_parts_match_the_interpreter(tmp_path):
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     assert re.search(r"\b[1-9]\d* passed", p.stdout), p.stdout[-1000:]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_compiles_in_parts(monkeypatch, no_disk_cache):
+    _parts(monkeypatch, 2)
+    g = _mlp_grad(3)
+    args = _args(g, 5)
+    want = codegen.Executable(g)(*args)  # the parent's compile pool has a thread now
+    pid = os.fork()
+    if pid == 0:  # the child: its pool must be a new one (the parent's threads are not there)
+        code = 1
+        try:
+            codegen.clear_cache()
+            got = codegen.Executable(g)(*args)
+            code = 0 if all(a.tobytes() == b.tobytes() for a, b in zip(got, want)) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
