@@ -44,7 +44,7 @@ from . import disk_cache, jit
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this a thread hand-off costs more than it saves
-_THREADS = max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
+_THREADS = jit.default_threads()
 _pool_instance: ThreadPoolExecutor | None = None
 _serial = threading.local()  # `serial_calls`: this thread's calls run in one piece
 
@@ -151,7 +151,8 @@ class Executable:
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
                       "nodes": layout["nodes"], "kernels": self._n_kernels,
-                      "object_bytes": len(self._jit.object_code), "merged_functions": layout["merged"],
+                      "object_bytes": sum(map(len, self._jit.objects)),
+                      "llvm_parts": len(self._jit.objects), "merged_functions": layout["merged"],
                       "arena_bytes": self._arena_bytes,
                       "threads": len(self._block_chunks()) if self._blocks else max(len(self._chunks), 1)}
 

@@ -11,13 +11,16 @@ turning it off entirely slows column reductions 1.8x and small loop-nest product
 Interleaving stays on: without it a vectorised reduction has one accumulator and runs
 1.7x slower. (Measured 2026-11-29; tools/bench/README.md, "Notes: compiler performance work".)
 
-Every compiled graph is one LLVM module, optimised and emitted as an object file
-(`compile_ir`), then linked into its own ORC LLJIT instance (`link_object`):
-dropping the `JitModule` (`release`, or garbage collection) disposes that
-instance and frees its machine code. One LLJIT per module, rather than one
+Every compiled graph is one LLVM module, split into parts of balanced estimated cost
+(`split_module`: one per compile thread, `COMPILE_THREADS`), each parsed into its own LLVMContext,
+optimised with its own pass builder and emitted with its own TargetMachine in a thread of its own
+(`compile_ir`); llvmlite's global lock is bypassed for those calls only (`_unlocked`), so the
+threads really run at the same time (ctypes releases the GIL). The object images are linked into
+one library of its own ORC LLJIT instance (`link_object`): dropping the `JitModule` (`release`, or
+garbage collection) disposes that instance and frees its machine code. One LLJIT per module, rather than one
 library per module in a shared LLJIT, because a shared instance keeps ~9 KB
 per library that it never gives back; creating one costs about a millisecond.
-The object bytes are what the disk cache stores (`codegen.disk_cache`).
+The object images are what the disk cache stores (`codegen.disk_cache`; `pack_images`).
 
 Memory (measured 2026-12-01, tools/bench/bench_soak.py): compiling a distinct graph used to keep
 ~92 KB for good. The O3 pipeline leaked whole: llvmlite 0.50's `ModulePassManager` and
@@ -29,13 +32,17 @@ LLVMContext, disposed with it, so that the constants and types it uniques (a new
 graph is common) do not pile up in the global context. What is left is ~1.5 KB per compile:
 `LLVMPY_CreatePassBuilder` allocates a `PassInstrumentationCallbacks` that nothing deletes. A
 pass builder cannot be reused to avoid it: each run registers callbacks into it that point into
-that run's stack frame.
+that run's stack frame. That is per part: modules shorter than two `MIN_PART_LINES` stay whole.
 """
 from __future__ import annotations
 
+import ctypes
+import os
 import re
+import struct
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -78,14 +85,30 @@ class _Engine:
             llvm.set_option("tensorplay", option)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
+        self.target = llvm.Target.from_triple(llvm.get_process_triple())
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=CODEGEN_OPT,
-                                               codemodel="jitdefault")
+        self.tm = self.new_target_machine()  # triple, data layout, assembly; module parts take their own
+        self._free_machines: list = []  # target machines not in use by a compiling thread
         self.count = 0
         self.imports: dict[str, int] = {}  # symbols of libraries loaded for compiled code
         self.libraries: dict[str, tuple[str, ...]] = {}  # path -> those symbols (a disk-cache entry lists them)
+
+    def new_target_machine(self):
+        return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=CODEGEN_OPT,
+                                                 codemodel="jitdefault")
+
+    def take_machine(self):
+        """A target machine for one thread's use (LLVM's TargetMachine is not shared by threads that
+        emit at the same time); give it back with `give_machine`."""
+        with _lock:
+            if self._free_machines:
+                return self._free_machines.pop()
+        return self.new_target_machine()
+
+    def give_machine(self, tm) -> None:
+        with _lock:
+            self._free_machines.append(tm)
 
     def pipeline(self, speed_level: int = 3):
         pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
@@ -124,20 +147,30 @@ def host_fingerprint() -> str:
 
 @dataclass
 class JitModule:
-    """Machine code living in its own LLJIT: function addresses, object bytes and optimised IR."""
+    """Machine code living in its own LLJIT: function addresses, object images and optimised IR (of
+    every part, one after the other)."""
 
     addresses: dict[str, int]
     llvm_ir: str
-    object_code: bytes
+    objects: list[bytes]
     timings: dict[str, float] = field(default_factory=dict)
     merged: int = 0  # internal functions merged into an identical one (`merge_identical_functions`)
     _jit: object = None
     _tracker: object = None
 
+    @property
+    def object_code(self) -> bytes:
+        """The object images as one byte string (`pack_images`): what the disk cache stores."""
+        return pack_images(self.objects)
+
     def asm(self) -> str:
-        """Host assembly of the optimised module (re-emitted on demand)."""
-        with _parsed(self.llvm_ir) as mod, _lock:
-            return engine().tm.emit_assembly(mod)
+        """Host assembly of the optimised module (re-emitted on demand, part by part)."""
+        out = []
+        for part in re.split(r"(?m)^(?=; ModuleID)", self.llvm_ir):
+            if part.strip():
+                with _parsed(part) as mod, _lock:
+                    out.append(engine().tm.emit_assembly(mod))
+        return "\n".join(out)
 
     def release(self) -> None:
         """Free the machine code; its function addresses become invalid."""
@@ -160,7 +193,7 @@ class _parsed:
     def __enter__(self):
         self.context = llvm.create_context()
         try:
-            self.module = llvm.parse_assembly(self.text, context=self.context)
+            self.module = _parse_unlocked(self.text, self.context)
         except BaseException:
             self.context.close()
             raise
@@ -183,20 +216,68 @@ def _dispose_pass_manager(pm) -> None:
     pm.detach()
 
 
-def run_pipeline(mod, speed_level: int | None = None) -> None:
+def run_pipeline(mod, speed_level: int | None = None, tm=None) -> None:
     """Run the default pipeline of `speed_level` (`SPEED_LEVEL`, O2 + vectorisers, by default) over
-    `mod`, then free the pass builder and pass manager."""
+    `mod` for target machine `tm` (the engine's by default), then free the pass builder and pass
+    manager. The run itself does not hold llvmlite's global lock (`_unlocked`): threads optimising
+    modules of their own contexts with their own target machines run at the same time."""
     speed_level = SPEED_LEVEL if speed_level is None else speed_level
     e = engine()
     pto = e.pipeline(speed_level)
-    pb = llvm.create_pass_builder(e.tm, pto)
+    pb = llvm.create_pass_builder(tm if tm is not None else e.tm, pto)
     pm = pb.getModulePassManager()
     try:
-        pm.run(mod, pb)
+        _unlocked("LLVMPY_RunNewModulePassManager")(pm, mod, pb)
     finally:
         _dispose_pass_manager(pm)
         pb.close()
         pto.close()
+
+
+def _unlocked(name: str):
+    """The ctypes function `name` of libllvmlite without llvmlite's global lock.
+
+    llvmlite wraps every C call in one process-wide lock (`ffi.lib`), so threads compiling at the same
+    time would take turns even though ctypes releases the GIL. LLVM itself allows concurrent work on
+    distinct LLVMContexts with distinct target machines, which is how module parts are compiled
+    (`compile_ir`): only parsing, verifying, optimising, printing and emitting a part's own module go
+    through here. Falls back to the locked function if llvmlite's wrapper changes."""
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
+
+
+def _parse_unlocked(text: str, context):
+    errmsg = ffi.OutputString()
+    with errmsg:
+        raw = _unlocked("LLVMPY_ParseAssembly")(context, ctypes.c_char_p(text.encode()), errmsg)
+        mod = llvm.ModuleRef(raw, context)
+        if errmsg:
+            mod.close()
+            raise RuntimeError(f"LLVM IR parsing error\n{errmsg}")
+    return mod
+
+
+def _verify_unlocked(mod) -> None:
+    with ffi.OutputString() as msg:
+        if _unlocked("LLVMPY_VerifyModule")(mod, msg):
+            raise RuntimeError(str(msg))
+
+
+def _print_unlocked(mod) -> str:
+    with ffi.OutputString() as out:
+        _unlocked("LLVMPY_PrintModuleToString")(mod, out)
+        return str(out)
+
+
+def _emit_unlocked(tm, mod) -> bytes:
+    with ffi.OutputString() as err:
+        mb = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+        if not mb:
+            raise RuntimeError(str(err))
+    try:
+        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(mb), ffi.lib.LLVMPY_GetBufferSize(mb))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
 
 
 _DEFINE = re.compile(r'^define internal [^\n]*?@"([^"]+)"\(', re.MULTILINE)
@@ -270,33 +351,258 @@ def merge_identical_functions(text: str) -> tuple[str, int]:
     return text, removed
 
 
-def compile_ir(text: str, symbols: list[str], speed_level: int | None = None) -> JitModule:
-    """Merge identical internal functions (`merge_identical_functions`), parse, verify and
-    optimise `text`, emit its object code and link it; return the addresses of `symbols`.
-    Timings: parse (+verify, + the merge), llvm_opt, codegen (object code), link."""
+def default_threads() -> int:
+    """Threads the codegen uses, to run kernels and to compile: TENSORPLAY_NUM_THREADS, else the CPU
+    count (at most 8); 1 on one core.
+
+    >>> default_threads() >= 1
+    True
+    """
+    return max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
+
+
+# Threads compiling one module's parts (`compile_ir`); tests and benchmarks may set it.
+COMPILE_THREADS = default_threads()
+# A part is worth a thread from this many lines of unoptimised IR on (parsing the declarations and
+# metadata every part repeats, a pass builder and a thread hand-off cost ~1-2 ms; each part also
+# keeps ~1.5 KB of llvmlite's pass instrumentation, see the module docstring).
+MIN_PART_LINES = 300
+_compile_pool: ThreadPoolExecutor | None = None
+
+
+def _forget_pool() -> None:
+    global _compile_pool
+    _compile_pool = None  # a forked child has none of the parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    global _compile_pool
+    with _lock:
+        if _compile_pool is None or _compile_pool._max_workers < workers:
+            old, _compile_pool = _compile_pool, ThreadPoolExecutor(max_workers=workers,
+                                                                   thread_name_prefix="tensorplay-llvm")
+            if old is not None:
+                old.shutdown(wait=False)
+        return _compile_pool
+
+
+@dataclass
+class _Function:
+    name: str
+    text: str
+    refs: set[str]
+
+    @property
+    def cost(self) -> int:
+        return self.text.count("\n")
+
+
+_NAME = re.compile(r'@"([^"]+)"')
+_DEFINE_NAME = re.compile(r'^define [^\n]*?@"([^"]+)"\(')
+
+
+def _module_items(text: str):
+    """(header lines, {global name: line}, declarations, [_Function], metadata lines) of a module
+    printed by llvmlite, or None if some top-level line is not of a kind this knows."""
+    header, globals_, decls, funcs, meta = [], {}, [], [], []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("define "):
+            try:
+                j = lines.index("}", i)
+            except ValueError:
+                return None
+            m = _DEFINE_NAME.match(line)
+            if m is None:
+                return None
+            body = "\n".join(lines[i:j + 1])
+            funcs.append(_Function(m.group(1), body, set(_NAME.findall(body)) - {m.group(1)}))
+            i = j + 1
+            continue
+        if line.startswith("declare "):
+            decls.append(line)
+        elif line.startswith('@"'):
+            m = _NAME.match(line)
+            globals_[m.group(1)] = line
+        elif line.startswith("!"):
+            meta.append(line)
+        elif line.startswith(("; ModuleID", "target ", "source_filename")):
+            header.append(line)
+        elif line.strip():
+            return None
+        i += 1
+    return header, globals_, decls, funcs, meta
+
+
+def split_module(text: str, parts: int) -> list[str]:
+    r"""`text` (one module, after `merge_identical_functions`) as `parts` modules of balanced
+    estimated cost (lines of IR) that link into the same program, or fewer when there are fewer
+    functions; ``[text]`` unchanged if it holds a construct this does not know.
+
+    Every internal function becomes external (a part may call a kernel another part defines, through
+    a declaration), whatever `parts` is, so that each function is optimised and emitted the same way
+    alone or beside the others: its machine code does not depend on the split. Each part repeats
+    the declarations and metadata, and the constants its functions use (private, so each part has
+    its own copy).
+
+    >>> f = 'define internal void @"k{0}"()\n{{\nentry:\n  ret void\n}}\n'
+    >>> text = f.format(0) + f.format(1) + 'define void @"e"()\n{\n  call void @"k0"()\n  call void @"k1"()\n  ret void\n}\n'
+    >>> [p.count("define ") for p in split_module(text, 2)], "internal" in "".join(split_module(text, 1))
+    ([1, 2], False)
+    """
+    items = _module_items(text)
+    if items is None:
+        return [text]
+    header, globals_, decls, funcs, meta = items
+    for f in funcs:
+        if f.text.startswith("define internal "):
+            f.text = "define " + f.text[len("define internal "):]
+    parts = max(1, min(parts, len(funcs)))
+    load = [0] * parts
+    owner: dict[str, int] = {}
+    for f in sorted(funcs, key=lambda f: -f.cost):  # longest first, each to the least loaded part
+        p = load.index(min(load))
+        owner[f.name] = p
+        load[p] += f.cost
+    defined = {f.name: f for f in funcs}
+    out = []
+    for p in range(parts):
+        mine = [f for f in funcs if owner[f.name] == p]
+        refs = set().union(*(f.refs for f in mine)) if mine else set()
+        used_globals, todo = [], [r for r in refs if r in globals_]
+        seen = set(todo)
+        while todo:  # constants may refer to constants
+            g = todo.pop()
+            used_globals.append(g)
+            for r in _NAME.findall(globals_[g].split("=", 1)[1]):
+                if r in globals_ and r not in seen:
+                    seen.add(r)
+                    todo.append(r)
+        external = ["declare " + defined[r].text.split("\n", 1)[0][len("define "):]
+                    for r in sorted(refs) if r in defined and owner[r] != p]
+        out.append("\n".join([*header, "", *(globals_[g] for g in sorted(used_globals)), *decls, *external,
+                              "", *(f.text + "\n" for f in mine), *meta, ""]))
+    return out
+
+
+@dataclass
+class _PartResult:
+    obj: bytes
+    llvm_ir: str
+    parse: float
+    llvm_opt: float
+    codegen: float
+    cpu: float
+
+
+def _compile_part(text: str, speed_level: int | None) -> _PartResult:
+    """Parse, verify, optimise and emit one module in its own context with its own target machine."""
+    c0 = time.thread_time()
+    t0 = time.perf_counter()
+    e = engine()
+    tm = e.take_machine()
+    try:
+        with _parsed(text) as mod:
+            _verify_unlocked(mod)
+            t1 = time.perf_counter()
+            run_pipeline(mod, speed_level, tm)
+            t2 = time.perf_counter()
+            obj = _emit_unlocked(tm, mod)
+            optimised = _print_unlocked(mod)
+    finally:
+        e.give_machine(tm)
+    t3 = time.perf_counter()
+    return _PartResult(obj, optimised, t1 - t0, t2 - t1, t3 - t2, time.thread_time() - c0)
+
+
+def compile_parts(text: str) -> int:
+    r"""How many parts `compile_ir` splits `text` into by default: one per compile thread
+    (`COMPILE_THREADS`), but none shorter than `MIN_PART_LINES` lines.
+
+    >>> compile_parts('define void @"f"()\n{\n}\n')
+    1
+    """
+    return max(1, min(COMPILE_THREADS, text.count("\n") // MIN_PART_LINES))
+
+
+def compile_ir(text: str, symbols: list[str], speed_level: int | None = None,
+               parts: int | None = None) -> JitModule:
+    """Merge identical internal functions (`merge_identical_functions`), split the module into
+    `parts` modules (`split_module`; default `compile_parts(text)`), and parse, verify, optimise
+    and emit each one in a thread of its own; link the object images into one LLJIT and return the
+    addresses of `symbols`. The results do not depend on `parts` (tests/codegen/test_parallel_compile.py).
+
+    Timings: parse (the merge and split, and the first part's parse + verify), llvm_opt (the first
+    part's optimiser), codegen (the rest, until every part is emitted), link; llvm_cpu (thread CPU
+    time of all parts) and parts."""
     t0 = time.perf_counter()
     text, merged = merge_identical_functions(text)
-    with _parsed(text) as mod:
-        mod.verify()
-        t1 = time.perf_counter()
-        run_pipeline(mod, speed_level)
-        t2 = time.perf_counter()
-        with _lock:  # one TargetMachine emits for every thread
-            obj = engine().tm.emit_object(mod)
-        optimised = str(mod)
+    parts = compile_parts(text) if parts is None else max(1, parts)
+    texts = split_module(text, parts)
+    pending = [_pool(len(texts) - 1).submit(_compile_part, t, speed_level) for t in texts[1:]] if len(texts) > 1 else []
+    ts = time.perf_counter()
+    first = _compile_part(texts[0], speed_level)
+    results = [first] + [f.result() for f in pending]
     t3 = time.perf_counter()
-    jm = link_object(obj, symbols, optimised)
-    jm.timings.update(parse=t1 - t0, llvm_opt=t2 - t1, codegen=t3 - t2)
+    jm = link_object([r.obj for r in results], symbols, "\n".join(r.llvm_ir for r in results))
+    jm.timings.update(parse=ts - t0 + first.parse, llvm_opt=first.llvm_opt,
+                      codegen=t3 - ts - first.parse - first.llvm_opt,
+                      llvm_cpu=sum(r.cpu for r in results), parts=len(texts))
     jm.merged = merged
     return jm
 
 
-def link_object(obj: bytes, symbols: list[str], llvm_ir: str = "") -> JitModule:
-    """Load object code (from `compile_ir` or the disk cache) into a fresh LLJIT."""
+_IMAGES = b"TPIMAGES"
+
+
+def pack_images(images: list[bytes]) -> bytes:
+    r"""Object images as one byte string: the image itself when there is one, else a small container
+    (`unpack_images` reads both; an ELF object starts with b"\x7fELF", never with the container's tag).
+
+    >>> unpack_images(pack_images([b"a", b"bc"])), unpack_images(pack_images([b"\x7fELF"]))
+    ([b'a', b'bc'], [b'\x7fELF'])
+    """
+    if len(images) == 1:
+        return bytes(images[0])
+    head = _IMAGES + struct.pack(f"<Q{len(images)}Q", len(images), *map(len, images))
+    return head + b"".join(images)
+
+
+def unpack_images(data: bytes) -> list[bytes]:
+    """The object images `pack_images` packed (ValueError if the container is malformed)."""
+    if not data.startswith(_IMAGES):
+        return [data]
+    n = struct.unpack_from("<Q", data, len(_IMAGES))[0] if len(data) >= len(_IMAGES) + 8 else -1
+    at = len(_IMAGES) + 8 + 8 * n
+    if n < 0 or at > len(data):
+        raise ValueError("object images: malformed container")
+    sizes = struct.unpack_from(f"<{n}Q", data, len(_IMAGES) + 8)
+    if at + sum(sizes) != len(data):
+        raise ValueError("object images: malformed container")
+    out = []
+    for size in sizes:
+        out.append(data[at:at + size])
+        at += size
+    return out
+
+
+def link_object(obj: bytes | list[bytes], symbols: list[str], llvm_ir: str = "") -> JitModule:
+    """Load object code (from `compile_ir` or the disk cache: one image, a list of them, or
+    `pack_images` of a list) into a fresh LLJIT, all images into one library."""
     e = engine()
     t0 = time.perf_counter()
+    images = unpack_images(bytes(obj)) if isinstance(obj, (bytes, bytearray, memoryview)) else list(obj)
     lljit = llvm.create_lljit_compiler()
-    builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+    builder = llvm.JITLibraryBuilder()
+    for image in images:
+        builder.add_object_img(image)
+    builder.add_current_process()
     for name, address in e.imports.items():
         builder.import_symbol(name, address)
     for s in symbols:
@@ -305,7 +611,7 @@ def link_object(obj: bytes, symbols: list[str], llvm_ir: str = "") -> JitModule:
         e.count += 1
         tracker = builder.link(lljit, f"tp{e.count}")
     addresses = {s: tracker[s] for s in symbols}
-    return JitModule(addresses, llvm_ir, bytes(obj), {"link": time.perf_counter() - t0}, lljit, tracker)
+    return JitModule(addresses, llvm_ir, [bytes(i) for i in images], {"link": time.perf_counter() - t0}, lljit, tracker)
 
 
 def load_library(path: str, symbols: list[str] = ()) -> None:

@@ -15,6 +15,11 @@ Part 1, time to first result of the MLP 784-256-256-10 loss + gradient (batch 64
   the other rows are medians over `--samples` warm compiles, with tensorplay's time split
   by phase (from `Executable.stats`) and jax's from its AOT API (trace / lower / compile).
 
+`--compile-threads 1,2` compiles each warm sample once per thread count (`codegen.jit.COMPILE_THREADS`:
+LLVM compiles a graph's module as that many parts in parallel threads), interleaved, one row each;
+the cold sample uses the first count. Default: the codegen's own count (TENSORPLAY_NUM_THREADS or
+the cores).
+
 Part 1b, the same for conv2d (3->16, 3x3, padding 1) + relu + max_pool2d(2) + sum, gradient
 with respect to the weight and bias, batch 8 (then 9, 10, ...), 32x32 (target: at most 0.5 s).
 
@@ -38,6 +43,7 @@ os.environ.setdefault("TENSORPLAY_DISK_CACHE", "0")  # first calls must compile 
 import numpy as np  # noqa: E402
 
 from tensorplay import codegen  # noqa: E402
+from tensorplay.codegen import jit  # noqa: E402
 from tensorplay.func import grad  # noqa: E402
 
 
@@ -45,6 +51,10 @@ def _timed(fn):
     c0, t0 = time.process_time(), time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def _threads(n: int) -> str:
+    return f"[{n} compile thread{'s' if n > 1 else ''}]"
 
 
 def _row(suite: H.Suite, case: str, impl: str, samples: list[float], cpu: list[float], note: str = "") -> None:
@@ -58,7 +68,8 @@ def first_call(args, sizes, batch0, jax, torch) -> H.Suite:
     tp = T.tp
     tparams = T.params(P)
     phases = {"trace + passes": []}  # then one row per phase of Executable.stats["phases"]
-    tp_total, tp_cpu = [], []
+    counts = args.compile_threads
+    tp_total, tp_cpu = {n: [] for n in counts}, {n: [] for n in counts}
     j_total, j_cpu, j_phase = [], [], {"trace": [], "lower": [], "compile": []}
     tp_plain, tp_plain_cpu, to_first, to_first_cpu = [], [], [], []
     if jax is not None:
@@ -73,24 +84,29 @@ def first_call(args, sizes, batch0, jax, torch) -> H.Suite:
         x, y = M.batch(n, sizes[0], sizes[-1], seed=k)
         xt, yt = T.array(x), T.array(y)
 
-        def tp_loss(ps, xx, yy):  # a new function object per sample
-            return T.loss(ps, xx, yy)
-        tp.compiler.reset()
-        f = tp.compile(grad(tp_loss))
-        c0 = codegen.compile_count()
-        out, wall, cpu = _timed(lambda: f(tparams, xt, yt))
-        if codegen.compile_count() == c0:
-            suite.failures.append(f"tp.compile first call for batch {n} did not compile (cache hit?)")
-        closed = f.get_graph(tparams, xt, yt)
-        st = codegen.compile_graph(closed.graph).stats  # cache hit: the executable compiled above
-        if k == 0:
-            _row(suite, "cold (1st in process)", "tp.compile(grad)", [wall], [cpu])
-        else:
-            tp_total.append(wall)
-            tp_cpu.append(cpu)
-            phases["trace + passes"].append(wall - st["total_s"])
-            for name, seconds in st["phases"].items():
-                phases.setdefault(name, []).append(seconds)
+        for threads in counts[:1] if k == 0 else counts:
+            jit.COMPILE_THREADS = threads
+
+            def tp_loss(ps, xx, yy):  # a new function object per sample
+                return T.loss(ps, xx, yy)
+            tp.compiler.reset()
+            f = tp.compile(grad(tp_loss))
+            c0 = codegen.compile_count()
+            out, wall, cpu = _timed(lambda: f(tparams, xt, yt))
+            if codegen.compile_count() == c0:
+                suite.failures.append(f"tp.compile first call for batch {n} did not compile (cache hit?)")
+            closed = f.get_graph(tparams, xt, yt)
+            st = codegen.compile_graph(closed.graph).stats  # cache hit: the executable compiled above
+            if k == 0:
+                _row(suite, "cold (1st in process)", f"tp.compile(grad) {_threads(threads)}", [wall], [cpu],
+                     f"{st['llvm_parts']} LLVM parts")
+            else:
+                tp_total[threads].append(wall)
+                tp_cpu[threads].append(cpu)
+                if threads == counts[-1]:
+                    phases["trace + passes"].append(wall - st["total_s"])
+                    for name, seconds in st["phases"].items():
+                        phases.setdefault(name, []).append(seconds)
         g = grad(tp_loss)
         _, wall, cpu = _timed(lambda: g(tparams, xt, yt))
         if k:
@@ -130,9 +146,10 @@ def first_call(args, sizes, batch0, jax, torch) -> H.Suite:
                 to_first.append(wall)
                 to_first_cpu.append(cpu)
     case = "warm (new fn + shape)"
-    _row(suite, case, "tp.compile(grad)", tp_total, tp_cpu)
+    for threads in counts:
+        _row(suite, case, f"tp.compile(grad) {_threads(threads)}", tp_total[threads], tp_cpu[threads])
     for name, vals in phases.items():
-        _row(suite, case, f"  tp: {name}", vals, [float("nan")])
+        _row(suite, case, f"  tp {_threads(counts[-1])}: {name}", vals, [float("nan")])
     if jax is not None:
         _row(suite, case, "jax.jit(grad)", j_total, j_cpu)
         for name, vals in j_phase.items():
@@ -199,41 +216,49 @@ def conv_first_call(args) -> H.Suite:
     rng = np.random.default_rng(0)
     w = tp.tensor(rng.standard_normal((16, 3, 3, 3)).astype(np.float32) * 0.2)
     b = tp.tensor(np.zeros(16, np.float32))
-    walls, cpus, phases = [], [], {}
+    counts = args.compile_threads
+    walls, cpus, phases = {n: [] for n in counts}, {n: [] for n in counts}, {}
     batch0, hw = (2, 8) if args.quick else (8, 32)
     for k in range(args.samples + 1):
         x = tp.tensor(rng.standard_normal((batch0 + k, 3, hw, hw)).astype(np.float32))
+        for threads in counts[:1] if k == 0 else counts:
+            jit.COMPILE_THREADS = threads
 
-        def loss(w, b, x):  # a new function object per sample
-            return F.max_pool2d(F.relu(F.conv2d(x, w, b, padding=1)), 2).sum()
-        tp.compiler.reset()
-        f = tp.compile(grad(loss, argnums=(0, 1)))
-        out, wall, cpu = _timed(lambda: f(w, b, x))
-        ref = grad(loss, argnums=(0, 1))(w, b, x)
-        msg = H.compare([o.numpy() for o in out], [r.numpy() for r in ref], 2e-4, 2e-5)
-        if msg:
-            suite.failures.append(f"conv grad, batch {batch0 + k}: tp.compile vs plain grad: {msg}")
-        st = codegen.compile_graph(f.get_graph(w, b, x).graph).stats
-        if k == 0:
-            _row(suite, "cold (1st in process)", "tp.compile(grad)", [wall], [cpu],
-                 f"{st['nodes']} nodes, {st['kernels']} kernels")
-            continue
-        walls.append(wall)
-        cpus.append(cpu)
-        for name, seconds in st["phases"].items():
-            phases.setdefault(name, []).append(seconds)
+            def loss(w, b, x):  # a new function object per sample
+                return F.max_pool2d(F.relu(F.conv2d(x, w, b, padding=1)), 2).sum()
+            tp.compiler.reset()
+            f = tp.compile(grad(loss, argnums=(0, 1)))
+            out, wall, cpu = _timed(lambda: f(w, b, x))
+            ref = grad(loss, argnums=(0, 1))(w, b, x)
+            msg = H.compare([o.numpy() for o in out], [r.numpy() for r in ref], 2e-4, 2e-5)
+            if msg:
+                suite.failures.append(f"conv grad, batch {batch0 + k}: tp.compile vs plain grad: {msg}")
+            st = codegen.compile_graph(f.get_graph(w, b, x).graph).stats
+            if k == 0:
+                _row(suite, "cold (1st in process)", f"tp.compile(grad) {_threads(threads)}", [wall], [cpu],
+                     f"{st['nodes']} nodes, {st['kernels']} kernels, {st['llvm_parts']} LLVM parts")
+                continue
+            walls[threads].append(wall)
+            cpus[threads].append(cpu)
+            if threads == counts[-1]:
+                for name, seconds in st["phases"].items():
+                    phases.setdefault(name, []).append(seconds)
     case = "warm (new fn + shape)"
-    _row(suite, case, "tp.compile(grad)", walls, cpus, "target <= 500 ms")
+    for threads in counts:
+        _row(suite, case, f"tp.compile(grad) {_threads(threads)}", walls[threads], cpus[threads], "target <= 500 ms")
     for name, vals in phases.items():
         if any(vals):
-            _row(suite, case, f"  tp: {name}", vals, [float("nan")])
+            _row(suite, case, f"  tp {_threads(counts[-1])}: {name}", vals, [float("nan")])
     return suite
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = H.parser(__doc__.splitlines()[0], repeat=15)
     ap.add_argument("--samples", type=int, default=None, help="warm first-call samples (default 5)")
+    ap.add_argument("--compile-threads", default=str(jit.COMPILE_THREADS),
+                    help="comma-separated LLVM compile thread counts to compare (default: the codegen's own)")
     args = H.parse(ap, argv)
+    args.compile_threads = [max(1, int(n)) for n in args.compile_threads.split(",")]
     if args.samples is None:
         args.samples = 1 if args.quick else 5
     sizes = [3, 3, 2] if args.quick else [784, 256, 256, 10]
