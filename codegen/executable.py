@@ -39,7 +39,7 @@ import numpy as np
 from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import disk_cache, jit
+from . import disk_cache
 
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
@@ -111,13 +111,11 @@ class Executable:
         self._jit = None
         source = "compiled"
         if layout is not None:
-            try:
-                for path, symbols in layout["libraries"]:
-                    jit.load_library(path, symbols)
-                self._jit = jit.link_object(cached[0], _entry_names(layout), cached[1])
-                source = "disk cache"
-            except (OSError, RuntimeError, KeyError, AttributeError):  # a library or symbol gone: rebuild
+            self._jit = _link_cached(cached[0], layout, cached[1])
+            if self._jit is None:  # a library or symbol gone: rebuild
                 layout = None
+            else:
+                source = "disk cache"
         if self._jit is None:
             layout = self._compile(graph, clock)
             text = _dump_layout(layout)
@@ -151,14 +149,14 @@ class Executable:
                       "lower_s": ph["llvm_ir"], "llvm_parse_s": ph["llvm_parse"], "llvm_opt_s": ph["llvm_opt"],
                       "codegen_s": ph["codegen"], "link_s": ph["link"], "total_s": clock.total(),
                       "nodes": layout["nodes"], "kernels": self._n_kernels,
-                      "object_bytes": len(self._jit.object_code), "merged_functions": layout["merged"],
+                      "object_bytes": _n_bytes(self._jit.object_code), "merged_functions": layout["merged"],
                       "arena_bytes": self._arena_bytes,
                       "threads": len(self._block_chunks()) if self._blocks else max(len(self._chunks), 1)}
 
     def _compile(self, graph: Graph, clock: "_PhaseClock") -> dict:
         """Schedule, lower and JIT-compile `graph` into `self._jit`; the layout of the compiled code
         (what a disk-cache entry stores besides the object code, see `_layout`)."""
-        from . import threads
+        from . import jit, threads
         from .module import build_module, coded_nodes, plan_buffers, splittable
         from .schedule import normalize, schedule
 
@@ -466,7 +464,38 @@ def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: lis
             "kernels": [k.describe() for k in kernels], "n_kernels": len(kernels),
             "errors": [_error_message(node, where) for node, where in coded],
             "nodes": len(graph.nodes),
-            "libraries": sorted((path, tuple(symbols)) for path, symbols in jit.engine().libraries.items())}
+            "libraries": sorted((path, tuple(symbols)) for path, symbols in _jit_module().engine().libraries.items())}
+
+
+def _jit_module():
+    from . import jit  # imported on first use: a disk-cache hit never needs llvmlite.binding
+
+    return jit
+
+
+def _link_cached(images: list[bytes], layout: dict, llvm_ir: str):
+    """The cached object `images` linked, by `object_loader` (no llvmlite), else by the JIT linker
+    when the loader does not support them; None if a library or symbol they need is gone."""
+    from . import object_loader
+
+    try:
+        return object_loader.load(images, _entry_names(layout), object_loader.Resolver(layout["libraries"]), llvm_ir)
+    except object_loader.Unsupported:
+        pass
+    except (OSError, AttributeError):  # a library or one of its symbols is gone
+        return None
+    jit = _jit_module()
+    try:
+        for path, symbols in layout["libraries"]:
+            jit.load_library(path, symbols)
+        return jit.link_object(images[0] if len(images) == 1 else images, _entry_names(layout), llvm_ir)
+    except (OSError, RuntimeError, KeyError, AttributeError):
+        return None
+
+
+def _n_bytes(object_code) -> int:
+    """Size of the object code: one image (bytes) or a list of them."""
+    return len(object_code) if isinstance(object_code, (bytes, bytearray)) else sum(map(len, object_code))
 
 
 def _entry_names(layout: dict) -> list[str]:
@@ -555,7 +584,7 @@ def _disk_key(graph: Graph) -> str:
     # whether the entry is threaded (`_chunks`), and which BLAS `dot.find_blas` finds: numpy's own
     blas = "off" if os.environ.get("TENSORPLAY_NO_BLAS") else f"numpy {np.__version__} {os.path.dirname(np.__file__)}"
     options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} " + " ".join(settings))
-    return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
+    return disk_cache.make_key(print_graph(graph), options, disk_cache.host_fingerprint())
 
 
 def _sanitize(name: str) -> str:
