@@ -342,3 +342,17 @@ def test_the_cheap_host_key_changes_with_the_cpu_flags(tmp_path, monkeypatch):
             m.setattr(builtins, "open", lambda path, *a, **k: real_open(fake if path == "/proc/cpuinfo" else path, *a, **k))
             other = disk_cache.host_key.__wrapped__()
         assert (other != disk_cache.host_key()) == (changed != info)
+
+
+def test_the_source_fingerprint_changes_when_a_codegen_file_changes():
+    import os
+
+    path = os.path.join(os.path.dirname(disk_cache.__file__), "object_loader.py")
+    st = os.stat(path)
+    before = disk_cache.source_fingerprint.__wrapped__()
+    try:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))  # as an edit would
+        assert disk_cache.source_fingerprint.__wrapped__() != before
+    finally:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert disk_cache.source_fingerprint.__wrapped__() == before
