@@ -322,9 +322,13 @@ def trim(limit: int | None = None) -> None:
 
 
 def clear() -> None:
-    """Delete every entry (the directory itself stays)."""
+    """Delete every entry and host record (the directory itself stays)."""
     for _, _, path in entries():
         _remove(path)
+    hosts = os.path.join(directory(), "hosts")
+    for name in os.listdir(hosts) if os.path.isdir(hosts) else ():
+        _remove(os.path.join(hosts, name))
+    _hosts.clear()
 
 
 def _remove(path: str) -> None:

@@ -233,6 +233,8 @@ def load(images, symbols, resolve, llvm_ir: str = "") -> LoadedCode:
                 raise Unsupported(f"image {obj.number}: common symbol {name}")
             if bind not in (_STB_LOCAL, _STB_GLOBAL, _STB_WEAK):
                 raise Unsupported(f"image {obj.number}: symbol {name} of binding {bind}")
+            if typ not in (_STT_NOTYPE, _STT_OBJECT, _STT_FUNC, _STT_SECTION, _STT_FILE):
+                raise Unsupported(f"image {obj.number}: symbol {name} of type {typ} (TLS, IFUNC, ...)")
             if bind != _STB_LOCAL and shndx != _SHN_UNDEF:
                 if name in defined:
                     raise Unsupported(f"symbol {name} defined in two images")

@@ -96,6 +96,7 @@ def test_a_hit_loads_without_llvm_and_release_unmaps(cache_dir):
     assert isinstance(loaded, object_loader.LoadedCode) and loaded.mapped
     for a, b in zip(exe(*_args()), want):
         np.testing.assert_array_equal(a, b)
+    assert "ret" in exe.asm and exe.llvm_ir == first.llvm_ir  # introspection: LLVM on demand
     address = next(iter(loaded.addresses.values()))
     assert _mapped(address)
     codegen.clear_cache()
@@ -312,6 +313,9 @@ def test_the_host_record_is_read_only_under_this_hosts_cheap_key(cache_dir, monk
 
     path = cache_dir / "hosts" / ("a" * 64 + ".host")
     data = path.read_bytes()
+    disk_cache.clear()
+    assert not path.exists()
+    path.write_bytes(data)
     for damaged in (data[:-1], data[:-1] + b"X", b"", data.replace(b"a" * 64, b"c" * 64)):
         path.write_bytes(damaged)
         assert disk_cache.read_host_record("a" * 64) is None
