@@ -42,7 +42,6 @@ import hashlib
 import os
 import struct
 import sys
-import tempfile
 import threading
 import zlib
 
@@ -152,6 +151,8 @@ def store(key: str, obj, llvm_ir: str, layout: str = "") -> None:
 
 def _write(path: str, data: bytes) -> bool:
     """Write `data` to `path` atomically (temporary file in the same directory + rename)."""
+    import tempfile  # only writers need it (with `random`): a cache hit does not
+
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=SUFFIX)

@@ -31,8 +31,7 @@ import sys
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -40,6 +39,9 @@ from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
 from . import disk_cache
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
@@ -71,6 +73,10 @@ def serial_calls():
 def _pool() -> ThreadPoolExecutor:
     global _pool_instance
     if _pool_instance is None:
+        # imported here: concurrent.futures brings logging, traceback and queue (a cache hit of an
+        # unthreaded executable needs none of them)
+        from concurrent.futures import ThreadPoolExecutor
+
         _pool_instance = ThreadPoolExecutor(max_workers=_THREADS - 1, thread_name_prefix="tensorplay-jit")
     return _pool_instance
 
