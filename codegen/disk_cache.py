@@ -205,7 +205,11 @@ def _decode(data: bytes, key: str) -> tuple[list[bytes], str, str] | None:
 @functools.lru_cache(maxsize=1)
 def host_key() -> str:
     """The cheap key of this host's record: what changes with the host and is read without
-    importing llvmlite (see the module docstring)."""
+    importing llvmlite (see the module docstring).
+
+    >>> len(host_key()), host_key() == host_key()
+    (64, True)
+    """
     import importlib.util
     import platform
 
@@ -247,7 +251,12 @@ def _host_path(cheap: str) -> str:
 def host_fingerprint() -> str:
     """`jit.host_fingerprint()`, read from this host's record when there is one (no llvmlite import),
     else computed (importing llvmlite) and recorded. When the JIT engine is up anyway, the computed
-    value wins and a record that differs is rewritten."""
+    value wins and a record that differs is rewritten.
+
+    >>> from tensorplay.codegen import jit
+    >>> host_fingerprint() == jit.host_fingerprint()
+    True
+    """
     cheap = host_key()
     memo = (directory(), cheap)
     jit = sys.modules.get(__name__.rpartition(".")[0] + ".jit")
@@ -269,7 +278,12 @@ def host_fingerprint() -> str:
 
 
 def read_host_record(cheap: str) -> str | None:
-    """The fingerprint recorded under the cheap key `cheap`, or None if absent or invalid."""
+    """The fingerprint recorded under the cheap key `cheap`, or None if absent or invalid.
+
+    >>> write_host_record("f" * 64, "llvm=... cpu=znver3")
+    >>> read_host_record("f" * 64) if enabled() else "llvm=... cpu=znver3"
+    'llvm=... cpu=znver3'
+    """
     try:
         with open(_host_path(cheap), "rb") as f:
             data = f.read()
@@ -287,7 +301,8 @@ def read_host_record(cheap: str) -> str | None:
 
 
 def write_host_record(cheap: str, fingerprint: str) -> None:
-    """Record `fingerprint` under the cheap key `cheap` (atomically; errors are ignored)."""
+    """Record `fingerprint` under the cheap key `cheap` (atomically; errors are ignored; see
+    `read_host_record` for an example)."""
     if enabled():
         payload = fingerprint.encode()
         _write(_host_path(cheap), HOST_MAGIC + cheap.encode() + hashlib.sha256(payload).digest() + payload)

@@ -81,7 +81,11 @@ def _lib() -> _Libc:
 
 
 def supported_host() -> bool:
-    """Whether this process can run objects loaded here (x86-64 Linux)."""
+    """Whether this process can run objects loaded here (x86-64 Linux).
+
+    >>> supported_host() == (platform.machine() in ("x86_64", "AMD64") and platform.system() == "Linux")
+    True
+    """
     return platform.machine() in ("x86_64", "AMD64") and platform.system() == "Linux"
 
 
@@ -210,7 +214,17 @@ class LoadedCode:
 def load(images, symbols, resolve, llvm_ir: str = "") -> LoadedCode:
     """Link the object `images` (bytes, or a list of them) into fresh memory; the addresses of the
     global `symbols`. `resolve(name)` gives the address of an external symbol (or None: then this
-    raises `Unsupported`, as for anything else it does not support)."""
+    raises `Unsupported`, as for anything else it does not support).
+
+    >>> from tensorplay.codegen import jit  # an object to load: LLVM emits one
+    >>> e = jit.engine()
+    >>> with jit._parsed('define i64 @twice(i64 %x) {\\n  %y = add i64 %x, %x\\n  ret i64 %y\\n}') as mod:
+    ...     obj = e.tm.emit_object(mod)
+    >>> code = load([obj], ["twice"], Resolver([]))
+    >>> ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(code.addresses["twice"])(21)
+    42
+    >>> code.release()
+    """
     t0 = time.perf_counter()
     if not supported_host():
         raise Unsupported(f"host {platform.machine()} {platform.system()}: only x86-64 Linux is loaded here")

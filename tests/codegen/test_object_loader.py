@@ -360,3 +360,11 @@ def test_the_source_fingerprint_changes_when_a_codegen_file_changes():
     finally:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert disk_cache.source_fingerprint.__wrapped__() == before
+
+
+@pytest.mark.parametrize("module", [object_loader, disk_cache], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module, cache_dir):
+    import doctest
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted and not result.failed
