@@ -8,7 +8,8 @@ per primitive, in the `registry`; `vecmath` for transcendentals) -> `module` (on
 LLVM module, one entry function) -> `jit` (O2 + vectorisers, object code, one
 ORC LLJIT per module) -> `executable`; `cache` (in memory) and `disk_cache`
 (object code shared by processes) in front; a disk-cache hit imports only `executable`,
-`disk_cache` and `jit` (llvmlite.binding), not the scheduler, the lowerings or vecmath. Set
+`disk_cache` and `object_loader` (our own ELF linker), not llvmlite, the scheduler, the
+lowerings or vecmath. Set
 TENSORPLAY_DEBUG=1 to print each compilation's kernels and timings, =2 to also print the
 optimised LLVM IR.
 

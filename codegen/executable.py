@@ -31,15 +31,17 @@ import sys
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import disk_cache, jit
+from . import disk_cache
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
@@ -71,6 +73,10 @@ def serial_calls():
 def _pool() -> ThreadPoolExecutor:
     global _pool_instance
     if _pool_instance is None:
+        # imported here: concurrent.futures brings logging, traceback and queue (a cache hit of an
+        # unthreaded executable needs none of them)
+        from concurrent.futures import ThreadPoolExecutor
+
         _pool_instance = ThreadPoolExecutor(max_workers=_THREADS - 1, thread_name_prefix="tensorplay-jit")
     return _pool_instance
 
@@ -111,18 +117,16 @@ class Executable:
         self._jit = None
         source = "compiled"
         if layout is not None:
-            try:
-                for path, symbols in layout["libraries"]:
-                    jit.load_library(path, symbols)
-                self._jit = jit.link_object(cached[0], _entry_names(layout), cached[1])
-                source = "disk cache"
-            except (OSError, RuntimeError, KeyError, AttributeError):  # a library or symbol gone: rebuild
+            self._jit = _link_cached(cached[0], layout, cached[1])
+            if self._jit is None:  # a library or symbol gone: rebuild
                 layout = None
+            else:
+                source = "disk cache"
         if self._jit is None:
             layout = self._compile(graph, clock)
             text = _dump_layout(layout)
             if key and _same_layout(_read_layout(text), layout):  # stored only if it reads back the same
-                disk_cache.store(key, self._jit.object_code, self._jit.llvm_ir, text)
+                disk_cache.store(key, self._jit.objects, self._jit.llvm_ir, text)
                 clock.lap("cache_store")
         else:
             clock.book(self._jit.timings)
@@ -159,7 +163,7 @@ class Executable:
     def _compile(self, graph: Graph, clock: "_PhaseClock") -> dict:
         """Schedule, lower and JIT-compile `graph` into `self._jit`; the layout of the compiled code
         (what a disk-cache entry stores besides the object code, see `_layout`)."""
-        from . import threads
+        from . import jit, threads
         from .module import build_module, coded_nodes, plan_buffers, splittable
         from .schedule import normalize, schedule
 
@@ -467,7 +471,33 @@ def _layout(graph: Graph, kernels: list, plan, entry: str, size: int, coded: lis
             "kernels": [k.describe() for k in kernels], "n_kernels": len(kernels),
             "errors": [_error_message(node, where) for node, where in coded],
             "nodes": len(graph.nodes),
-            "libraries": sorted((path, tuple(symbols)) for path, symbols in jit.engine().libraries.items())}
+            "libraries": sorted((path, tuple(symbols)) for path, symbols in _jit_module().engine().libraries.items())}
+
+
+def _jit_module():
+    from . import jit  # imported on first use: a disk-cache hit never needs llvmlite.binding
+
+    return jit
+
+
+def _link_cached(images: list[bytes], layout: dict, llvm_ir: str):
+    """The cached object `images` linked, by `object_loader` (no llvmlite), else by the JIT linker
+    when the loader does not support them; None if a library or symbol they need is gone."""
+    from . import object_loader
+
+    try:
+        return object_loader.load(images, _entry_names(layout), object_loader.Resolver(layout["libraries"]), llvm_ir)
+    except object_loader.Unsupported:
+        pass
+    except (OSError, AttributeError):  # a library or one of its symbols is gone
+        return None
+    jit = _jit_module()
+    try:
+        for path, symbols in layout["libraries"]:
+            jit.load_library(path, symbols)
+        return jit.link_object(images, _entry_names(layout), llvm_ir)
+    except (OSError, RuntimeError, KeyError, AttributeError):
+        return None
 
 
 def _entry_names(layout: dict) -> list[str]:
@@ -555,11 +585,11 @@ def _disk_key(graph: Graph) -> str:
         settings.append(f"{name}={getattr(loaded, name) if loaded is not None else default}")
     # whether the entry is threaded (`_chunks`), and which BLAS `dot.find_blas` finds: numpy's own
     blas = "off" if os.environ.get("TENSORPLAY_NO_BLAS") else f"numpy {np.__version__} {os.path.dirname(np.__file__)}"
-    from .irutil import streaming  # which outputs get non-temporal stores: the host's cache size
+    from .host_caches import stream_min_bytes  # which outputs get non-temporal stores
 
-    options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} stream={streaming()} "
-               + " ".join(settings))
-    return disk_cache.make_key(print_graph(graph), options, jit.host_fingerprint())
+    options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} "
+               f"stream={stream_min_bytes()} " + " ".join(settings))
+    return disk_cache.make_key(print_graph(graph), options, disk_cache.host_fingerprint())
 
 
 def _sanitize(name: str) -> str:

@@ -21,6 +21,8 @@ from llvmlite import ir
 
 from tensorplay.ir import dtypes as dt
 
+from .host_caches import stream_min_bytes
+
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
 I16 = ir.IntType(16)
@@ -340,34 +342,6 @@ def alloca_at_entry(b: ir.IRBuilder, t: ir.Type, name: str = "", init: ir.Value 
 _STREAM: list = []  # [(min bytes or None, vector bytes or None)], worked out once
 
 
-def _cache_bytes(level: int) -> int | None:
-    """Size of one core's level-`level` data or unified cache as the host reports it, or None."""
-    import glob
-    import os
-
-    for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
-        try:
-            with open(os.path.join(d, "level")) as f:
-                lvl = int(f.read())
-            with open(os.path.join(d, "type")) as f:
-                kind = f.read().strip()
-            with open(os.path.join(d, "size")) as f:
-                size = f.read().strip()
-        except (OSError, ValueError):
-            continue
-        if lvl == level and kind in ("Data", "Unified"):
-            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:].upper(), 1)
-            digits = size[:-1] if size[-1:].isalpha() else size
-            if digits.isdigit() and int(digits) > 0:
-                return int(digits) * scale
-    name = f"SC_LEVEL{level}_{'D' if level == 1 else ''}CACHE_SIZE"
-    try:
-        size = os.sysconf(name) if name in os.sysconf_names else 0
-    except (OSError, ValueError):
-        size = 0
-    return size if size > 0 else None
-
-
 def streaming() -> tuple[int | None, int | None]:
     """``(min bytes, vector bytes)`` of streaming stores on this host: graph outputs of at least `min
     bytes` are written with non-temporal vector stores of `vector bytes` (32 with AVX, 16 with SSE2);
@@ -382,25 +356,13 @@ def streaming() -> tuple[int | None, int | None]:
     True
     """
     if not _STREAM:
-        import os
-
         from . import jit
 
         e = jit.engine()
         width = None
         if e.tm.triple.startswith(("x86_64", "amd64")):
             width = 32 if "+avx," in e.features + "," else 16
-        env = os.environ.get("TENSORPLAY_STREAM_MIN_BYTES", "").strip().lower()
-        if env in ("off", "none", "no"):
-            lo = None
-        elif env:
-            try:
-                lo = max(1, int(env))
-            except ValueError:
-                raise ValueError(f"TENSORPLAY_STREAM_MIN_BYTES must be a number of bytes or 'off', "
-                                 f"got {env!r}") from None
-        else:
-            lo = _cache_bytes(2)
+        lo = stream_min_bytes()
         _STREAM.append((lo, width) if lo is not None and width is not None else (None, None))
     return _STREAM[0]
 
