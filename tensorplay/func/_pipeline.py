@@ -58,6 +58,7 @@ class LRU:
         self.misses = 0
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._last = None  # the value most recently stored or returned: its key is already the newest
         _CACHES.append(self)
 
     def get(self, key):
@@ -66,7 +67,9 @@ class LRU:
             if value is None:
                 self.misses += 1
                 return None
-            self._data.move_to_end(key)
+            if value is not self._last:  # (a repeated hit skips re-hashing its key: keys are long tuples)
+                self._data.move_to_end(key)
+                self._last = value
             self.hits += 1
             return value
 
@@ -74,12 +77,14 @@ class LRU:
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
+            self._last = value
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._last = None
 
     def __len__(self) -> int:
         return len(self._data)

@@ -292,3 +292,23 @@ def test_clear_then_calls_rebuild_the_entries():
     grad(lambda v: (v * v).sum())(x)
     _pipeline.clear()
     np.testing.assert_array_equal(grad(lambda v: (v * v).sum())(x).numpy(), [2.0, 4.0])
+
+
+def test_lru_keeps_recency_order_with_repeated_hits():
+    """A repeated hit of the newest entry skips moving it (it is the newest already); any other hit
+    still moves its entry, so the least recently used one is evicted."""
+    c = _pipeline.LRU("test-recency", maxsize=3)
+    try:
+        for k in "abc":
+            c.put(k, [k])
+        assert c.get("a") == ["a"] and c.get("a") == ["a"]  # a is the newest now
+        c.put("d", ["d"])  # evicts b, the least recently used
+        assert c.get("b") is None and c.get("c") == ["c"] and c.get("a") == ["a"]
+        c.put("e", ["e"])  # evicts d (c and a were used after it)
+        assert c.get("d") is None and [c.get(k) for k in "cae"] == [["c"], ["a"], ["e"]]
+        c.clear()
+        assert c.get("e") is None and len(c) == 0
+        c.put("x", ["x"])
+        assert c.get("x") == ["x"] and c.hits >= 1
+    finally:
+        _pipeline._CACHES.remove(c)
