@@ -391,27 +391,52 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
-def _run_direct(direct: list, linear: Graph, tangents: tuple):
-    """`jvp_fn`'s single result computed by the linear graph's executable called directly, when
-    every tangent is a concrete tensor of its primal's shape and dtype; else None (the general
-    path checks and reports)."""
-    run, residuals, sigs = direct
-    if len(tangents) != len(sigs):
-        return None
-    arrays = list(residuals)
-    for t, (shape, dt) in zip(tangents, sigs):
-        if t.__class__ is not Tensor or t._trace is not None:
-            return None
-        a = t._data
-        if a.shape != shape or a.dtype != dt:
-            return None
-        arrays.append(a)
-    if run is None:
+def _direct_jvp(linear: Graph, residuals: list, flat_types: list):
+    """`jvp_fn`'s call of the linear graph's executable itself, prepared at linearize time: a
+    function of the tangents returning the single result, or None when a call must take the
+    general path (a tangent that is not a concrete tensor of its primal's shape and dtype, which
+    the general path checks and reports; or a backend whose runner may return its inputs, the
+    interpreter, whose results the general path copies). The executable is looked up at the
+    first call (a linearization whose `jvp_fn` never runs compiles nothing)."""
+    arrays = [r._data for r in residuals]
+    sigs = [(t.shape, t.dtype.np) for t in flat_types]
+    new = object.__new__
+    made: list = []  # [run] once looked up, [None] when the runner is not fresh
+
+    def executable():
         run, fresh = runner(linear)
-        if not fresh:  # the interpreter may return its inputs: the general path copies them
+        made.append(run if fresh else None)
+        return made[0]
+
+    def direct(tangents):
+        if len(tangents) != len(sigs):
             return None
-        direct[0] = run
-    return Tensor._wrap(run(*arrays)[0])
+        if len(sigs) == 1:  # one tangent (the common call) written out
+            t = tangents[0]
+            if t.__class__ is not Tensor or t._trace is not None:
+                return None
+            a = t._data
+            shape, dt = sigs[0]
+            if a.shape != shape or a.dtype != dt:
+                return None
+            given = arrays + [a]
+        else:
+            given = list(arrays)
+            for t, (shape, dt) in zip(tangents, sigs):
+                if t.__class__ is not Tensor or t._trace is not None:
+                    return None
+                a = t._data
+                if a.shape != shape or a.dtype != dt:
+                    return None
+                given.append(a)
+        run = made[0] if made else executable()
+        if run is None:
+            return None
+        out = new(Tensor)  # a fresh executable buffer of a graph dtype: what `Tensor._wrap` checks holds
+        out._data, out._trace, out._value = run(*given)[0], None, None
+        return out
+
+    return direct
 
 
 def _match_types(tensors: tuple, types: list) -> bool:
@@ -450,13 +475,13 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
     ordered = list(argnums) == sorted(argnums)
     single = tr.main_tree.kind == "leaf" and tr.num_main == 1
 
-    direct = None  # (run, residual arrays, tangent (shape, dtype)s): the executable itself, for concrete calls
+    direct = None  # the executable itself, for concrete tangents at top level
     if flat_types is not None and ordered and single and not STATE.stack and all(r._trace is None for r in residuals):
-        direct = [None, [r._data for r in residuals], [(t.shape, t.dtype.np) for t in flat_types]]
+        direct = _direct_jvp(linear, residuals, flat_types)
 
     def jvp_fn(*tangents):
         if direct is not None and not STATE.stack:
-            out = _run_direct(direct, linear, tangents)
+            out = direct(tangents)
             if out is not None:
                 return out
         if flat_types is not None and ordered and _match_types(tangents, flat_types):

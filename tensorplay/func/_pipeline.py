@@ -34,7 +34,7 @@ from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import own_outputs
 from ..autograd._engine import run_taped
 from ..autograd._record import needs_tape
-from ..compile import call_signature
+from ..compile import _finisher, call_signature
 
 __all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "call_outermost", "MAX_ENTRIES"]
 
@@ -58,6 +58,7 @@ class LRU:
         self.misses = 0
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._last = None  # the value most recently stored or returned: its key is already the newest
         _CACHES.append(self)
 
     def get(self, key):
@@ -66,7 +67,9 @@ class LRU:
             if value is None:
                 self.misses += 1
                 return None
-            self._data.move_to_end(key)
+            if value is not self._last:  # (a repeated hit skips re-hashing its key: keys are long tuples)
+                self._data.move_to_end(key)
+                self._last = value
             self.hits += 1
             return value
 
@@ -74,12 +77,14 @@ class LRU:
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
+            self._last = value
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._last = None
 
     def __len__(self) -> int:
         return len(self._data)
@@ -190,7 +195,7 @@ class _Replayed:
     tensor is a constant the transform made (a shape-only constant, never user data).
     """
 
-    __slots__ = ("closed", "run", "fresh", "sources", "fast")
+    __slots__ = ("closed", "run", "fresh", "sources", "fast", "finish")
 
     def __init__(self, closed: ClosedGraph, user: ClosedGraph):
         self.closed = closed
@@ -198,19 +203,24 @@ class _Replayed:
         where = {id(s): k for k, s in enumerate(user.captures)}
         self.sources = [where.get(id(s), s) for s in closed.captures]
         self.fast = self.fresh and not closed.mutated and all(a is None for a in closed.output_aliases)
+        # fresh output buffers, nothing written back: the result is built from the arrays by one
+        # generated expression, as `tp.compile`'s fast call builds it
+        self.finish = _finisher(closed) if self.fast else None
 
     def __call__(self, tensors: list, user: ClosedGraph):
         # only the captures the transform reads, in its order: a random key the transform replaced
         # (vmap's per-sample keys) is not drawn
         caps = user.captures
-        inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
+        inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources] if self.sources \
+            else tensors
         closed = self.closed
         if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
             return closed.unflatten_outputs(closed.write_back(inputs, run_taped(closed.graph, inputs)))
+        arrays = self.run(*[t._data for t in inputs])
+        if self.finish is not None:  # (called at top level only: no trace can own the results)
+            return self.finish(arrays)
         wrap = Tensor._wrap
-        outs = [wrap(a) for a in self.run(*[t._data for t in inputs])]
-        if self.fast:
-            return closed.unflatten_outputs(outs)
+        outs = [wrap(a) for a in arrays]
         if not self.fresh:
             outs = own_outputs(outs, inputs)
         return closed.unflatten_outputs(closed.write_back(inputs, outs))

@@ -110,7 +110,6 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     if chunk_size is not None or executor is not None:
         return _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, budget, key, call, per_sample)
 
-    @functools.wraps(func)
     def wrapped(*args, **kwargs):
         if STATE.stack:
             return call(*args, **kwargs)
@@ -118,10 +117,10 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
     # at top level the same-argument transforms inside (grad, jacrev, ...) and vmap itself are one
     # cached executable: the user's function is traced per sample (`_pipeline.call_outermost`)
-    spec = _pipeline.Transform(key, f"vmap(in_dims={in_dims!r})", func,
+    spec = _pipeline.Transform(key, _vmap_name(key[1], in_dims), func,
                                lambda g: vmap(g, in_dims, out_dims, randomness))
     inner, user_fn = _pipeline.transform_chain(func)
-    _unchained(wrapped)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
+    _copy_metadata(wrapped, func)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
     return wrapped
 
 
@@ -143,17 +142,16 @@ def _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, bud
         return _ChunkedMap(where, closed, [i for i, _ in c.batched], sources, dims, outs, batched, size, c.size,
                            randomness)
 
-    @functools.wraps(func)
     def wrapped(*args, **kwargs):
         if STATE.stack:
             return call(*args, **kwargs)
         return _pipeline.call_outermost_chunked(wrapped, args, kwargs, call, per_sample, build, executor)
 
     chunks_key = ("chunks", chunk_size, budget, executor is not None)
-    spec = _pipeline.Transform(key + (chunks_key,), f"vmap(in_dims={in_dims!r})", func,
+    spec = _pipeline.Transform(key + (chunks_key,), _vmap_name(key[1], in_dims), func,
                                lambda g: vmap(g, in_dims, out_dims, randomness))  # the head of its chain: not applied
     inner, user_fn = _pipeline.transform_chain(func)
-    _unchained(wrapped)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
+    _copy_metadata(wrapped, func)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
     return wrapped
 
 
@@ -207,10 +205,62 @@ def _unchained(wrapped):
     return wrapped
 
 
+_FunctionType = type(_unchained)
+_TRANSFORM_ATTRS = ("_tp_transform", "_tp_chain")
+_WRAPS_AS_WRITTEN = (functools.WRAPPER_ASSIGNMENTS == ("__module__", "__name__", "__qualname__", "__doc__",
+                                                     "__annotations__")
+                     and functools.WRAPPER_UPDATES == ("__dict__",))  # else (another Python) functools.wraps
+
+
+def _copy_metadata(wrapper, func):
+    """``_unchained(functools.wraps(func)(wrapper))``: the same attributes, written out for a
+    Python function `func` (a vmap wrapper is built on every call of ``vmap(f)(x)`` as torch.func
+    users write it; `functools.update_wrapper` costs several microseconds of that).
+
+    >>> def f(x):
+    ...     "doc"
+    >>> w = _copy_metadata(lambda x: x, f)
+    >>> w.__name__, w.__doc__, w.__wrapped__ is f
+    ('f', 'doc', True)
+    """
+    if func.__class__ is not _FunctionType or not _WRAPS_AS_WRITTEN:
+        return _unchained(functools.wraps(func)(wrapper))
+    wrapper.__module__ = func.__module__
+    wrapper.__name__ = func.__name__
+    wrapper.__qualname__ = func.__qualname__
+    wrapper.__doc__ = func.__doc__
+    wrapper.__annotations__ = func.__annotations__
+    extra = func.__dict__
+    if extra:
+        wrapper.__dict__.update(extra)
+        for k in _TRANSFORM_ATTRS:
+            wrapper.__dict__.pop(k, None)
+    wrapper.__wrapped__ = func
+    return wrapper
+
+
+_NAMES: dict = {}  # the frozen in_dims key -> "vmap(in_dims=...)", for in_dims whose repr the key determines
+_NAMES_LIMIT = 1024
+
+
+def _vmap_name(frozen, in_dims) -> str:
+    """``f"vmap(in_dims={in_dims!r})"``, memoised for an int, None or a tuple of them (the frozen key
+    determines their repr; a list or a dict is written out every time)."""
+    if in_dims is None or in_dims.__class__ is int or (
+            in_dims.__class__ is tuple and all(d is None or d.__class__ is int for d in in_dims)):
+        name = _NAMES.get(frozen)
+        if name is None:
+            if len(_NAMES) >= _NAMES_LIMIT:
+                _NAMES.clear()
+            name = _NAMES[frozen] = f"vmap(in_dims={in_dims!r})"
+        return name
+    return f"vmap(in_dims={in_dims!r})"
+
+
 def _named_errors(func):
     """`func` raising its TypeError / ValueError / IndexError with the active transforms named, as
-    the per-sample function of an uncached vmap call does."""
-    @functools.wraps(func)
+    the per-sample function of an uncached vmap call does. (Internal: it is the traced function,
+    so it carries `func`'s name and nothing else.)"""
     def per_sample(*args, **kwargs):
         try:
             return func(*args, **kwargs)
@@ -219,7 +269,12 @@ def _named_errors(func):
                 raise
             raise type(e)(f"{e} (under {transform_stack()})") from None
 
-    return _unchained(per_sample)
+    name = getattr(func, "__name__", None)
+    if name is not None:
+        per_sample.__name__ = name
+        per_sample.__qualname__ = getattr(func, "__qualname__", name)
+    per_sample.__wrapped__ = func
+    return per_sample
 
 
 def chunk_vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
@@ -530,6 +585,11 @@ def _out_dims_key(out_dims):
     """`out_dims` as a hashable key (containers tagged by kind, lists as tuples), or None when it
     holds anything but ints, None and containers of those (then nothing is cached and the usual
     checks report it)."""
+    c = out_dims.__class__
+    if c is int or out_dims is None:
+        return ("out_dims", out_dims)
+    if c is tuple and all(d is None or d.__class__ is int for d in out_dims):  # the common in_dims
+        return ("out_dims", ("tuple",) + out_dims)
     try:
         return ("out_dims", _freeze_dims(out_dims))
     except TypeError:
