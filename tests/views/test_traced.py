@@ -97,7 +97,9 @@ def test_running_statistics_pattern():
         cf(x)
         eager_steps.add_(1)
         eager_mean.mul_(0.9).add_(x.mean(0) * 0.1)
-    np.testing.assert_allclose(mean.numpy(), eager_mean.numpy(), rtol=1e-6)
+    # float32, and the compiled update may contract mul + add into one fma: a mean near zero
+    # differs from eager's by a few ulps of the terms, not of the result
+    np.testing.assert_allclose(mean.numpy(), eager_mean.numpy(), rtol=1e-5, atol=1e-6)
     assert steps.item() == 3
 
 
