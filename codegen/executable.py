@@ -39,6 +39,7 @@ from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
 from . import disk_cache
+from .host import default_threads
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 # Executables whose kernels are all flat elementwise loops over the same number of elements
 # run on TENSORPLAY_NUM_THREADS threads (default: the CPU count, at most 8) when large enough.
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this a thread hand-off costs more than it saves
-_THREADS = jit.default_threads()
+_THREADS = default_threads()
 _pool_instance: ThreadPoolExecutor | None = None
 _serial = threading.local()  # `serial_calls`: this thread's calls run in one piece
 
@@ -585,7 +586,7 @@ def _disk_key(graph: Graph) -> str:
         settings.append(f"{name}={getattr(loaded, name) if loaded is not None else default}")
     # whether the entry is threaded (`_chunks`), and which BLAS `dot.find_blas` finds: numpy's own
     blas = "off" if os.environ.get("TENSORPLAY_NO_BLAS") else f"numpy {np.__version__} {os.path.dirname(np.__file__)}"
-    from .host_caches import stream_min_bytes  # which outputs get non-temporal stores
+    from .host import stream_min_bytes  # which outputs get non-temporal stores
 
     options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} "
                f"stream={stream_min_bytes()} " + " ".join(settings))

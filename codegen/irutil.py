@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from tensorplay.ir import dtypes as dt
 
-from .host_caches import stream_min_bytes
+from .host import stream_min_bytes
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from .host import default_threads
+
 _lock = threading.Lock()
 _engine: "_Engine | None" = None
 
@@ -349,16 +351,6 @@ def merge_identical_functions(text: str) -> tuple[str, int]:
         text = re.sub(r'@"([^"]+)"', lambda m: f'@"{renames.get(m.group(1), m.group(1))}"', text)
         removed += len(renames)
     return text, removed
-
-
-def default_threads() -> int:
-    """Threads the codegen uses, to run kernels and to compile: TENSORPLAY_NUM_THREADS, else the CPU
-    count (at most 8); 1 on one core.
-
-    >>> default_threads() >= 1
-    True
-    """
-    return max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
 
 
 # Threads compiling one module's parts (`compile_ir`); tests and benchmarks may set it.

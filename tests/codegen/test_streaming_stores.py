@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tensorplay import ir
-from tensorplay.codegen import host_caches, irutil
+from tensorplay.codegen import host, irutil
 from tensorplay.codegen.executable import Executable
 from tensorplay.ir import TensorType, dtypes as dt, interpret
 
@@ -186,7 +186,7 @@ def test_default_threshold_is_the_hosts_l2_cache(monkeypatch):
     irutil.reset_streaming()
     try:
         lo, width = irutil.streaming()
-        l2 = host_caches.cache_bytes(2)
+        l2 = host.cache_bytes(2)
         if _triple_x86() and l2 is not None:
             assert lo == l2 and width in (16, 32)
         else:

@@ -1,7 +1,8 @@
-"""The host's cache sizes and the streaming-store threshold derived from them.
+"""What the host offers the code generator: its thread count, its cache sizes and the
+streaming-store threshold derived from them.
 
-Kept free of llvmlite so that a disk-cache hit (`codegen.executable._disk_key`) can key on the
-threshold without importing the code generator.
+Kept free of llvmlite so that a disk-cache hit (`codegen.executable`) can read them without
+importing the code generator.
 """
 from __future__ import annotations
 
@@ -58,3 +59,13 @@ def stream_min_bytes() -> int | None:
             raise ValueError(f"TENSORPLAY_STREAM_MIN_BYTES must be a number of bytes or 'off', "
                              f"got {env!r}") from None
     return cache_bytes(2)
+
+
+def default_threads() -> int:
+    """Threads the codegen uses, to run kernels and to compile: TENSORPLAY_NUM_THREADS, else the CPU
+    count (at most 8); 1 on one core.
+
+    >>> default_threads() >= 1
+    True
+    """
+    return max(1, int(os.environ.get("TENSORPLAY_NUM_THREADS", 0) or min(os.cpu_count() or 1, 8)))
