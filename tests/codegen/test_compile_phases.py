@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from tensorplay import codegen, ir
 from tensorplay.codegen.executable import _PhaseClock
@@ -24,15 +23,6 @@ def _graph(scale: float) -> ir.Graph:
     x = b.add_input(TensorType((9,), dt.float32))
     y = b.mul(b.exp(x), b.const(scale, (9,)))
     return b.build([y, b.emit("reduce_sum", y, axes=(0,))])
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TENSORPLAY_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("TENSORPLAY_DISK_CACHE", raising=False)
-    codegen.clear_cache()
-    yield tmp_path / "cache"
-    codegen.clear_cache()
 
 
 def _check_consistent(st: dict) -> None:

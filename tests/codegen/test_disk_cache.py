@@ -19,15 +19,6 @@ from tensorplay.ir import dtypes as dt
 from tensorplay.ir.types import TensorType
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("TENSORPLAY_CACHE_DIR", str(d))
-    monkeypatch.delenv("TENSORPLAY_DISK_CACHE", raising=False)
-    codegen.clear_cache()
-    return d
-
-
 def _graph(scale: float = 1.5, n: int = 37) -> ir.Graph:
     b = ir.GraphBuilder("cached")
     x = b.add_input(TensorType((n,), dt.float32))

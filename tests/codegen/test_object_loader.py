@@ -23,16 +23,6 @@ from prim_samples import ALL_SAMPLES, sample_id
 pytestmark = pytest.mark.skipif(not object_loader.supported_host(), reason="the loader links x86-64 Linux objects")
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("TENSORPLAY_CACHE_DIR", str(d))
-    monkeypatch.delenv("TENSORPLAY_DISK_CACHE", raising=False)
-    codegen.clear_cache()
-    yield d
-    codegen.clear_cache()
-
-
 def _no_loader(*args, **kwargs):
     raise Unsupported("turned off by the test")
 
