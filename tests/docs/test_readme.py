@@ -6,7 +6,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_readme_python_blocks_run(capsys):
-    text = open(os.path.join(ROOT, "README.md")).read()
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks
     namespace: dict = {}

@@ -27,7 +27,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("TENSORPLAY_BACKEND", None)
     return subprocess.run([sys.executable, "-m", "tensorplay.tools.cli", *args], cwd=ROOT, input=stdin,
-                          capture_output=True, text=True, timeout=300, env=env)
+                          capture_output=True, encoding="utf-8", timeout=300, env=env)
 
 
 def test_version():
@@ -68,7 +68,7 @@ def test_every_subcommand_reads_stdin(command, tmp_path):
     p = cli(args[0], "-", *args[1:], stdin=IR)
     assert p.returncode == 0, p.stderr
     if command[0] == "viz":
-        assert open(out).read().startswith("<svg")
+        assert open(out, encoding="utf-8").read().startswith("<svg")
 
 
 def test_stdin_errors_name_stdin():

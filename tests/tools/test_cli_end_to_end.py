@@ -53,7 +53,7 @@ MIXED_IR = """func @mixed(%x: tensor<8xf32>, %d: tensor<8xf64>, %i: tensor<8xi32
 def cli(*args: str, cwd: str = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("TENSORPLAY_BACKEND", None)
-    return subprocess.run([sys.executable, "-m", "tensorplay.tools.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tensorplay.tools.cli", *args], cwd=cwd, capture_output=True, encoding="utf-8",
                           timeout=timeout, env=env)
 
 
@@ -234,11 +234,11 @@ def test_viz_of_a_function_after_a_transform_html_and_dot(tmp_path):
     common = [f"{MODELS}:mlp", "--arg", "f32[4,8]", "--arg", "f32[8]", "--arg", "f32[8,3]", "--arg", "f32[5,4]"]
     p = cli("viz", *common, "--stage", "0", "-o", str(html))
     assert p.returncode == 0, p.stderr
-    text = html.read_text()
+    text = html.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "<script>" in text
     p = cli("viz", *common, "--colour-by", "family", "-o", str(dot))
     assert p.returncode == 0, p.stderr
-    text = dot.read_text()
+    text = dot.read_text(encoding="utf-8")
     assert text.startswith('digraph "mlp"') and text.count(" -> ") >= 17
 
 
@@ -252,7 +252,7 @@ def test_list_transforms_and_passes():
 
 def test_python_dash_m_tools_and_console_script_entry_point(ir_files):
     p = subprocess.run([sys.executable, "-m", "tools", "verify", "-q", ir_files["good"]], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, encoding="utf-8", timeout=60)
     assert p.returncode == 0, p.stderr
     import tomllib
 
@@ -343,7 +343,7 @@ def test_html_opens_in_headless_chromium_without_script_errors(tmp_path, ir_file
     out = tmp_path / "g.html"
     assert cli("viz", ir_files["good"], "-o", str(out)).returncode == 0
     p = subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                        "--enable-logging=stderr", "--v=0", out.as_uri()], capture_output=True, text=True,
+                        "--enable-logging=stderr", "--v=0", out.as_uri()], capture_output=True, encoding="utf-8", errors="replace",
                        timeout=120)
     assert 'data-ready="1"' in p.stdout, p.stderr[-2000:]
     assert "Uncaught" not in p.stderr
@@ -355,7 +355,7 @@ def test_html_script_runs_against_a_minimal_dom(tmp_path, ir_files):
 
     out = tmp_path / "g.html"
     assert cli("viz", ir_files["good"], "-o", str(out)).returncode == 0
-    run_script_in_node(out.read_text())
+    run_script_in_node(out.read_text(encoding="utf-8"))
 
 
 def test_dump_stats_counts_merged_functions(tmp_path):

@@ -52,7 +52,7 @@ def big_graph():
 def chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            "--window-size=1400,900", "--enable-logging=stderr", "--v=0", *extra, url],
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, encoding="utf-8", errors="replace", timeout=180)
 
 
 def page(tmp_path, name: str, extra_script: str = "") -> str:
