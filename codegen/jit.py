@@ -20,7 +20,7 @@ one library of its own ORC LLJIT instance (`link_object`): dropping the `JitModu
 garbage collection) disposes that instance and frees its machine code. One LLJIT per module, rather than one
 library per module in a shared LLJIT, because a shared instance keeps ~9 KB
 per library that it never gives back; creating one costs about a millisecond.
-The object images are what the disk cache stores (`codegen.disk_cache`; `pack_images`).
+The object images are what the disk cache stores (`codegen.disk_cache`, a list per entry).
 
 Memory (measured 2026-12-01, tools/bench/bench_soak.py): compiling a distinct graph used to keep
 ~92 KB for good. The O3 pipeline leaked whole: llvmlite 0.50's `ModulePassManager` and
@@ -39,7 +39,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import struct
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -159,11 +158,6 @@ class JitModule:
     merged: int = 0  # internal functions merged into an identical one (`merge_identical_functions`)
     _jit: object = None
     _tracker: object = None
-
-    @property
-    def object_code(self) -> bytes:
-        """The object images as one byte string (`pack_images`): what the disk cache stores."""
-        return pack_images(self.objects)
 
     def asm(self) -> str:
         """Host assembly of the optimised module (re-emitted on demand, part by part)."""
@@ -550,46 +544,12 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None,
     return jm
 
 
-_IMAGES = b"TPIMAGES"
-
-
-def pack_images(images: list[bytes]) -> bytes:
-    r"""Object images as one byte string: the image itself when there is one, else a small container
-    (`unpack_images` reads both; an ELF object starts with b"\x7fELF", never with the container's tag).
-
-    >>> unpack_images(pack_images([b"a", b"bc"])), unpack_images(pack_images([b"\x7fELF"]))
-    ([b'a', b'bc'], [b'\x7fELF'])
-    """
-    if len(images) == 1:
-        return bytes(images[0])
-    head = _IMAGES + struct.pack(f"<Q{len(images)}Q", len(images), *map(len, images))
-    return head + b"".join(images)
-
-
-def unpack_images(data: bytes) -> list[bytes]:
-    """The object images `pack_images` packed (ValueError if the container is malformed)."""
-    if not data.startswith(_IMAGES):
-        return [data]
-    n = struct.unpack_from("<Q", data, len(_IMAGES))[0] if len(data) >= len(_IMAGES) + 8 else -1
-    at = len(_IMAGES) + 8 + 8 * n
-    if n < 0 or at > len(data):
-        raise ValueError("object images: malformed container")
-    sizes = struct.unpack_from(f"<{n}Q", data, len(_IMAGES) + 8)
-    if at + sum(sizes) != len(data):
-        raise ValueError("object images: malformed container")
-    out = []
-    for size in sizes:
-        out.append(data[at:at + size])
-        at += size
-    return out
-
-
 def link_object(obj: bytes | list[bytes], symbols: list[str], llvm_ir: str = "") -> JitModule:
-    """Load object code (from `compile_ir` or the disk cache: one image, a list of them, or
-    `pack_images` of a list) into a fresh LLJIT, all images into one library."""
+    """Load object code (from `compile_ir` or the disk cache: one image or a list of them) into a
+    fresh LLJIT, all images into one library."""
     e = engine()
     t0 = time.perf_counter()
-    images = unpack_images(bytes(obj)) if isinstance(obj, (bytes, bytearray, memoryview)) else list(obj)
+    images = [obj] if isinstance(obj, (bytes, bytearray, memoryview)) else list(obj)
     lljit = llvm.create_lljit_compiler()
     builder = llvm.JITLibraryBuilder()
     for image in images:

@@ -66,7 +66,7 @@ def test_rss_stays_bounded_over_many_loaded_modules():
     from tensorplay.codegen import jit
 
     exe = codegen.Executable(distinct_graph(7))
-    obj, entry = exe._jit.object_code, next(iter(exe._jit.addresses))
+    obj, entry = exe._jit.objects, next(iter(exe._jit.addresses))
     x = np.linspace(-1, 1, exe.graph.inputs[0].shape[0]).astype(np.float32)
     want = exe(x)
 

@@ -65,7 +65,7 @@ def compile_one(k):
     codegen.compile_graph(g)(np.ones(g.inputs[0].shape, np.float32))
 if link_only:
     exe = codegen.compile_graph(graph(0))
-    obj, entry = exe._jit.object_code, next(iter(exe._jit.addresses))
+    obj, entry = exe._jit.objects, next(iter(exe._jit.addresses))
     step = lambda k: jit.link_object(obj, [entry]).release()
 else:
     step = compile_one
