@@ -65,16 +65,43 @@ _NO_PEERS = False
 
 # --- peers -------------------------------------------------------------------------------------
 def import_jax():
-    """The `jax` module configured for the CPU, or None when it is not importable or disabled."""
+    """The `jax` module configured for the CPU, or None when it is not importable or disabled.
+
+    With one thread per library, XLA's flags do not keep its CPU runtime on one core (its worker
+    pool still runs parts of a computation concurrently: 1.3 CPU-seconds per second measured on an
+    MLP forward), and jax has no setting that does. So its threads are created on one CPU (thread
+    affinity is inherited at creation), and `jax_cpu()` names that CPU: the samples of a
+    `single_cpu` implementation run with the calling thread pinned there too (`_sample`)."""
+    global _JAX_CPU
     if _NO_PEERS:
         return None
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    pin = THREADS == 1 and hasattr(os, "sched_setaffinity") and "jax" not in sys.modules
+    before = os.sched_getaffinity(0) if pin else None
     try:
+        if pin:
+            cpu = min(before)
+            os.sched_setaffinity(0, {cpu})
         import jax
-        import jax.numpy  # noqa: F401
+        import jax.numpy as jnp
+        if pin:  # create the client and its worker threads now, under this affinity
+            a = jnp.ones((256, 256), jnp.float32)
+            jax.jit(lambda m: jnp.tanh(m @ m).sum())(a).block_until_ready()
+            _JAX_CPU = cpu
     except Exception:  # noqa: BLE001 - any import failure means "no peer"
         return None
+    finally:
+        if pin:
+            os.sched_setaffinity(0, before)
     return jax
+
+
+_JAX_CPU: int | None = None
+
+
+def jax_cpu() -> int | None:
+    """The CPU jax's threads are bound to (None: not bound; see `import_jax`)."""
+    return _JAX_CPU
 
 
 def import_torch():
@@ -248,9 +275,13 @@ class Timing:
         return (q[2] - q[0]) / self.median
 
 
-def _sample(fn: Callable[[], Any], number: int, cpu: list | None = None) -> float:
+def _sample(fn: Callable[[], Any], number: int, cpu: list | None = None, on_cpu: int | None = None) -> float:
     gc_was = gc.isenabled()
     gc.disable()
+    before = None
+    if on_cpu is not None:  # (per sample, not per call: the syscalls stay out of the timed calls' share)
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {on_cpu})
     try:
         c0 = time.process_time()
         t0 = time.perf_counter()
@@ -261,6 +292,8 @@ def _sample(fn: Callable[[], Any], number: int, cpu: list | None = None) -> floa
             cpu.append((time.process_time() - c0) / number)
         return t
     finally:
+        if before is not None:
+            os.sched_setaffinity(0, before)
         if gc_was:
             gc.enable()
 
@@ -277,9 +310,11 @@ def calibrate(fn: Callable[[], Any], sample_s: float, max_number: int = 100_000)
     return max(1, min(max_number, int(sample_s / max(per_call, 1e-9))))
 
 
-def measure(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1, sample_s: float = 0.02
-            ) -> dict[str, Timing]:
-    """Time each callable: `warmup` calls, calibration, then `repeat` samples taken round-robin."""
+def measure(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1, sample_s: float = 0.02,
+            single_cpu: frozenset = frozenset()) -> dict[str, Timing]:
+    """Time each callable: `warmup` calls, calibration, then `repeat` samples taken round-robin.
+    The samples of the names in `single_cpu` run on jax's CPU (`jax_cpu()`) when it is bound."""
+    pinned = {name: _JAX_CPU if name in single_cpu else None for name in fns}
     numbers = {}
     for name, fn in fns.items():
         for _ in range(warmup):
@@ -289,7 +324,7 @@ def measure(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1, sam
     cpu: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
-            samples[name].append(_sample(fn, numbers[name], cpu[name]))
+            samples[name].append(_sample(fn, numbers[name], cpu[name], pinned[name]))
     return {name: Timing(samples[name], numbers[name], cpu[name]) for name in fns}
 
 
@@ -300,6 +335,11 @@ class Impl:
     fn: Callable[[], Any]
     check: bool = True        # compare the result with the reference implementation
     note: str = ""
+    single_cpu: bool | None = None  # run on jax's bound CPU (`import_jax`); default: a name starting "jax"
+
+    def __post_init__(self):
+        if self.single_cpu is None:
+            self.single_cpu = self.name.startswith("jax")
 
 
 @dataclass
@@ -351,7 +391,8 @@ class Suite:
                     errors[impl.name] = f"WRONG vs {truth_name}: {msg}"
                     continue
             timed[impl.name] = impl.fn
-        timings = measure(timed, repeat=args.repeat, warmup=args.warmup, sample_s=args.sample_s)
+        timings = measure(timed, repeat=args.repeat, warmup=args.warmup, sample_s=args.sample_s,
+                          single_cpu=frozenset(i.name for i in impls if i.single_cpu))
         for impl in impls:
             if impl.name in errors:
                 self.rows.append(Row(case, impl.name, None, errors[impl.name], impl.note))
