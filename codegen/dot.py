@@ -546,7 +546,7 @@ def _free(b: ir.IRBuilder, p: ir.Value) -> None:
 
 
 # --- small products: register tiles with the loop nest's bits ------------------------------------
-TILE_PACK_BYTES = 1 << 15  # a B without unit column stride is copied to a stack block at most this big
+PANEL_STACK_BYTES = 1 << 15  # a strided B's panel (`gemm_kernel.small_panel_elements`) on the stack up to this
 
 
 @dataclass(frozen=True)
@@ -554,8 +554,7 @@ class TilePlan:
     """A dot_general below the BLAS range as a loop nest of small products run as register tiles
     (`gemm_kernel.emit_small_gemm`); strides in elements. `loops` = (extent, lhs stride, rhs stride,
     out stride) per loop axis; per point C[i, j] = sum_kk A[i, kk] B[kk, j] with A's (i, kk) at
-    i*a_rs + kk*a_cs, B's (kk, j) at kk*b_rs + j*b_cs (`b_cs` != 1: copied to a contiguous block
-    first) and C's (i, j) at i*ldc + j."""
+    i*a_rs + kk*a_cs, B's (kk, j) at kk*b_rs + j*b_cs and C's (i, j) at i*ldc + j."""
 
     loops: tuple[tuple[int, int, int, int], ...]
     m: int
@@ -569,14 +568,19 @@ class TilePlan:
 
 
 def tile_plan(node: Node, plan_blas: bool = True) -> TilePlan | None:
-    """How `node` runs as register tiles, or None (it stays on the loop nest or BLAS).
+    """How `node` runs as register tiles, or None (it stays on the loop nest, or on BLAS).
 
-    Taken where the loop nest computes every element as one in-order chain of fma over k from 0
-    (float32/float64; the axpy form, or the dot form whose k loops are unrolled away, see
-    `jit.reassociation_is_per_element`), since the tiles compute exactly that chain: the result
-    is bit-identical to the loop nest, so this choice may depend on any extent (vmap's chunks need
-    none of the care that BLAS needs). The contracted axes must address one strided dimension in
-    each operand; leading free axes that do not are looped over, as for BLAS.
+    The tiles compute every element as one in-order chain of fma over k from 0 (float32 and
+    float64). They are taken only where the loop nest computes that same chain -- its axpy form,
+    and its dot form whose k loops are unrolled away (`jit.reassociation_is_per_element`) -- so
+    the results are bit-identical and the choice may depend on any extent (vmap's chunks need none
+    of the care BLAS needs). The loop nest's other dot form (the rhs contracted on its innermost
+    axis, a k loop vectorised with reassociation: other bits) is kept: as tiles it would need its
+    B transposed into a panel, measured 1.4-3.2x slower for one to four rows (x @ W^T of a single
+    example), and a choice by row count would make the bits depend on vmap's chunk size.
+
+    Axes are grouped as for BLAS: leading free axes that do not form one strided dimension with
+    the rest are looped over, and so are the batch axes.
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((32, 8, 64), float32))
@@ -594,9 +598,8 @@ def tile_plan(node: Node, plan_blas: bool = True) -> TilePlan | None:
     (lc, rc), (lb, rb) = node.attrs["contract"], node.attrs["batch"]
     lf, rf = free_axes(lhs.ndim, lc, lb), free_axes(rhs.ndim, rc, rb)
     kshape = tuple(lhs.shape[a] for a in lc)
-    dot_form = not rf or (rhs.ndim - 1) in rc
-    if dot_form and jit.reassociation_is_per_element(kshape):
-        return None  # a reassociated k loop: its bits are not the chain's
+    if (not rf or (rhs.ndim - 1) in rc) and jit.reassociation_is_per_element(kshape):
+        return None  # the loop nest's reassociated dot products, kept (see above)
     if min(out.type.size, prod(kshape)) == 0:
         return None
     ls, rs, os_ = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
@@ -614,30 +617,31 @@ def tile_plan(node: Node, plan_blas: bool = True) -> TilePlan | None:
     groups = (_group(lhs.shape, ls, lf), _group(lhs.shape, ls, lc), _group(rhs.shape, rs, rc),
               _group(rhs.shape, rs, rf), _group(out.shape, os_, lf_out), _group(out.shape, os_, rf_out))
     if None in groups:
-        return None
+        return None  # contracted axes that are not one strided dimension
     (m, a_rs), (k, a_cs), (_, b_rs), (n, b_cs), (_, ldc), (_, c_cs) = groups
-    if n > 1 and c_cs != 1:
-        return None
-    if n > 1 and b_cs != 1 and k * n * out.dtype.itemsize > TILE_PACK_BYTES:
-        return None
+    assert n == 1 or c_cs == 1, "the rhs free axes of a row-major output are its innermost"
     return TilePlan(tuple(loops), m, n, k, a_rs, a_cs, b_rs, b_cs if n > 1 else 1, ldc)
 
 
 def emit_dot_tiles(ctx: KernelContext, node: Node, plan: TilePlan) -> None:
-    """One `gemm_kernel.emit_small_gemm` per point of the plan's loop nest (B first copied to a
-    contiguous stack block when its columns are strided)."""
+    """One `gemm_kernel.emit_small_gemm` per point of the plan's loop nest, with a scratch panel for
+    a B whose columns are strided (on the stack, or from malloc when large)."""
     b = ctx.b
     lhs, rhs = node.inputs
     out = node.out
     ft = u.reg_type(out.dtype)
     es = out.dtype.itemsize
-    packed = None
-    if plan.b_cs != 1:
-        with b.goto_block(b.function.entry_basic_block):
-            if b.function.entry_basic_block.instructions:
-                b.position_before(b.function.entry_basic_block.instructions[0])
-            packed = b.alloca(ft, size=u.i64(plan.k * plan.n), name="bpack")
-            packed.align = 32
+    panel = heap = None
+    if plan.n > 1 and plan.b_cs != 1:
+        size = gemm_kernel.small_panel_elements(plan.k, ft)
+        if size * es <= PANEL_STACK_BYTES:
+            with b.goto_block(b.function.entry_basic_block):
+                if b.function.entry_basic_block.instructions:
+                    b.position_before(b.function.entry_basic_block.instructions[0])
+                panel = b.alloca(ft, size=u.i64(size), name="panel")
+                panel.align = 32
+        else:
+            panel = heap = _malloc(b, size * es)
     with contextlib.ExitStack() as stack:
         ivs = [stack.enter_context(u.for_range(b, e, f"tl{i}", unroll=False)) for i, (e, *_) in enumerate(plan.loops)]
 
@@ -646,16 +650,10 @@ def emit_dot_tiles(ctx: KernelContext, node: Node, plan: TilePlan) -> None:
             for iv, loop in zip(ivs, plan.loops):
                 off = u.iadd(b, off, u.imul(b, iv, loop[which] * es))
             return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
-        rhs_p, b_rs = at(rhs, 2), plan.b_rs
-        if packed is not None:  # Bp[kk, j] = B[kk, j], row by row
-            with u.for_range(b, plan.k, "tl.pk", unroll=False) as kk:
-                with u.for_range(b, plan.n, "tl.pj") as j:
-                    src = u.iadd(b, u.imul(b, kk, plan.b_rs), u.imul(b, j, plan.b_cs))
-                    x = b.load(b.gep(rhs_p, [src], inbounds=True, source_etype=ft), typ=ft)
-                    b.store(x, b.gep(packed, [u.iadd(b, u.imul(b, kk, plan.n), j)], inbounds=True, source_etype=ft))
-            rhs_p, b_rs = packed, plan.n
-        gemm_kernel.emit_small_gemm(b, at(lhs, 1), rhs_p, at(out, 3), plan.m, plan.n, plan.k,
-                                    (plan.a_rs, plan.a_cs), b_rs, plan.ldc, ft)
+        gemm_kernel.emit_small_gemm(b, at(lhs, 1), at(rhs, 2), at(out, 3), plan.m, plan.n, plan.k,
+                                    (plan.a_rs, plan.a_cs), (plan.b_rs, plan.b_cs), plan.ldc, ft, panel)
+    if heap is not None:
+        _free(b, heap)
 
 
 def emit_dot(ctx: KernelContext, node: Node) -> None:

@@ -282,29 +282,47 @@ def _vfma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
     return b.call(fn, [x, y, z])
 
 
+def small_panel_elements(k: int, ft: ir.Type) -> int:
+    """Elements of the scratch panel `emit_small_gemm` needs for a B with strided columns: k rows
+    of one column block.
+
+    >>> small_panel_elements(10, u.F32)
+    160
+    """
+    return k * 2 * vector_lanes(ft)
+
+
 def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: int, n: int, k: int,
-                    a_strides: tuple[int, int], b_rs: int, ldc: int, ft: ir.Type) -> None:
+                    a_strides: tuple[int, int], b_strides: tuple[int, int], ldc: int, ft: ir.Type,
+                    panel: ir.Value | None = None) -> None:
     """C (m x n, rows ldc apart, unit column stride) = A @ B with A's element (i, kk) at
-    a + i*a_strides[0] + kk*a_strides[1] and B's (kk, j) at bm + kk*b_rs + j (strides in elements,
-    float type `ft`), m, n, k >= 1. Every element is one in-order chain of fma over k from 0.
+    a + i*a_strides[0] + kk*a_strides[1] and B's (kk, j) at bm + kk*b_strides[0] + j*b_strides[1]
+    (strides in elements, float type `ft`), m, n, k >= 1. Every element is one in-order chain of
+    fma over k from 0. A B whose columns are strided (`b_strides[1]` != 1 and n > 1, e.g. B^T
+    stored row-major) is copied one column block at a time to `panel` (`small_panel_elements`).
 
     >>> import ctypes, numpy as np
     >>> from llvmlite import ir
     >>> mod = ir.Module("s"); mod.triple, mod.data_layout = jit.host_triple_and_layout()
-    >>> fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [u.PTR] * 3), "s")
+    >>> fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [u.PTR] * 4), "s")
     >>> bld = ir.IRBuilder(fn.append_basic_block())
-    >>> emit_small_gemm(bld, *fn.args, 7, 10, 3, (1, 7), 10, 10, u.F32); _ = bld.ret_void()
+    >>> x_, w_, c_, p_ = fn.args
+    >>> emit_small_gemm(bld, x_, w_, c_, 7, 10, 3, (1, 7), (1, 3), 10, u.F32, p_); _ = bld.ret_void()
     >>> code = jit.compile_ir(str(mod), ["s"])
-    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(code.addresses["s"])
-    >>> x = np.arange(21, dtype=np.float32).reshape(3, 7); w = np.ones((3, 10), np.float32)
-    >>> out = np.empty((7, 10), np.float32)
-    >>> run(x.ctypes.data, w.ctypes.data, out.ctypes.data)  # out = x.T @ w: A read transposed
-    >>> bool((out == x.T @ w).all())
+    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(code.addresses["s"])
+    >>> x = np.arange(21, dtype=np.float32).reshape(3, 7); w = np.arange(30, dtype=np.float32).reshape(10, 3)
+    >>> out, scratch = np.empty((7, 10), np.float32), np.empty(small_panel_elements(3, u.F32), np.float32)
+    >>> run(x.ctypes.data, w.ctypes.data, out.ctypes.data, scratch.ctypes.data)  # x.T @ w.T, both read transposed
+    >>> bool((out == x.T @ w.T).all())
     True
     """
     lanes = vector_lanes(ft)
     nr = 2 * lanes
     a_rs, a_cs = a_strides
+    b_rs, b_cs = b_strides
+    packed = n > 1 and b_cs != 1
+    if packed and panel is None:
+        raise ValueError("emit_small_gemm: a B with strided columns needs a panel")
 
     def at(p, off):
         return b.gep(p, [off], inbounds=True, source_etype=ft)
@@ -312,16 +330,22 @@ def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: 
     def column_block(j0: ir.Value, width: int) -> None:  # columns [j0, j0 + width), every row
         vecs = -(-width // lanes)
         last = width - (vecs - 1) * lanes
-        bj, cj = at(bm, j0), at(c, j0)
+        bj, cj, rs = at(bm, u.imul(b, j0, b_cs)), at(c, j0), b_rs
+        if packed:  # panel[kk, j] = B[kk, j0 + j]: read along B's unit stride when it has one
+            with u.for_range(b, width, "st.pj", unroll=False) as j:
+                with u.for_range(b, k, "st.pk") as kk:
+                    x = b.load(at(bj, u.iadd(b, u.imul(b, kk, b_rs), u.imul(b, j, b_cs))), typ=ft)
+                    b.store(x, at(panel, u.iadd(b, u.imul(b, kk, nr), j)))
+            bj, rs = panel, nr
         full = m // SMALL_MR
         if full:
             with u.for_range(b, full, "st.mb", unroll=False) as mb:
                 i0 = u.imul(b, mb, SMALL_MR)
-                _small_tile(b, at(a, u.imul(b, i0, a_rs)), bj, at(cj, u.imul(b, i0, ldc)), k, a_strides, b_rs,
+                _small_tile(b, at(a, u.imul(b, i0, a_rs)), bj, at(cj, u.imul(b, i0, ldc)), k, a_strides, rs,
                             ldc, SMALL_MR, vecs, last, ft)
         if m % SMALL_MR:
             i0 = full * SMALL_MR
-            _small_tile(b, at(a, u.i64(i0 * a_rs)), bj, at(cj, u.i64(i0 * ldc)), k, a_strides, b_rs, ldc,
+            _small_tile(b, at(a, u.i64(i0 * a_rs)), bj, at(cj, u.i64(i0 * ldc)), k, a_strides, rs, ldc,
                         m % SMALL_MR, vecs, last, ft)
 
     if n // nr:

@@ -33,6 +33,15 @@ CASES = {
     "long_k": ((6, 70), (70, 24), ((1,), (0,)), ((), ())),
     "batched_4x(5x3x2)": ((4, 5, 3), (4, 3, 2), ((2,), (1,)), ((0,), (0,))),
 }
+# the loop nest's dot form (rhs contracted on its innermost axis) with k loops of at most 4: the
+# chain, as tiles with B transposed into a panel
+DOT_FORM = {
+    "ensemble_like_k4": ((8, 32, 4), (8, 64, 4), ((2,), (2,)), ((0,), (0,))),
+    "linear_x_WT_k3": ((5, 3), (19, 3), ((1,), (1,)), ((), ())),
+    "two_k_axes_2x3": ((2, 2, 3), (37, 2, 3), ((1, 2), (1, 2)), ((), ())),
+    "wide_n_40": ((7, 2), (40, 2), ((1,), (1,)), ((), ())),
+    "m1": ((1, 4), (17, 4), ((1,), (1,)), ((), ())),
+}
 EMPTY = {
     "m0": ((0, 5), (5, 3), ((1,), (0,)), ((), ())),
     "n0": ((4, 5), (5, 0), ((1,), (0,)), ((), ())),
@@ -127,6 +136,44 @@ def test_tiles_have_the_bits_of_the_loop_nest(name, dtype, monkeypatch):
     np.testing.assert_array_equal(tiles.view(np.uint8), loops.view(np.uint8))
 
 
+def _axpy_twin(case, args):
+    """The same product with the rhs stored (batch, contracted, free) by numpy: the loop nest's
+    axpy form, whose bits are the in-order chain."""
+    ls, rs, (lc, rc), (lb, rb) = case
+    rf = [a for a in range(len(rs)) if a not in rc + rb]
+    order = list(rb) + list(rc) + rf
+    w = np.ascontiguousarray(args[1].transpose(order))
+    nb, nc = len(rb), len(rc)
+    twin = (ls, w.shape, (lc, tuple(range(nb, nb + nc))), (lb, tuple(range(nb))))
+    return twin, [args[0], w]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("name", list(DOT_FORM))
+def test_dot_form_tiles_are_the_chain(name, dtype, monkeypatch):
+    """The short dot form as tiles through the packed panel: the values of the interpreter, and the
+    bits of the loop nest and of the same product in the axpy form (the chain); strided arguments."""
+    monkeypatch.setattr(dot, "BLAS_MIN_FLOPS", float("inf"))
+    case = DOT_FORM[name]
+    g = _graph(case, dtype)
+    plan = dot.tile_plan(g.nodes[0])
+    assert plan is not None and (plan.n == 1 or plan.b_cs != 1)  # B read through the packed panel
+    for strided in (False, True):
+        args = _args(case, dtype, seed=6, strided=strided)
+        got, emitted = _run(g, args, monkeypatch)
+        assert emitted == 1
+        want = ir.interpret(g, [np.ascontiguousarray(a) for a in args])[0]
+        tol = dict(rtol=1e-5, atol=1e-4) if dtype is dt.float32 else dict(rtol=1e-12, atol=1e-11)
+        np.testing.assert_allclose(got, want, **tol)
+        np.testing.assert_allclose(got, _einsum(case, args), **tol)
+        twin, twin_args = _axpy_twin(case, args)
+        chain, none = _run(_graph(twin, dtype), twin_args, monkeypatch, tiles=False)
+        loops, _ = _run(g, args, monkeypatch, tiles=False)
+        assert none == 0
+        np.testing.assert_array_equal(got.view(np.uint8), chain.view(np.uint8))
+        np.testing.assert_array_equal(got.view(np.uint8), loops.view(np.uint8))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 def test_tiles_propagate_non_finite_values(dtype, monkeypatch):
     case = CASES["remainders_13x9x41"]
@@ -163,11 +210,13 @@ def test_which_products_take_the_tiles(monkeypatch):
     assert _plan((64, 64), (64, 64), *mm) is None or dot.find_blas() is None  # BLAS's range
     assert _plan((8, 8), (8, 8), *mm, dtype=dt.int32) is None                 # integers: loop nest
     assert _plan((8, 8), (8, 8), *mm, dtype=dt.float16) is None               # float32 accumulator
-    # the dot form with a k loop LLVM vectorises reassociated: other bits than the chain's
+    # the loop nest's dot form with a k loop vectorised reassociated (other bits than the chain's)
     assert _plan((8, 5), (6, 5), ((1,), (1,)), ((), ())) is None
-    assert _plan((8, 4), (6, 4), ((1,), (1,)), ((), ())) is not None          # k = 4 is unrolled away
-    # a strided B larger than the pack block stays on the loop nest
-    assert _plan((2, 4), (4097, 4), ((1,), (1,)), ((), ())) is None
+    assert _plan((8, 5), (5,), ((1,), (0,)), ((), ())) is None                # a mat-vec
+    # k loops of at most 4 are unrolled away in the loop nest (the chain either way): the tiles
+    # when the contracted axes group, else the loop nest
+    assert _plan((2, 3, 3, 4), (3, 9, 4), ((1, 3), (0, 2)), ((), ())) is None  # k axes 12 and 1 apart
+    assert _plan((2, 3, 3, 1), (3, 9, 1), ((1, 3), (0, 2)), ((), ())) is not None  # k = 3: the chain
 
 
 def test_tile_plan_of_the_ensemble_layer():
