@@ -633,7 +633,7 @@ def emit_dot_tiles(ctx: KernelContext, node: Node, plan: TilePlan) -> None:
     es = out.dtype.itemsize
     panel = heap = None
     if plan.n > 1 and plan.b_cs != 1:
-        size = gemm_kernel.small_panel_elements(plan.k, ft)
+        size = gemm_kernel.small_panel_elements(plan.m, plan.n, plan.k, ft)
         if size * es <= PANEL_STACK_BYTES:
             with b.goto_block(b.function.entry_basic_block):
                 if b.function.entry_basic_block.instructions:

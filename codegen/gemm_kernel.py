@@ -182,7 +182,7 @@ def lhs_panel_elements(m: int, k: int) -> int:
 # per tile; A's elements are broadcast from their place (any strides) and B's rows loaded as vectors
 # (unit column stride; packed first when it has none). The bits are the loop nest's, whatever the
 # tile, m, n or the call's position, so the choice between the two needs no care (`dot.tile_plan`).
-SMALL_MR = 6  # rows of a register tile; NV = 2 vectors per row: 12 accumulators + 2 B + 1 broadcast
+SMALL_MR = 6  # rows of a register tile (of 2 vectors: 12 accumulators + 2 B + 1 broadcast register)
 
 
 def vector_lanes(ft: ir.Type) -> int:
@@ -282,14 +282,26 @@ def _vfma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
     return b.call(fn, [x, y, z])
 
 
-def small_panel_elements(k: int, ft: ir.Type) -> int:
+def small_tile_shape(m: int, n: int, ft: ir.Type) -> tuple[int, int]:
+    """(rows, vectors) of the register tiles `emit_small_gemm` uses for an m x n product: 6 rows of
+    2 vectors, or for fewer rows as many vectors as keep 12 accumulators busy (one row of 2 would be
+    2 dependent fma chains, latency-bound), at most what n needs.
+
+    >>> small_tile_shape(32, 10, u.F32), small_tile_shape(1, 64, u.F32), small_tile_shape(2, 500, u.F64)
+    ((6, 2), (1, 8), (2, 6))
+    """
+    rows = min(m, SMALL_MR)
+    return rows, max(1, min(max(2, 12 // rows), -(-n // vector_lanes(ft))))
+
+
+def small_panel_elements(m: int, n: int, k: int, ft: ir.Type) -> int:
     """Elements of the scratch panel `emit_small_gemm` needs for a B with strided columns: k rows
     of one column block.
 
-    >>> small_panel_elements(10, u.F32)
+    >>> small_panel_elements(32, 10, 10, u.F32)
     160
     """
-    return k * 2 * vector_lanes(ft)
+    return k * small_tile_shape(m, n, ft)[1] * vector_lanes(ft)
 
 
 def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: int, n: int, k: int,
@@ -298,8 +310,9 @@ def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: 
     """C (m x n, rows ldc apart, unit column stride) = A @ B with A's element (i, kk) at
     a + i*a_strides[0] + kk*a_strides[1] and B's (kk, j) at bm + kk*b_strides[0] + j*b_strides[1]
     (strides in elements, float type `ft`), m, n, k >= 1. Every element is one in-order chain of
-    fma over k from 0. A B whose columns are strided (`b_strides[1]` != 1 and n > 1, e.g. B^T
-    stored row-major) is copied one column block at a time to `panel` (`small_panel_elements`).
+    fma over k from 0, in register tiles of `small_tile_shape`. A B whose columns are strided
+    (`b_strides[1]` != 1 and n > 1, e.g. B^T stored row-major) is copied one column block at a
+    time to `panel` (`small_panel_elements`).
 
     >>> import ctypes, numpy as np
     >>> from llvmlite import ir
@@ -311,13 +324,14 @@ def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: 
     >>> code = jit.compile_ir(str(mod), ["s"])
     >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(code.addresses["s"])
     >>> x = np.arange(21, dtype=np.float32).reshape(3, 7); w = np.arange(30, dtype=np.float32).reshape(10, 3)
-    >>> out, scratch = np.empty((7, 10), np.float32), np.empty(small_panel_elements(3, u.F32), np.float32)
+    >>> out, scratch = np.empty((7, 10), np.float32), np.empty(small_panel_elements(7, 10, 3, u.F32), np.float32)
     >>> run(x.ctypes.data, w.ctypes.data, out.ctypes.data, scratch.ctypes.data)  # x.T @ w.T, both read transposed
     >>> bool((out == x.T @ w.T).all())
     True
     """
     lanes = vector_lanes(ft)
-    nr = 2 * lanes
+    mr, nv = small_tile_shape(m, n, ft)
+    nr = nv * lanes
     a_rs, a_cs = a_strides
     b_rs, b_cs = b_strides
     packed = n > 1 and b_cs != 1
@@ -337,16 +351,16 @@ def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: 
                     x = b.load(at(bj, u.iadd(b, u.imul(b, kk, b_rs), u.imul(b, j, b_cs))), typ=ft)
                     b.store(x, at(panel, u.iadd(b, u.imul(b, kk, nr), j)))
             bj, rs = panel, nr
-        full = m // SMALL_MR
+        full = m // mr
         if full:
             with u.for_range(b, full, "st.mb", unroll=False) as mb:
-                i0 = u.imul(b, mb, SMALL_MR)
+                i0 = u.imul(b, mb, mr)
                 _small_tile(b, at(a, u.imul(b, i0, a_rs)), bj, at(cj, u.imul(b, i0, ldc)), k, a_strides, rs,
-                            ldc, SMALL_MR, vecs, last, ft)
-        if m % SMALL_MR:
-            i0 = full * SMALL_MR
+                            ldc, mr, vecs, last, ft)
+        if m % mr:
+            i0 = full * mr
             _small_tile(b, at(a, u.i64(i0 * a_rs)), bj, at(cj, u.i64(i0 * ldc)), k, a_strides, rs, ldc,
-                        m % SMALL_MR, vecs, last, ft)
+                        m % mr, vecs, last, ft)
 
     if n // nr:
         with u.for_range(b, n // nr, "st.nb", unroll=False) as nb:

@@ -32,6 +32,11 @@ CASES = {
     "two_contracted_axes": ((5, 2, 3), (2, 3, 19), ((1, 2), (0, 1)), ((), ())),
     "long_k": ((6, 70), (70, 24), ((1,), (0,)), ((), ())),
     "batched_4x(5x3x2)": ((4, 5, 3), (4, 3, 2), ((2,), (1,)), ((0,), (0,))),
+    # fewer rows than a tile: wider tiles (12 accumulators), column blocks of 96 / 48 / 32 floats
+    "row_1x20x200": ((1, 20), (20, 200), ((1,), (0,)), ((), ())),
+    "rows_2x7x100": ((2, 7), (7, 100), ((1,), (0,)), ((), ())),
+    "rows_4x5x50": ((4, 5), (5, 50), ((1,), (0,)), ((), ())),
+    "packed_rows_3x4x60": ((3, 4), (60, 4), ((1,), (1,)), ((), ())),
 }
 # the loop nest's dot form (rhs contracted on its innermost axis) with k loops of at most 4: the
 # chain, as tiles with B transposed into a panel
