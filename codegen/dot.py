@@ -1,6 +1,6 @@
 """dot_general: batched contraction, its own kernel over materialised operands.
 
-Three implementations, chosen per node at compile time:
+Four implementations, chosen per node at compile time:
 
 - **cblas gemm from numpy's own OpenBLAS** (float32/float64, and float16/bfloat16
   through float32 copies of the operands and result, 2*m*n*k >=
@@ -19,8 +19,14 @@ Three implementations, chosen per node at compile time:
   with a shared batch): the lhs is packed once instead of once per call, and
   every element is one fma chain over k (`GemmPlan.generated_kernel` has the
   rule: shapes, dtype and host FMA only).
-- **a generated loop nest** otherwise (integers, small products, layouts gemm
-  cannot express, numpy builds without a bundled OpenBLAS): `emit_dot_loops`.
+- **register tiles** (`gemm_kernel.emit_small_gemm`, `tile_plan`) for float32/float64
+  products below the BLAS range that the loop nest computes as one in-order fma chain per
+  element (its axpy form, and its dot form with k loops of at most 4): the same chain, held in
+  registers over k, with the loop nest's bits (vmap's batched layers, 8 x (32x64 @ 64x10): 162 ->
+  6 us).
+- **a generated loop nest** otherwise (integers, 16-bit floats, the dot form with a longer k loop,
+  empty products, layouts gemm cannot express, numpy builds without a bundled OpenBLAS):
+  `emit_dot_loops`.
 
 Measured on the 2-core AVX-512 development machine (float32 square matmul,
 best of 9, including the ~5 us Python call of an executable; numpy.matmul for
@@ -50,6 +56,7 @@ BLAS_MIN_FLOPS for the full batch are therefore chunk-invariant; larger ones agr
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
@@ -134,9 +141,7 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
     dot_form = not rf or (rhs.ndim - 1) in rc or u.mem_type(out.dtype) is u.I16
     reassociate = jit.reassociation_is_per_element(kshape)
     width = ctx.streamed(out)
-    t = u.mem_type(out.dtype)
-    if (width is not None and not dot_form and t is u.reg_type(out.dtype)
-            and 0 < prod(nshape) * u.type_bytes(t) <= STREAM_ROW_BYTES):
+    if _streams(ctx, node):
         _axpy_streamed(ctx, node, width, operand_index, (lb, lf, lc), (rb, rf, rc), (bshape, mshape, nshape, kshape))
         return
     with u.loop_nest(b, bshape + mshape, "bm") as bm:
@@ -162,6 +167,19 @@ def emit_dot_loops(ctx: KernelContext, node: Node) -> None:
 
 
 STREAM_ROW_BYTES = 1 << 12  # the scratch rows of a streamed output: a few KiB, in L1
+
+
+def _streams(ctx: KernelContext, node: Node) -> bool:
+    """Whether the loop nest writes `node`'s output with non-temporal stores (`_axpy_streamed`): a
+    large graph output no kernel reads, in the axpy form, with rows of at most STREAM_ROW_BYTES."""
+    lhs, rhs = node.inputs
+    out = node.out
+    rc, rb = node.attrs["contract"][1], node.attrs["batch"][1]
+    rf = free_axes(rhs.ndim, rc, rb)
+    t = u.mem_type(out.dtype)
+    dot_form = not rf or (rhs.ndim - 1) in rc or t is u.I16
+    return (ctx.streamed(out) is not None and not dot_form and t is u.reg_type(out.dtype)
+            and 0 < prod(rhs.shape[a] for a in rf) * u.type_bytes(t) <= STREAM_ROW_BYTES)
 
 
 def _axpy_streamed(ctx: KernelContext, node: Node, width: int, operand_index, laxes, raxes, shapes) -> None:
@@ -533,10 +551,137 @@ def _free(b: ir.IRBuilder, p: ir.Value) -> None:
     b.call(fn, [p])
 
 
+# --- small products: register tiles with the loop nest's bits ------------------------------------
+PANEL_STACK_BYTES = 1 << 15  # a strided B's panel (`gemm_kernel.small_panel_elements`) on the stack up to this
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """A dot_general below the BLAS range as a loop nest of small products run as register tiles
+    (`gemm_kernel.emit_small_gemm`); strides in elements. `loops` = (extent, lhs stride, rhs stride,
+    out stride) per loop axis; per point C[i, j] = sum_kk A[i, kk] B[kk, j] with A's (i, kk) at
+    i*a_rs + kk*a_cs, B's (kk, j) at kk*b_rs + j*b_cs and C's (i, j) at i*ldc + j."""
+
+    loops: tuple[tuple[int, int, int, int], ...]
+    m: int
+    n: int
+    k: int
+    a_rs: int
+    a_cs: int
+    b_rs: int
+    b_cs: int
+    ldc: int
+
+
+def tile_plan(node: Node, plan_blas: bool = True) -> TilePlan | None:
+    """How `node` runs as register tiles, or None (it stays on the loop nest, or on BLAS).
+
+    The tiles compute every element as one in-order chain of fma over k from 0 (float32 and
+    float64). They are taken only where the loop nest computes that same chain -- its axpy form,
+    and its dot form whose k loops are unrolled away (`jit.reassociation_is_per_element`) -- so
+    the results are bit-identical and the choice may depend on any extent (vmap's chunks need none
+    of the care BLAS needs). The loop nest's other dot form (the rhs contracted on its innermost
+    axis, a k loop vectorised with reassociation: other bits) is kept: as tiles it would need its
+    B transposed into a panel, measured 1.4-3.2x slower for one to four rows (x @ W^T of a single
+    example), and a choice by row count would make the bits depend on vmap's chunk size.
+
+    Axes are grouped as for BLAS: leading free axes that do not form one strided dimension with
+    the rest are looped over, and so are the batch axes.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((32, 8, 64), float32))
+    >>> w = b.add_input(TensorType((8, 64, 10), float32))
+    >>> g = b.build([b.dot_general(x, w, batch=((1,), (0,)), contract=((2,), (1,)))])
+    >>> tile_plan(g.nodes[0])  # 8 products 32x64 @ 64x10, the lhs rows 512 apart
+    TilePlan(loops=((8, 64, 640, 320),), m=32, n=10, k=64, a_rs=512, a_cs=1, b_rs=10, b_cs=1, ldc=10)
+    """
+    lhs, rhs = node.inputs
+    out = node.out
+    if out.dtype not in (dt.float32, dt.float64) or lhs.dtype is not out.dtype or rhs.dtype is not out.dtype:
+        return None
+    if plan_blas and blas_plan(node) is not None:
+        return None
+    (lc, rc), (lb, rb) = node.attrs["contract"], node.attrs["batch"]
+    lf, rf = free_axes(lhs.ndim, lc, lb), free_axes(rhs.ndim, rc, rb)
+    kshape = tuple(lhs.shape[a] for a in lc)
+    if (not rf or (rhs.ndim - 1) in rc) and jit.reassociation_is_per_element(kshape):
+        return None  # the loop nest's reassociated dot products, kept (see above)
+    if min(out.type.size, prod(kshape)) == 0:
+        return None
+    ls, rs, os_ = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
+    nb = len(lb)
+    loops = [(lhs.shape[a], ls[a], rs[b], os_[i]) for i, (a, b) in enumerate(zip(lb, rb))]
+    lf, rf = list(lf), list(rf)
+    lf_out = list(range(nb, nb + len(lf)))
+    rf_out = list(range(nb + len(lf), out.ndim))
+    while lf and (_group(lhs.shape, ls, lf) is None or _group(out.shape, os_, lf_out) is None):
+        a, o = lf.pop(0), lf_out.pop(0)
+        loops.append((lhs.shape[a], ls[a], 0, os_[o]))
+    while rf and (_group(rhs.shape, rs, rf) is None or _group(out.shape, os_, rf_out) is None):
+        a, o = rf.pop(0), rf_out.pop(0)
+        loops.append((rhs.shape[a], 0, rs[a], os_[o]))
+    groups = (_group(lhs.shape, ls, lf), _group(lhs.shape, ls, lc), _group(rhs.shape, rs, rc),
+              _group(rhs.shape, rs, rf), _group(out.shape, os_, lf_out), _group(out.shape, os_, rf_out))
+    if None in groups:
+        return None  # contracted axes that are not one strided dimension
+    (m, a_rs), (k, a_cs), (_, b_rs), (n, b_cs), (_, ldc), (_, c_cs) = groups
+    assert n == 1 or c_cs == 1, "the rhs free axes of a row-major output are its innermost"
+    return TilePlan(tuple(loops), m, n, k, a_rs, a_cs, b_rs, b_cs if n > 1 else 1, ldc)
+
+
+def emit_dot_tiles(ctx: KernelContext, node: Node, plan: TilePlan) -> None:
+    """One `gemm_kernel.emit_small_gemm` per point of the plan's loop nest, with a scratch panel for
+    a B whose columns are strided (on the stack, or from malloc when large). A 5x3 @ 3x7 product
+    compiles to it:
+
+    >>> import numpy as np
+    >>> from tensorplay import codegen
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float64
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((5, 3), float64))
+    >>> w = b.add_input(TensorType((3, 7), float64))
+    >>> exe = codegen.compile_graph(b.build([b.dot_general(x, w, batch=((), ()), contract=((1,), (0,)))]))
+    >>> xs, ws = np.arange(15.0).reshape(5, 3), np.arange(21.0).reshape(3, 7)
+    >>> bool((exe(xs, ws)[0] == xs @ ws).all())
+    True
+    """
+    b = ctx.b
+    lhs, rhs = node.inputs
+    out = node.out
+    ft = u.reg_type(out.dtype)
+    es = out.dtype.itemsize
+    panel = heap = None
+    if plan.n > 1 and plan.b_cs != 1:
+        size = gemm_kernel.small_panel_elements(plan.m, plan.n, plan.k, ft)
+        if size * es <= PANEL_STACK_BYTES:
+            with b.goto_block(b.function.entry_basic_block):
+                if b.function.entry_basic_block.instructions:
+                    b.position_before(b.function.entry_basic_block.instructions[0])
+                panel = b.alloca(ft, size=u.i64(size), name="panel")
+                panel.align = 32
+        else:
+            panel = heap = _malloc(b, size * es)
+    with contextlib.ExitStack() as stack:
+        ivs = [stack.enter_context(u.for_range(b, e, f"tl{i}", unroll=False)) for i, (e, *_) in enumerate(plan.loops)]
+
+        def at(v, which):
+            off = u.i64(0)
+            for iv, loop in zip(ivs, plan.loops):
+                off = u.iadd(b, off, u.imul(b, iv, loop[which] * es))
+            return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
+        gemm_kernel.emit_small_gemm(b, at(lhs, 1), at(rhs, 2), at(out, 3), plan.m, plan.n, plan.k,
+                                    (plan.a_rs, plan.a_cs), (plan.b_rs, plan.b_cs), plan.ldc, ft, panel)
+    if heap is not None:
+        _free(b, heap)
+
+
 def emit_dot(ctx: KernelContext, node: Node) -> None:
     plan = blas_plan(node)
     if plan is not None:
         emit_dot_blas(ctx, node, plan)
+        return
+    tiles = tile_plan(node, plan_blas=False)
+    if tiles is not None and not _streams(ctx, node):
+        emit_dot_tiles(ctx, node, tiles)
     else:
         emit_dot_loops(ctx, node)
 

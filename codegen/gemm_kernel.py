@@ -172,3 +172,198 @@ def lhs_panel_elements(m: int, k: int) -> int:
     True
     """
     return -(-m // MR) * MR * k
+
+
+# --- small products read in place (the loop nest's bits, register tiles) -------------------------
+# A product below BLAS_MIN_FLOPS per call (vmap's batched layers: 8 x (32x64 @ 64x10)) ran as the
+# axpy loop nest, which loads and stores each output element at every k (a store-to-load chain per
+# element): ~2 GFLOP/s. Here every element is the same chain -- acc = 0, then acc = fma(a, b, acc)
+# for k in order -- but held in a register over the whole k loop, with MR x NV vector accumulators
+# per tile; A's elements are broadcast from their place (any strides) and B's rows loaded as vectors
+# (unit column stride; packed first when it has none). The bits are the loop nest's, whatever the
+# tile, m, n or the call's position, so the choice between the two needs no care (`dot.tile_plan`).
+SMALL_MR = 6  # rows of a register tile (of 2 vectors: 12 accumulators + 2 B + 1 broadcast register)
+
+
+def vector_lanes(ft: ir.Type) -> int:
+    """Lanes of the 256-bit vector of float type `ft` (8 floats, 4 doubles).
+
+    >>> vector_lanes(u.F32), vector_lanes(u.F64)
+    (8, 4)
+    """
+    return 32 // u.type_bytes(ft)
+
+
+def _vname(vt: ir.VectorType) -> str:
+    return f"v{vt.count}{vt.element.intrinsic_name}"
+
+
+def _masked_load(b: ir.IRBuilder, p: ir.Value, vt: ir.VectorType, lanes: int) -> ir.Value:
+    """The first `lanes` elements at `p` in a vector of type `vt` (the others zero); reads nothing
+    past them."""
+    name = f"llvm.masked.load.{_vname(vt)}.p0"
+    fn = b.module.globals.get(name) or ir.Function(
+        b.module, ir.FunctionType(vt, [u.PTR, u.I32, ir.VectorType(u.I1, vt.count), vt]), name)
+    mask = ir.Constant(ir.VectorType(u.I1, vt.count), [i < lanes for i in range(vt.count)])
+    zero = ir.Constant(vt, [0.0] * vt.count)
+    return b.call(fn, [p, ir.Constant(u.I32, u.type_bytes(vt.element)), mask, zero])
+
+
+def _store_prefix(b: ir.IRBuilder, x: ir.Value, p: ir.Value, lanes: int) -> None:
+    """Store the first `lanes` elements of vector `x` at `p` (plain stores of 4, 2, 1 elements;
+    a masked store is microcoded on some cores)."""
+    ft, es = x.type.element, u.type_bytes(x.type.element)
+    if lanes == x.type.count:
+        b.store(x, p, align=es)
+        return
+    at = 0
+    for piece in (8, 4, 2, 1):
+        if piece >= x.type.count or lanes - at < piece:
+            continue
+        dst = b.gep(p, [u.i64(at)], inbounds=True, source_etype=ft)
+        if piece == 1:
+            b.store(b.extract_element(x, ir.Constant(u.I32, at)), dst, align=es)
+        else:
+            part = b.shuffle_vector(x, ir.Constant(x.type, ir.Undefined),
+                                    ir.Constant(ir.VectorType(u.I32, piece), list(range(at, at + piece))))
+            b.store(part, dst, align=es)
+        at += piece
+
+
+def _small_tile(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, k: int, a_strides, b_rs: int,
+                ldc: int, rows: int, vecs: int, last: int, ft: ir.Type) -> None:
+    """C[0:rows, 0:cols] = sum_kk A[r, kk] B[kk, 0:cols] for the tile whose corner is at `a` (row r
+    at a + r*a_rs, column kk at + kk*a_cs), `bm` (row kk at bm + kk*b_rs, unit column stride) and
+    `c` (row r at c + r*ldc): `rows` x `vecs` accumulators, the last vector holding `last` columns."""
+    lanes = vector_lanes(ft)
+    vt = ir.VectorType(ft, lanes)
+    a_rs, a_cs = a_strides
+    zero = ir.Constant(vt, [0.0] * lanes)
+    a_rows = [b.gep(a, [u.i64(r * a_rs)], inbounds=True, source_etype=ft) for r in range(rows)]
+    pre = b.block
+    head, body, done = (b.append_basic_block(f"st.{s}") for s in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    kk = b.phi(u.I64, name="st.k")
+    kk.add_incoming(u.i64(0), pre)
+    accs = [b.phi(vt, name=f"st.acc{t}") for t in range(rows * vecs)]
+    for acc in accs:
+        acc.add_incoming(zero, pre)
+    b.cbranch(b.icmp_unsigned("<", kk, u.i64(k)), body, done)
+    b.position_at_end(body)
+    row_b = b.gep(bm, [u.imul(b, kk, b_rs)], inbounds=True, source_etype=ft)
+    bv = []
+    for v in range(vecs):
+        p = b.gep(row_b, [u.i64(v * lanes)], inbounds=True, source_etype=ft)
+        bv.append(_masked_load(b, p, vt, last) if v == vecs - 1 and last < lanes
+                  else b.load(p, typ=vt, align=u.type_bytes(ft)))
+    col_a = u.imul(b, kk, a_cs)
+    new = []
+    for r in range(rows):
+        x = b.load(b.gep(a_rows[r], [col_a], inbounds=True, source_etype=ft), typ=ft)
+        one = b.insert_element(ir.Constant(vt, ir.Undefined), x, u.i64(0))
+        splat = b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                                 ir.Constant(ir.VectorType(u.I32, lanes), [0] * lanes))
+        new += [_vfma(b, splat, bv[v], accs[r * vecs + v]) for v in range(vecs)]
+    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), b.block)
+    for acc, x in zip(accs, new):
+        acc.add_incoming(x, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    for r in range(rows):
+        for v in range(vecs):
+            p = b.gep(c, [u.i64(r * ldc + v * lanes)], inbounds=True, source_etype=ft)
+            _store_prefix(b, accs[r * vecs + v], p, last if v == vecs - 1 else lanes)
+
+
+def _vfma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    name = f"llvm.fma.{_vname(x.type)}"
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(x.type, [x.type] * 3), name)
+    return b.call(fn, [x, y, z])
+
+
+def small_tile_shape(m: int, n: int, ft: ir.Type) -> tuple[int, int]:
+    """(rows, vectors) of the register tiles `emit_small_gemm` uses for an m x n product: 6 rows of
+    2 vectors, or for fewer rows as many vectors as keep 12 accumulators busy (one row of 2 would be
+    2 dependent fma chains, latency-bound), at most what n needs.
+
+    >>> small_tile_shape(32, 10, u.F32), small_tile_shape(1, 64, u.F32), small_tile_shape(2, 500, u.F64)
+    ((6, 2), (1, 8), (2, 6))
+    """
+    rows = min(m, SMALL_MR)
+    return rows, max(1, min(max(2, 12 // rows), -(-n // vector_lanes(ft))))
+
+
+def small_panel_elements(m: int, n: int, k: int, ft: ir.Type) -> int:
+    """Elements of the scratch panel `emit_small_gemm` needs for a B with strided columns: k rows
+    of one column block.
+
+    >>> small_panel_elements(32, 10, 10, u.F32)
+    160
+    """
+    return k * small_tile_shape(m, n, ft)[1] * vector_lanes(ft)
+
+
+def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: int, n: int, k: int,
+                    a_strides: tuple[int, int], b_strides: tuple[int, int], ldc: int, ft: ir.Type,
+                    panel: ir.Value | None = None) -> None:
+    """C (m x n, rows ldc apart, unit column stride) = A @ B with A's element (i, kk) at
+    a + i*a_strides[0] + kk*a_strides[1] and B's (kk, j) at bm + kk*b_strides[0] + j*b_strides[1]
+    (strides in elements, float type `ft`), m, n, k >= 1. Every element is one in-order chain of
+    fma over k from 0, in register tiles of `small_tile_shape`. A B whose columns are strided
+    (`b_strides[1]` != 1 and n > 1, e.g. B^T stored row-major) is copied one column block at a
+    time to `panel` (`small_panel_elements`).
+
+    >>> import ctypes, numpy as np
+    >>> from llvmlite import ir
+    >>> mod = ir.Module("s"); mod.triple, mod.data_layout = jit.host_triple_and_layout()
+    >>> fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [u.PTR] * 4), "s")
+    >>> bld = ir.IRBuilder(fn.append_basic_block())
+    >>> x_, w_, c_, p_ = fn.args
+    >>> emit_small_gemm(bld, x_, w_, c_, 7, 10, 3, (1, 7), (1, 3), 10, u.F32, p_); _ = bld.ret_void()
+    >>> code = jit.compile_ir(str(mod), ["s"])
+    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(code.addresses["s"])
+    >>> x = np.arange(21, dtype=np.float32).reshape(3, 7); w = np.arange(30, dtype=np.float32).reshape(10, 3)
+    >>> out, scratch = np.empty((7, 10), np.float32), np.empty(small_panel_elements(7, 10, 3, u.F32), np.float32)
+    >>> run(x.ctypes.data, w.ctypes.data, out.ctypes.data, scratch.ctypes.data)  # x.T @ w.T, both read transposed
+    >>> bool((out == x.T @ w.T).all())
+    True
+    """
+    lanes = vector_lanes(ft)
+    mr, nv = small_tile_shape(m, n, ft)
+    nr = nv * lanes
+    a_rs, a_cs = a_strides
+    b_rs, b_cs = b_strides
+    packed = n > 1 and b_cs != 1
+    if packed and panel is None:
+        raise ValueError("emit_small_gemm: a B with strided columns needs a panel")
+
+    def at(p, off):
+        return b.gep(p, [off], inbounds=True, source_etype=ft)
+
+    def column_block(j0: ir.Value, width: int) -> None:  # columns [j0, j0 + width), every row
+        vecs = -(-width // lanes)
+        last = width - (vecs - 1) * lanes
+        bj, cj, rs = at(bm, u.imul(b, j0, b_cs)), at(c, j0), b_rs
+        if packed:  # panel[kk, j] = B[kk, j0 + j]: read along B's unit stride when it has one
+            with u.for_range(b, width, "st.pj", unroll=False) as j:
+                with u.for_range(b, k, "st.pk") as kk:
+                    x = b.load(at(bj, u.iadd(b, u.imul(b, kk, b_rs), u.imul(b, j, b_cs))), typ=ft)
+                    b.store(x, at(panel, u.iadd(b, u.imul(b, kk, nr), j)))
+            bj, rs = panel, nr
+        full = m // mr
+        if full:
+            with u.for_range(b, full, "st.mb", unroll=False) as mb:
+                i0 = u.imul(b, mb, mr)
+                _small_tile(b, at(a, u.imul(b, i0, a_rs)), bj, at(cj, u.imul(b, i0, ldc)), k, a_strides, rs,
+                            ldc, mr, vecs, last, ft)
+        if m % mr:
+            i0 = full * mr
+            _small_tile(b, at(a, u.i64(i0 * a_rs)), bj, at(cj, u.i64(i0 * ldc)), k, a_strides, rs, ldc,
+                        m % mr, vecs, last, ft)
+
+    if n // nr:
+        with u.for_range(b, n // nr, "st.nb", unroll=False) as nb:
+            column_block(u.imul(b, nb, nr), nr)
+    if n % nr:
+        column_block(u.i64(n // nr * nr), n % nr)
