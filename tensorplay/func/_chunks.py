@@ -608,16 +608,25 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
 
 
 def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collect, failed, outs: list) -> list:
-    """The chunks on a thread pool: one runner per pool thread (at most one per chunk), each taking
-    the next chunk not yet taken until none is left, so the calling thread submits and waits for
-    a few tasks rather than every chunk (its share is the serial part of the map), and the pool
-    threads share the chunks out as they finish (uneven chunk times balance themselves).
+    """The chunks on a thread pool of n threads: n runners at most (one per chunk), each taking the
+    next chunk not yet taken until none is left, so that uneven chunk times balance themselves.
+    The calling thread is one of the runners, the other n - 1 are submitted to the pool: instead
+    of waiting idle it runs chunks as well, which spares the map a hand-off to a pool thread and
+    the wake-up from it (on a 1-thread pool the calling thread runs every chunk), and at most n
+    chunks run at once, as the pool's size says. Runners the pool has not started by the time
+    the calling thread finds no chunk left are cancelled, so a map called from one of the pool's
+    own threads cannot wait for itself.
 
     Chunks are taken in sample order; after a chunk fails no runner takes another, and the map
     raises for the first chunk in order that failed -- every earlier chunk was taken before it,
-    and has finished, by then."""
+    and has finished, by then. An interrupt in the calling thread stops the runners taking
+    chunks, waits for the ones in flight (nothing writes into `outs` after the map raises) and
+    propagates as it is."""
     from tensorplay.codegen.executable import serial_calls
 
+    if getattr(executor, "_shutdown", False) or getattr(executor, "_broken", False):  # as its own submit would refuse
+        raise failed(0, RuntimeError("cannot schedule new futures after shutdown") if executor._shutdown
+                     else cf.BrokenExecutor(executor._broken))
     lock = threading.Lock()
     state = {"next": 0, "stop": False}
     errors: dict[int, BaseException] = {}
@@ -630,34 +639,36 @@ def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collec
             state["next"] = i + 1
             return i
 
-    def runner() -> None:
-        with serial_calls(), one_blas_thread():
+    def run(caller: bool = False) -> None:
+        with serial_calls():
             while (i := take()) is not None:
                 try:
                     program, types, chunk, placement = task(i)
                     collect(i, types, placement, run_here(program, chunk, placement))
                 except BaseException as e:  # the chunk raised, or sent back something else
                     with lock:
-                        errors[i] = e
                         state["stop"] = True
+                        if caller and not isinstance(e, Exception):  # an interrupt: not the chunk's failure
+                            raise
+                        errors[i] = e
                     return
 
     futures = []
     with one_blas_thread():
         try:
-            for _ in range(min(n_chunks, _concurrency(executor))):
+            for _ in range(min(n_chunks, _concurrency(executor)) - 1):
                 try:
-                    futures.append(executor.submit(runner))
-                except Exception as e:  # a pool that is shut down: no chunk has run
-                    if not futures:
-                        raise failed(0, e) from e
-                    break  # the runners already submitted do every chunk
+                    futures.append(executor.submit(run))
+                except Exception:  # a pool shut down meanwhile: the runners there are (and this thread) do every chunk
+                    break
+            run(caller=True)
             for future in futures:
-                future.result()
-        except BaseException:  # an interrupt while waiting: no runner takes another chunk
+                if not future.cancel():  # started: it finishes the chunk it took
+                    future.result()
+        except BaseException:  # an interrupt: no runner takes another chunk
             with lock:
                 state["stop"] = True
-            cf.wait(futures)  # nothing still writes into `outs` when the map raises
+            cf.wait([f for f in futures if not f.cancel()])  # nothing still writes into `outs` when the map raises
             raise
     if errors:
         i = min(errors)

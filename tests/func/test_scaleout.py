@@ -252,6 +252,87 @@ def test_on_threads_the_first_failing_chunk_in_order_is_named_and_no_later_chunk
     assert 3 <= max(started) < 3 + threads  # after chunk 3 failed, at most the chunks already taken
 
 
+def _threads_running_chunks(executor, chunk_size: int, size: int = 8):
+    """(the map's result, the thread of every chunk run) of a chunked map of `size` samples on `executor`."""
+    import threading
+
+    ran: list = []
+    run_here = _chunks.run_here
+
+    def recording(program, arrays, placement=None):
+        ran.append(threading.get_ident())
+        return run_here(program, arrays, placement)
+
+    _chunks.run_here = recording
+    try:
+        out = vmap(lambda r: (r * 2.0).sum(), chunk_size=chunk_size, executor=executor)(T(_data(size, 3)))
+    finally:
+        _chunks.run_here = run_here
+    return out, ran
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_calling_thread_is_one_of_the_pools_runners(threads):
+    """A pool of n threads runs at most n chunks at once: n - 1 of its threads and the calling
+    thread, which takes chunks instead of waiting (on a 1-thread pool it runs all of them)."""
+    import threading
+
+    with ThreadPoolExecutor(threads) as ex:
+        out, ran = _threads_running_chunks(ex, chunk_size=1)
+        pool_threads = {t.ident for t in ex._threads}
+    np.testing.assert_allclose(out.numpy(), (_data(8, 3).astype(np.float64) * 2.0).sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(out.numpy(), vmap(lambda r: (r * 2.0).sum())(T(_data(8, 3))).numpy())
+    assert len(ran) == 8
+    assert set(ran) <= pool_threads | {threading.get_ident()}
+    assert len(set(ran) - {threading.get_ident()}) <= threads - 1  # never more than n at once
+    assert len(pool_threads) <= threads - 1 or threads == 1 and not pool_threads
+
+
+def test_a_map_called_from_the_pools_own_threads_does_not_wait_for_itself():
+    """Every thread of the pool calls a chunked map on the same pool: the runners each submits
+    cannot start (the pool is busy with the callers), so each caller runs its chunks itself and
+    the runners never started are cancelled."""
+    x = T(_data(6, 3))
+    want = vmap(tp.sin)(x).numpy()
+    np.testing.assert_allclose(want, np.sin(_data(6, 3)), rtol=1e-6, atol=1e-7)
+    with ThreadPoolExecutor(2) as ex:
+        f = vmap(tp.sin, chunk_size=2, executor=ex)
+        barrier = __import__("threading").Barrier(2, timeout=30)
+
+        def nested():
+            barrier.wait()  # both pool threads busy before either map submits
+            return f(x).numpy()
+
+        for future in [ex.submit(nested) for _ in range(2)]:
+            np.testing.assert_array_equal(future.result(timeout=60), want)
+
+
+def test_an_interrupt_in_the_calling_thread_propagates_and_no_runner_writes_afterwards():
+    """A KeyboardInterrupt while the calling thread runs a chunk is not a chunk failure: it
+    propagates as it is, after the pool's runners stopped taking chunks and finished theirs."""
+    import threading
+
+    main = threading.get_ident()
+    finished: list = []
+    run_here = _chunks.run_here
+
+    def interrupted(program, arrays, placement=None):
+        if threading.get_ident() == main:
+            raise KeyboardInterrupt
+        result = run_here(program, arrays, placement)
+        finished.append(placement.start)
+        return result
+
+    _chunks.run_here = interrupted
+    try:
+        with ThreadPoolExecutor(2) as ex, pytest.raises(KeyboardInterrupt):
+            vmap(tp.sin, chunk_size=1, executor=ex)(T(_data(64, 3)))
+        count = len(finished)
+    finally:
+        _chunks.run_here = run_here
+    assert count == len(finished) and count < 64  # none after the map raised; not every chunk ran
+
+
 def test_a_worker_that_dies_fails_the_whole_map_naming_the_chunk():
     x = T(_data(7, 2))
     before = x.numpy().copy()
