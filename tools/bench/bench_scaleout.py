@@ -65,23 +65,145 @@ def _workload(args, batch: int | None = None) -> SimpleNamespace:
 
 
 def threads_suite(args) -> H.Suite:
+    """The map on 1 and 2 threads, the serial chunks and the unchunked map, and in the same
+    round-robin the write ceiling under them (roofline rows): our own streaming-store kernel
+    (`_stream_fill`) and numpy filling a warm block of the map's output bytes, on 1 and on 2
+    threads (the calling thread and a pool thread, as the map runs its chunks)."""
     w = _workload(args)
     one, two = ThreadPoolExecutor(1), ThreadPoolExecutor(2)
     on = {n: w.psg(chunk_size=w.chunk, executor=ex) for n, ex in ((1, one), (2, two))}
     serial, psg = w.psg(chunk_size=w.chunk), w.psg()
     call = (w.params, w.x, w.y)
+    nbytes = sum(a.numpy().nbytes for a in _flat_tensors(on[1](*call)))
+    block = _aligned_floats(nbytes // 4)
+    block.fill(0.0)  # paged in, as the map's recycled output block is
+    stream = _stream_fill()
+
+    def fill(threads: int, fn):
+        halves = _split_aligned(block, threads)
+        pending = [two.submit(fn, h) for h in halves[1:]]
+        fn(halves[0])
+        for f in pending:
+            f.result()
+
+    mb = f"{nbytes / 1e6:.0f} MB"
     suite = H.Suite(f"per-sample gradients, MLP {'-'.join(map(str, w.sizes))}, B={w.batch}, chunk_size={w.chunk} "
-                    f"(ratio to 1 thread; < 1 = faster)", ref="1 thread", rtol=0, atol=0)
+                    f"(ratio to 1 thread; < 1 = faster); roofline rows: the map's {mb} of outputs written by a "
+                    f"streaming-store fill (our kernel: vmovntps + sfence) and by numpy", ref="1 thread", rtol=0, atol=0)
     suite.run_case(f"B={w.batch}", [
         H.Impl("1 thread", lambda: on[1](*call)),
         H.Impl("2 threads", lambda: on[2](*call)),
         H.Impl("serial chunks", lambda: serial(*call)),
         H.Impl("unchunked", lambda: psg(*call), check=False,  # BLAS rounds per m (codegen.dot)
                note="gemm-sized products round per chunk size, so not compared bit for bit"),
+        H.Impl(f"streaming fill of {mb}, 1 thread", lambda: fill(1, stream), check=False),
+        H.Impl(f"streaming fill of {mb}, 2 threads", lambda: fill(2, stream), check=False),
+        H.Impl(f"numpy fill of {mb}, 1 thread", lambda: fill(1, lambda a: a.fill(1.5)), check=False),
+        H.Impl(f"numpy fill of {mb}, 2 threads", lambda: fill(2, lambda a: a.fill(1.5)), check=False),
     ], args)
     one.shutdown()
     two.shutdown()
+    suite.output_bytes = nbytes
     return suite
+
+
+def roofline_note(suite: H.Suite, serial_cpu: float) -> str:
+    """What 2 threads can at best do for this map, from the same run's rows: the serial part S
+    (the calling thread's own CPU per map, `serial_probe`) stays, and the chunks (the 1-thread
+    map less S) take at best half their time, and never less than the streaming fill of the
+    same bytes on 2 threads (the host's write ceiling). The best 2-thread map is
+    S + max((M1 - S) / 2, fill on 2 threads); the note gives it, the ratio it allows against the
+    1-thread map, and how far the measured 2-thread map is from it."""
+    t = {r.impl: r.timing.median for r in suite.rows if r.timing is not None}
+    try:
+        m1, m2 = t["1 thread"], t["2 threads"]
+        w1, w2 = (next(v for k, v in t.items() if k.startswith("streaming fill") and k.endswith(s))
+                  for s in ("1 thread", "2 threads"))
+    except (KeyError, StopIteration):
+        return "roofline: a row is missing (see the table)"
+    s = min(serial_cpu, m1 / 2)  # (--quick: a map so small that the CPU probe and the wall times disagree)
+    c1 = m1 - s
+    best = s + max(c1 / 2, w2)
+    gb = suite.output_bytes / 1e9
+    return (f"roofline (medians of the table, S from the serial probe): streaming fill {1e3 * w1:.2f} / "
+            f"{1e3 * w2:.2f} ms on 1 / 2 threads ({gb / w1:.1f} / {gb / w2:.1f} GB/s, {w1 / w2:.2f}x); the 1-thread "
+            f"map {1e3 * m1:.2f} ms = S {1e3 * s:.2f} + chunks {1e3 * c1:.2f} ms (chunks at {gb / c1:.1f} GB/s, "
+            f"{w1 / c1:.0%} of the 1-thread fill's speed); best possible 2-thread map S + max(chunks / 2, "
+            f"2-thread fill) = {1e3 * best:.2f} ms, i.e. at most **{m1 / best:.2f}x** the 1-thread speed "
+            f"(target 1.7x); measured {1e3 * m2:.2f} ms = {m1 / m2:.2f}x ({best / m2:.0%} of the bound)")
+
+
+def _aligned_floats(n: int) -> np.ndarray:
+    """n float32s (rounded down to a multiple of 64), 64-byte aligned."""
+    n = max(64, n - n % 64)
+    raw = np.empty(n + 16, np.float32)
+    start = (-raw.ctypes.data % 64) // 4
+    return raw[start:start + n]
+
+
+def _split_aligned(a: np.ndarray, parts: int) -> list[np.ndarray]:
+    """`a` (64-byte aligned, a multiple of 64 elements) cut into `parts` pieces that are too."""
+    step = -(-a.size // parts // 64) * 64
+    return [a[k * step:(k + 1) * step] for k in range(parts) if a[k * step:(k + 1) * step].size]
+
+
+_FILL: list = []  # (the JIT engine, which owns the code, and the ctypes function)
+
+
+def _stream_fill():
+    """Our own streaming-store kernel: ``fill(a)`` writes 1.5 into every element of a float32 array
+    (64-byte aligned, a multiple of 32 elements) with 32-byte non-temporal vector stores
+    (`vmovntps`, four per iteration), then `sfence`; the call releases the GIL (ctypes). What
+    the map's streamed outputs cost the host's memory at best."""
+    if not _FILL:
+        import ctypes
+
+        import llvmlite.binding as llvm
+        from llvmlite import ir
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        f32, i64, i32 = ir.FloatType(), ir.IntType(64), ir.IntType(32)
+        v8 = ir.VectorType(f32, 8)
+        m = ir.Module("stream_fill")
+        m.triple = llvm.get_process_triple()
+        fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [f32.as_pointer(), i64, f32]), "stream_fill")
+        p, n, value = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        vec = ir.Constant(v8, ir.Undefined)
+        for k in range(8):
+            vec = b.insert_element(vec, value, ir.Constant(i32, k))
+        entry, loop, done = b.block, fn.append_basic_block("loop"), fn.append_basic_block("done")
+        b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
+        b.position_at_end(loop)
+        i = b.phi(i64)
+        i.add_incoming(ir.Constant(i64, 0), entry)
+        vp = b.bitcast(b.gep(p, [i]), v8.as_pointer())
+        hint = m.add_metadata([ir.Constant(i32, 1)])
+        for u in range(4):
+            b.store(vec, b.gep(vp, [ir.Constant(i64, u)]), align=32).set_metadata("nontemporal", hint)
+        nxt = b.add(i, ir.Constant(i64, 32))
+        i.add_incoming(nxt, loop)
+        b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
+        b.position_at_end(done)
+        b.call(ir.Function(m, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence"), [])
+        b.ret_void()
+        target = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
+        mod = llvm.parse_assembly(str(m))
+        mod.verify()
+        engine = llvm.create_mcjit_compiler(mod, target)
+        engine.finalize_object()
+        cfn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_float)(
+            engine.get_function_address("stream_fill"))
+        _FILL.extend([engine, cfn])
+    cfn = _FILL[1]
+
+    def fill(a: np.ndarray) -> None:
+        assert a.dtype == np.float32 and a.ctypes.data % 64 == 0 and a.size % 32 == 0
+        cfn(a.ctypes.data, a.size, 1.5)
+
+    return fill
 
 
 def fresh_memory_note(args) -> str:
@@ -244,7 +366,7 @@ def serial_probe(args) -> str:
 
     w = _workload(args)
     batch, chunk = w.batch, w.chunk
-    inside: list[float] = []
+    inside: list[tuple[int, float]] = []  # (thread, CPU seconds) of each chunk run
     lock = threading.Lock()
     run_here = _chunks.run_here
 
@@ -254,8 +376,9 @@ def serial_probe(args) -> str:
             return run_here(*a)
         finally:
             with lock:
-                inside.append(time.thread_time() - t0)
+                inside.append((threading.get_ident(), time.thread_time() - t0))
 
+    me = threading.get_ident()
     serial, parallel = [], []
     with ThreadPoolExecutor(1) as one:
         f = w.psg(chunk_size=chunk, executor=one)
@@ -266,14 +389,16 @@ def serial_probe(args) -> str:
                 inside.clear()
                 t0 = time.thread_time()
                 f(w.params, w.x, w.y)
-                serial.append(time.thread_time() - t0)
-                parallel.append(sum(inside))
+                total = time.thread_time() - t0
+                serial.append(total - sum(t for who, t in inside if who == me))  # it runs chunks too
+                parallel.append(sum(t for _, t in inside))
         finally:
             _chunks.run_here = run_here
     S, P = statistics.median(serial), statistics.median(parallel)
+    serial_probe.last = S
     return (f"serial part (CPU, 1-thread pool, B={batch}, chunk_size={chunk}): the calling thread {1e3 * S:.2f} ms "
-            f"per map, the chunks {1e3 * P:.2f} ms; Amdahl bound for 2 threads (S + P) / (S + P/2) = "
-            f"{(S + P) / (S + P / 2):.2f}x")
+            f"per map besides the chunks it runs, the chunks {1e3 * P:.2f} ms; Amdahl bound for 2 threads "
+            f"(S + P) / (S + P/2) = {(S + P) / (S + P / 2):.2f}x (no memory bound: see the roofline note)")
 
 
 # --- 2. dask ---------------------------------------------------------------------------------------
@@ -505,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
         suites.append(threads_suite(args))
         notes.append(gil_probe(args))
         notes.append(serial_probe(args))
+        notes.append(roofline_note(suites[-1], serial_probe.last))
         notes.append(fresh_memory_note(args))
         notes.append(stores_note(args))
     if "dask" in args.parts:
