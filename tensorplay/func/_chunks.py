@@ -737,8 +737,10 @@ class ThreadRunners:
 
     def abandon(self) -> None:
         """No runner takes another chunk; returns once the chunks in flight are done (their
-        results and errors are dropped with the outputs)."""
+        results and errors are dropped with the outputs, whose memory a next map can then take)."""
         self._finish()
+        self.task = self.collect = None
+        self.outs = None
 
     def _finish(self) -> None:
         with self._lock:
