@@ -580,7 +580,18 @@ def start_on_threads(where: str, spans: list[tuple[int, int]], program_of: Calla
     """The chunks of a map started on a thread pool's threads before the calling thread joins them
     (`ThreadRunners.join`, which returns what `run_map` would) or drops them (`abandon`); None
     unless `executor` is a thread pool of at least 2 threads (the calling thread is a runner
-    too, so a 1-thread pool has nothing to start) and the map has several chunks."""
+    too, so a 1-thread pool has nothing to start) and the map has several chunks.
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> p = ChunkProgram.of(b.build([b.neg(x)]))
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     runners = start_on_threads("demo", chunk_spans(6, 2), lambda n: p, [np.arange(6, dtype=np.float32)],
+    ...                                [0], [0], pool)
+    ...     runners.join()[0].tolist()        # the calling thread joins the chunks already running
+    [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0]
+    """
     if not isinstance(executor, cf.ThreadPoolExecutor) or len(spans) < 2 or _concurrency(executor) < 2 \
             or getattr(executor, "_shutdown", False) or getattr(executor, "_broken", False):
         return None
@@ -654,7 +665,22 @@ class ThreadRunners:
     raises for the first chunk in order that failed -- every earlier chunk was taken before it,
     and has finished, by then. An interrupt in the calling thread stops the runners taking
     chunks, waits for the ones in flight (nothing writes into `outs` after the map raises) and
-    propagates as it is. `abandon` does the same for chunks started that are not wanted."""
+    propagates as it is. `abandon` does the same for chunks started that are not wanted.
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((1,), float32))
+    >>> p = ChunkProgram.of(b.build([b.neg(x)]))
+    >>> data, got = np.arange(4, dtype=np.float32), {}
+    >>> task = lambda i: (p, None, [data[i:i + 1]], None)       # chunk i: program, types, arrays, placement
+    >>> collect = lambda i, types, placement, results: got.__setitem__(i, results[0].tolist())
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     runners = ThreadRunners(pool, 4, task, collect, None, [])
+    ...     runners.start(); runners.join()
+    []
+    >>> got == {0: [-0.0], 1: [-1.0], 2: [-2.0], 3: [-3.0]}
+    True
+    """
 
     def __init__(self, executor: cf.ThreadPoolExecutor, n_chunks: int, task, collect, failed, outs: list):
         self.executor, self.n_chunks, self.task, self.collect, self.failed = executor, n_chunks, task, collect, failed
