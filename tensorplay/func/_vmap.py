@@ -211,7 +211,8 @@ class _ChunkedMap:
         """The chunks of a call with `leaves`, started on `executor`'s threads before the call's
         trace (see the class), or None when they cannot be."""
         caps = self._last_caps
-        if caps is None or not isinstance(executor, ThreadPoolExecutor) or len(self.spans) < 2:
+        if caps is None or not isinstance(executor, ThreadPoolExecutor) or len(self.spans) < 2 \
+                or _chunks._concurrency(executor) < 2:  # the calling thread is a 1-thread pool's only runner
             return None
         if any(isinstance(s, RandomKey) for s in self.sources):  # a constant key: drawn at each call, never early
             return None
