@@ -311,6 +311,7 @@ def test_an_interrupt_in_the_calling_thread_propagates_and_no_runner_writes_afte
     """A KeyboardInterrupt while the calling thread runs a chunk is not a chunk failure: it
     propagates as it is, after the pool's runners stopped taking chunks and finished theirs."""
     import threading
+    import time
 
     main = threading.get_ident()
     finished: list = []
@@ -319,6 +320,7 @@ def test_an_interrupt_in_the_calling_thread_propagates_and_no_runner_writes_afte
     def interrupted(program, arrays, placement=None):
         if threading.get_ident() == main:
             raise KeyboardInterrupt
+        time.sleep(0.001)  # lets the calling thread take a chunk (tiny chunks: one thread could take them all)
         result = run_here(program, arrays, placement)
         finished.append(placement.start)
         return result
