@@ -9,10 +9,13 @@
    ThreadPoolExecutor of 1 and of 2 threads (ratios against 1 thread), next to the unchunked
    and the serial chunked map. Compiled code releases the GIL; each chunk's executable runs
    single-threaded (`codegen.executable.serial_calls`) and BLAS is pinned to one thread by the
-   harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more. Notes: the GIL
-   probe, the serial part from CPU times (Amdahl's bound), 1 vs 2 threads when every result
-   is kept (so that no map reuses the output memory of a dropped one), and the chunk kernels
-   alone with streaming vs regular stores next to numpy's write bandwidth, 1 vs 2 threads.
+   harness (TP_BENCH_THREADS=1), so two chunk threads use two cores and no more. Roofline rows:
+   our streaming-store fill and numpy filling the map's output bytes, 1 and 2 threads. Notes:
+   the GIL probe, the serial part from CPU times (Amdahl's bound), the roofline bound (best
+   possible 2-thread map from the same run's rows), 1 vs 2 threads from on-CPU calls only
+   (robust to load), 1 vs 2 threads when every result is kept (so that no map reuses the
+   output memory of a dropped one), and the chunk kernels alone with streaming vs regular
+   stores next to the fills, 1 vs 2 threads (on-CPU samples).
 2. dask: the same chunks on a `LocalCluster(n_workers=2, processes=True, threads_per_worker=1)`
    (its executor made with `pure=False`) against a 2-thread pool, at chunk_size 128 and B/2, for
    the per-sample *parameter* gradients of (1), whose result (B x 22,026 floats = 90 MB) must
