@@ -222,9 +222,12 @@ class _ChunkedMap:
         arrays = [t._data for t in inputs]
         if sum(a.nbytes for a in arrays) > self.SPECULATE_MAX_BYTES:
             return None
-        copies = [a.copy() for a in arrays]
-        runners = _chunks.start_on_threads(self.where, self.spans, self.program, copies, self.in_dims,
-                                           self.out_dims, executor)
+        try:
+            copies = [a.copy() for a in arrays]
+            runners = _chunks.start_on_threads(self.where, self.spans, self.program, copies, self.in_dims,
+                                               self.out_dims, executor)
+        except Exception:  # (a pool shut down meanwhile, no memory...): the call itself says what is wrong
+            return None
         return None if runners is None else _Speculation(self, copies, runners)
 
     def __call__(self, leaves: list, user, executor, started: "_Speculation | None" = None):
