@@ -679,3 +679,23 @@ def test_an_interrupt_while_tracing_drops_the_chunks_started():
             np.testing.assert_array_equal(m(x).numpy(), vmap(tp.cos)(x).numpy())
     finally:
         _chunks.run_here = run_here
+
+
+@pytest.mark.parametrize("case", ["0-d", "empty", "non-contiguous", "size-1 batch"])
+def test_chunks_started_early_on_edge_inputs_give_the_serial_maps_bits(case):
+    """A 0-d and an empty unbatched argument, a non-contiguous batched one (a transposed view):
+    copied and compared as they are. A batch of one sample is one chunk: nothing starts early."""
+    s = T(np.float32(1.5)) if case == "0-d" else T(np.zeros(0, np.float32) if case == "empty" else _data(3))
+    x = T(_data(3, 9)).T if case == "non-contiguous" else T(_data(1 if case == "size-1 batch" else 9, 3))
+
+    def f(v, c):
+        return (v.sin() * (c.sum() + 1.0)).exp()
+
+    want = vmap(f, in_dims=(0, None), chunk_size=2)(x, s).numpy()
+    np.testing.assert_allclose(want, np.exp(np.sin(x.numpy()) * (s.numpy().sum() + 1.0)), rtol=1e-5)
+    with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+        m = vmap(f, in_dims=(0, None), chunk_size=2, executor=ex)
+        got = [m(x, s).numpy() for _ in range(3)]
+    assert spy.started == (0 if case == "size-1 batch" else 2)
+    for g in got:
+        np.testing.assert_array_equal(g, want)
