@@ -54,7 +54,7 @@ from .._exec import runner
 from . import _pipeline
 from ._shared import RECYCLED, SHARED_POOL, SharedRef
 
-__all__ = ["AUTO", "ChunkError", "ChunkProgram", "check_options", "parse_memory", "run_chunk", "run_chunks",
+__all__ = ["AUTO", "ChunkError", "ChunkProgram", "ThreadRunners", "check_options", "parse_memory", "run_chunk", "run_chunks", "start_on_threads",
            "run_here", "run_map",
            "footprint", "auto_chunk_size", "chunk_spans"]
 
@@ -478,46 +478,43 @@ def _take(a: np.ndarray, d: int, start: int, stop: int) -> np.ndarray:
     return a[(slice(None),) * d + (slice(start, stop),)]
 
 
-def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int], ChunkProgram],
-            arrays: list, in_dims: list, out_dims: list, executor: cf.Executor | None) -> list[np.ndarray]:
-    """The graph outputs of the whole map: every chunk run (on `executor`, or here in order) and
-    its results placed at their samples. `program_of(n)` is the program for chunks of n samples;
-    `in_dims` / `out_dims` give each input's / output's batch dim, or None when unbatched.
+class _MapParts:
+    """What running one map's chunks needs: the preallocated outputs, and per chunk its program,
+    arrays and placement (`task`), the taking of its results (`collect`) and the error naming it
+    (`failed`). See `run_map`."""
 
-    The outputs are preallocated; with an executor whose workers are other processes they are
-    shared memory (`_shared.SharedOutputs`), which workers on this machine write into. On a dask
-    executor the programs and the unbatched inputs are scattered to the workers once per map
-    (`_Scattered`) instead of travelling with every chunk.
-    """
-    size = spans[-1][1]
-    n_chunks = len(spans)
-    programs: dict[int, tuple[ChunkProgram, list]] = {}  # chunk size -> (program, its output types)
+    def __init__(self, where: str, spans: list[tuple[int, int]], program_of: Callable[[int], ChunkProgram],
+                 arrays: list, in_dims: list, out_dims: list, executor: cf.Executor | None):
+        self.where, self.spans, self.program_of = where, spans, program_of
+        self.arrays, self.in_dims, self.out_dims = arrays, in_dims, out_dims
+        self.size = spans[-1][1]
+        self.n_chunks = len(spans)
+        self._programs: dict[int, tuple[ChunkProgram, list]] = {}  # chunk size -> (program, its output types)
+        self.outs: list = [None] * len(out_dims)
+        self.shared = None
+        if self.n_chunks > 1:  # preallocated: each chunk's results are written straight into place
+            whole = [None if d is None else (shape[:d] + (self.size,) + shape[d + 1:], dtype)
+                     for (shape, dtype), d in zip(self.program_for(spans[0][1] - spans[0][0])[1], out_dims)]
+            if executor is not None and not isinstance(executor, cf.ThreadPoolExecutor):
+                self.shared = SHARED_POOL.take(whole)  # None where there is no shared memory to be had
+            self.outs = list(self.shared.arrays) if self.shared is not None else RECYCLED.arrays(whole)
+        self.ref = self.shared.ref if self.shared is not None else None
 
-    def program_for(n: int) -> tuple[ChunkProgram, list]:
-        made = programs.get(n)
+    def program_for(self, n: int) -> tuple[ChunkProgram, list]:
+        made = self._programs.get(n)
         if made is None:
-            program = program_of(n)
-            made = programs[n] = (program, program.output_types())
+            program = self.program_of(n)
+            made = self._programs[n] = (program, program.output_types())
         return made
 
-    outs: list = [None] * len(out_dims)
-    shared = None
-    if n_chunks > 1:  # preallocated: each chunk's results are written straight into place
-        whole = [None if d is None else (shape[:d] + (size,) + shape[d + 1:], dtype)
-                 for (shape, dtype), d in zip(program_for(spans[0][1] - spans[0][0])[1], out_dims)]
-        if executor is not None and not isinstance(executor, cf.ThreadPoolExecutor):
-            shared = SHARED_POOL.take(whole)  # None where there is no shared memory to be had
-        outs = list(shared.arrays) if shared is not None else RECYCLED.arrays(whole)
-    ref = shared.ref if shared is not None else None
-    finished = False
-
-    def failed(i: int, cause: BaseException) -> ChunkError:
-        start, stop = spans[i]
-        return ChunkError(f"{where}: chunk {i} of {n_chunks} (samples {start} to {stop - 1}) failed: "
+    def failed(self, i: int, cause: BaseException) -> ChunkError:
+        start, stop = self.spans[i]
+        return ChunkError(f"{self.where}: chunk {i} of {self.n_chunks} (samples {start} to {stop - 1}) failed: "
                           f"{type(cause).__name__}: {cause}; no result was returned and no input was changed")
 
-    def collect(i: int, types: list, placement: Placement | None, results) -> None:
+    def collect(self, i: int, types: list, placement: "Placement | None", results) -> None:
         """Take chunk i's results: placed by the worker (None entries), or sent back (arrays)."""
+        outs, out_dims = self.outs, self.out_dims
         if placement is None:  # the only chunk: its results are the outputs
             check_results(results, types)
             outs[:] = results
@@ -535,33 +532,73 @@ def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int]
             else:  # from a worker in another process, or on another machine
                 placement.slot(k)[...] = results[k]
 
-    def task(i: int, ship=None) -> tuple:
-        start, stop = spans[i]
-        program, types = program_for(stop - start)
+    def task(self, i: int, ship=None) -> tuple:
+        start, stop = self.spans[i]
+        program, types = self.program_for(stop - start)
         chunk = [(a if ship is None else ship.array(j, a)) if d is None else _take(a, d, start, stop)
-                 for j, (a, d) in enumerate(zip(arrays, in_dims))]
-        placement = Placement(outs, out_dims, start, stop, ref) if n_chunks > 1 else None
+                 for j, (a, d) in enumerate(zip(self.arrays, self.in_dims))]
+        placement = Placement(self.outs, self.out_dims, start, stop, self.ref) if self.n_chunks > 1 else None
         return (program if ship is None else ship.program(program)), types, chunk, placement
 
+    def scatter(self, client, arrays_too: bool) -> "_Scattered":
+        return _Scattered(client, [self.program_for(n)[0] for n in sorted({b - a for a, b in self.spans})],
+                          self.arrays, self.in_dims, arrays_too)
+
+
+def run_map(where: str, spans: list[tuple[int, int]], program_of: Callable[[int], ChunkProgram],
+            arrays: list, in_dims: list, out_dims: list, executor: cf.Executor | None) -> list[np.ndarray]:
+    """The graph outputs of the whole map: every chunk run (on `executor`, or here in order) and
+    its results placed at their samples. `program_of(n)` is the program for chunks of n samples;
+    `in_dims` / `out_dims` give each input's / output's batch dim, or None when unbatched.
+
+    The outputs are preallocated; with an executor whose workers are other processes they are
+    shared memory (`_shared.SharedOutputs`), which workers on this machine write into. On a dask
+    executor the programs and the unbatched inputs are scattered to the workers once per map
+    (`_Scattered`) instead of travelling with every chunk.
+    """
+    m = _MapParts(where, spans, program_of, arrays, in_dims, out_dims, executor)
+    finished = False
     try:
         if executor is None:
-            for i in range(n_chunks):
-                program, types, chunk, placement = task(i)
+            for i in range(m.n_chunks):
+                program, types, chunk, placement = m.task(i)
                 try:
-                    collect(i, types, placement, run_here(program, chunk, placement))
+                    m.collect(i, types, placement, run_here(program, chunk, placement))
                 except Exception as e:  # the chunk raised
-                    raise failed(i, e) from e
-            return outs
-        def scatter(client, arrays_too: bool) -> _Scattered:
-            return _Scattered(client, [program_for(n)[0] for n in sorted({b - a for a, b in spans})], arrays, in_dims,
-                              arrays_too)
-
-        done = _run_on(executor, n_chunks, task, collect, failed, outs, scatter)
+                    raise m.failed(i, e) from e
+            return m.outs
+        done = _run_on(executor, m.n_chunks, m.task, m.collect, m.failed, m.outs, m.scatter)
         finished = True  # every chunk did: nothing writes into the outputs any more
         return done
     finally:
-        if shared is not None:  # a small file, or one of a failed map, goes now; `outs` keep the mapping
-            SHARED_POOL.finish(shared, finished)
+        if m.shared is not None:  # a small file, or one of a failed map, goes now; `outs` keep the mapping
+            SHARED_POOL.finish(m.shared, finished)
+
+
+def start_on_threads(where: str, spans: list[tuple[int, int]], program_of: Callable[[int], ChunkProgram],
+                     arrays: list, in_dims: list, out_dims: list, executor: cf.Executor) -> "ThreadRunners | None":
+    """The chunks of a map started on a thread pool's threads before the calling thread joins them
+    (`ThreadRunners.join`, which returns what `run_map` would) or drops them (`abandon`); None
+    unless `executor` is a thread pool of at least 2 threads (the calling thread is a runner
+    too, so a 1-thread pool has nothing to start) and the map has several chunks.
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32))
+    >>> p = ChunkProgram.of(b.build([b.neg(x)]))
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     runners = start_on_threads("demo", chunk_spans(6, 2), lambda n: p, [np.arange(6, dtype=np.float32)],
+    ...                                [0], [0], pool)
+    ...     runners.join()[0].tolist()        # the calling thread joins the chunks already running
+    [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0]
+    """
+    if not isinstance(executor, cf.ThreadPoolExecutor) or len(spans) < 2 or _concurrency(executor) < 2 \
+            or getattr(executor, "_shutdown", False) or getattr(executor, "_broken", False):
+        return None
+    m = _MapParts(where, spans, program_of, arrays, in_dims, out_dims, executor)
+    runners = ThreadRunners(executor, m.n_chunks, m.task, m.collect, m.failed, m.outs)
+    runners.start(handoff=True)
+    return runners
 
 
 def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:
@@ -608,61 +645,139 @@ def _run_on(executor: cf.Executor, n_chunks: int, task, collect, failed, outs: l
 
 
 def _run_on_threads(executor: cf.ThreadPoolExecutor, n_chunks: int, task, collect, failed, outs: list) -> list:
-    """The chunks on a thread pool: one runner per pool thread (at most one per chunk), each taking
-    the next chunk not yet taken until none is left, so the calling thread submits and waits for
-    a few tasks rather than every chunk (its share is the serial part of the map), and the pool
-    threads share the chunks out as they finish (uneven chunk times balance themselves).
+    """The chunks on a thread pool of n threads: `ThreadRunners`, started and joined at once."""
+    runners = ThreadRunners(executor, n_chunks, task, collect, failed, outs)
+    runners.start()
+    return runners.join()
+
+
+class ThreadRunners:
+    """A map's chunks on a thread pool of n threads: n runners at most (one per chunk), each
+    taking the next chunk not yet taken until none is left, so that uneven chunk times balance
+    themselves. The calling thread is one of the runners, the other n - 1 are submitted to the
+    pool (`start`): instead of waiting idle it runs chunks as well (`join`), which spares the
+    map a hand-off to a pool thread and the wake-up from it (on a 1-thread pool the calling
+    thread runs every chunk), and at most n chunks run at once, as the pool's size says.
+    Runners the pool has not started by the time the calling thread finds no chunk left are
+    cancelled, so a map called from one of the pool's own threads cannot wait for itself.
 
     Chunks are taken in sample order; after a chunk fails no runner takes another, and the map
     raises for the first chunk in order that failed -- every earlier chunk was taken before it,
-    and has finished, by then."""
-    from tensorplay.codegen.executable import serial_calls
+    and has finished, by then. An interrupt in the calling thread stops the runners taking
+    chunks, waits for the ones in flight (nothing writes into `outs` after the map raises) and
+    propagates as it is. `abandon` does the same for chunks started that are not wanted.
 
-    lock = threading.Lock()
-    state = {"next": 0, "stop": False}
-    errors: dict[int, BaseException] = {}
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((1,), float32))
+    >>> p = ChunkProgram.of(b.build([b.neg(x)]))
+    >>> data, got = np.arange(4, dtype=np.float32), {}
+    >>> task = lambda i: (p, None, [data[i:i + 1]], None)       # chunk i: program, types, arrays, placement
+    >>> collect = lambda i, types, placement, results: got.__setitem__(i, results[0].tolist())
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     runners = ThreadRunners(pool, 4, task, collect, None, [])
+    ...     runners.start(); runners.join()
+    []
+    >>> got == {0: [-0.0], 1: [-1.0], 2: [-2.0], 3: [-3.0]}
+    True
+    """
 
-    def take() -> int | None:
-        with lock:
-            i = state["next"]
-            if state["stop"] or i >= n_chunks:
+    def __init__(self, executor: cf.ThreadPoolExecutor, n_chunks: int, task, collect, failed, outs: list):
+        self.executor, self.n_chunks, self.task, self.collect, self.failed = executor, n_chunks, task, collect, failed
+        self.outs = outs
+        self._lock = threading.Lock()
+        self._next = 0
+        self._stop = False
+        self.errors: dict[int, BaseException] = {}
+        self._futures: list = []
+        self._blas = False
+        self._running = None  # set by the first pool runner as it takes its first chunk (`start(handoff=True)`)
+
+    def _take(self) -> int | None:
+        with self._lock:
+            i = self._next
+            if self._stop or i >= self.n_chunks:
                 return None
-            state["next"] = i + 1
+            self._next = i + 1
             return i
 
-    def runner() -> None:
-        with serial_calls(), one_blas_thread():
-            while (i := take()) is not None:
+    def _run(self, caller: bool = False) -> None:
+        from tensorplay.codegen.executable import serial_calls
+
+        with serial_calls():
+            while (i := self._take()) is not None:
+                if self._running is not None and not caller:
+                    self._running.set()
                 try:
-                    program, types, chunk, placement = task(i)
-                    collect(i, types, placement, run_here(program, chunk, placement))
+                    program, types, chunk, placement = self.task(i)
+                    self.collect(i, types, placement, run_here(program, chunk, placement))
                 except BaseException as e:  # the chunk raised, or sent back something else
-                    with lock:
-                        errors[i] = e
-                        state["stop"] = True
+                    with self._lock:
+                        self._stop = True
+                        if caller and not isinstance(e, Exception):  # an interrupt: not the chunk's failure
+                            raise
+                        self.errors[i] = e
                     return
 
-    futures = []
-    with one_blas_thread():
+    def start(self, handoff: bool = False) -> None:
+        """Submit the n - 1 pool runners. With `handoff`, wait (at most 2 ms) for the first of them
+        to take a chunk: the calling thread is about to run Python code that holds the GIL (a
+        trace), during which a runner could not get through the Python part of starting one."""
+        executor = self.executor
+        if getattr(executor, "_shutdown", False) or getattr(executor, "_broken", False):  # as its submit would refuse
+            raise self.failed(0, RuntimeError("cannot schedule new futures after shutdown") if executor._shutdown
+                              else cf.BrokenExecutor(executor._broken))
+        _ONE_BLAS_THREAD.__enter__()
+        self._blas = True
+        if handoff:
+            self._running = threading.Event()
         try:
-            for _ in range(min(n_chunks, _concurrency(executor))):
+            for _ in range(min(self.n_chunks, _concurrency(executor)) - 1):
                 try:
-                    futures.append(executor.submit(runner))
-                except Exception as e:  # a pool that is shut down: no chunk has run
-                    if not futures:
-                        raise failed(0, e) from e
-                    break  # the runners already submitted do every chunk
-            for future in futures:
-                future.result()
-        except BaseException:  # an interrupt while waiting: no runner takes another chunk
-            with lock:
-                state["stop"] = True
-            cf.wait(futures)  # nothing still writes into `outs` when the map raises
+                    self._futures.append(executor.submit(self._run))
+                except Exception:  # a pool shut down meanwhile: the runners there are (and the caller) do every chunk
+                    break
+            if handoff and self._futures:
+                self._running.wait(0.002)
+        except BaseException:
+            self._finish()
             raise
-    if errors:
-        i = min(errors)
-        raise failed(i, errors[i]) from errors[i]
-    return outs
+
+    def join(self) -> list:
+        """The calling thread runs chunks until none is left, then waits for the pool's runners;
+        the outputs, or `ChunkError` for the first chunk in order that failed."""
+        try:
+            self._run(caller=True)
+            for future in self._futures:
+                if not future.cancel():  # started: it finishes the chunk it took
+                    future.result()
+        except BaseException:  # an interrupt: no runner takes another chunk
+            self.abandon()
+            raise
+        finally:
+            self._release_blas()
+        if self.errors:
+            i = min(self.errors)
+            raise self.failed(i, self.errors[i]) from self.errors[i]
+        return self.outs
+
+    def abandon(self) -> None:
+        """No runner takes another chunk; returns once the chunks in flight are done (their
+        results and errors are dropped with the outputs, whose memory a next map can then take)."""
+        self._finish()
+        self.task = self.collect = None
+        self.outs = None
+
+    def _finish(self) -> None:
+        with self._lock:
+            self._stop = True
+        cf.wait([f for f in self._futures if not f.cancel()])  # nothing still writes into `outs` after this
+        self._release_blas()
+
+    def _release_blas(self) -> None:
+        if self._blas:
+            self._blas = False
+            _ONE_BLAS_THREAD.__exit__(None, None, None)
 
 
 def _run_on_dask(client, executor: cf.Executor, n_chunks: int, task, collect, failed, outs: list, scatter) -> list:

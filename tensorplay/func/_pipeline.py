@@ -419,6 +419,7 @@ def _replay_call(chain: tuple[Transform, ...], user: ClosedGraph, args, kwargs, 
 
 # --- the outermost chunked map ----------------------------------------------------------------------
 _CHUNKED = LRU("outermost_chunked")
+_LAST_CHUNKED = LRU("outermost_chunked_last", maxsize=64)  # (chain keys, signature, function id) -> last entry
 _NOT_CACHED = object()  # an entry saying: this call goes the uncached way
 
 
@@ -436,7 +437,10 @@ def call_outermost_chunked(wrapper: Callable, args: tuple, kwargs: dict, fallbac
     later call (an int: that capture of the traced user function; ``("leaf", i)``: leaf i of the
     flattened ``(args, kwargs)``; anything else: itself), or None when that is ambiguous. `build`
     returns None (or raises) when the call cannot be cached: `fallback` then makes it, and raises
-    the errors as it words them. A hit calls ``entry(leaves, user, context)``.
+    the errors as it words them. A hit calls ``entry(leaves, user, context)``. Before tracing, the
+    entry the previous call with the same argument signature used may start its chunks
+    (``entry.speculate(leaves, context)``, a handle or None); if the trace leads to that entry, it
+    is called with the handle as a fourth argument, else the handle is abandoned.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import vmap
@@ -456,13 +460,25 @@ def call_outermost_chunked(wrapper: Callable, args: tuple, kwargs: dict, fallbac
         mapped = _mapped_for(chain, arg_key, per_sample, args, kwargs, leaves)
     except Exception:  # the map's own errors, as the uncached call words them
         return fallback(*args, **kwargs)
-    user, replay_positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
-    key = ("chunked",) + _entry_key(chain, arg_key, user)
+    last_key = (tuple(t.key for t in chain), arg_key, id(user_fn))  # (a reused id only costs a dropped start)
+    last = _LAST_CHUNKED.get(last_key)  # the entry the previous call of this signature used: start its chunks
+    started = last.speculate(leaves, context) if last is not None else None  # while this call traces
     try:
-        entry = _CHUNKED.get(key)
-    except TypeError:  # a non-hashable non-tensor output
-        key = None
-        entry = None
+        user, replay_positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name,
+                                               user_name)
+        key = ("chunked",) + _entry_key(chain, arg_key, user)
+        try:
+            entry = _CHUNKED.get(key)
+        except TypeError:  # a non-hashable non-tensor output
+            key = None
+            entry = None
+    except BaseException:
+        if started is not None:
+            started.abandon()
+        raise
+    if started is not None and entry is not started.entry:  # the trace led elsewhere
+        started.abandon()
+        started = None
     if entry is None:
         fn = replay(user, user_name, replay_positions)
         for t in reversed(chain[1:]):
@@ -489,4 +505,7 @@ def call_outermost_chunked(wrapper: Callable, args: tuple, kwargs: dict, fallbac
             _CHUNKED.put(key, entry)
     if entry is _NOT_CACHED:
         return fallback(*args, **kwargs)
+    _LAST_CHUNKED.put(last_key, entry)
+    if started is not None:
+        return entry(leaves, user, context, started)
     return entry(leaves, user, context)

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import functools
 import math
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
+
+import numpy as np
 
 from tensorplay.ir import TensorType, dtypes
 from tensorplay.ir.passes.batching import RANDOMNESS, batch_graph, batched_outputs
@@ -161,10 +163,23 @@ class _ChunkedMap:
     The graph's inputs at a call are the mapped leaves of the arguments (`positions`), then one
     per capture of the per-sample trace (`sources`, see `_pipeline.call_outermost_chunked`); a
     random key becomes the per-sample keys of the call (randomness 'different') or one fresh key.
+
+    On a thread pool of 2 or more threads the pool's runners can start the chunks while the
+    calling thread still traces the user's function (`speculate`): on a copy of the inputs the
+    call would have if its trace captured what the previous call's did (the arguments of this
+    call, the previous call's captures), when there is no random key among them and they are
+    small (`SPECULATE_MAX_BYTES`). The call uses those chunks' results only if its trace led to
+    this same entry and every input it has then holds exactly the bytes (shape, dtype) the
+    chunks read -- the same program on the same bytes gives the same results -- so a changed
+    capture, or a function that writes into its own inputs while it runs, gets what the map
+    computes without speculation; otherwise the chunks started are abandoned and the map runs
+    as usual.
     """
 
     __slots__ = ("where", "closed", "positions", "sources", "in_dims", "out_dims", "batched", "spans",
-                 "randomness", "size", "_programs")
+                 "randomness", "size", "_programs", "_last_caps")
+
+    SPECULATE_MAX_BYTES = 4 << 20  # copied and compared on the calling thread: small next to the chunks' work
 
     def __init__(self, where, closed, positions, sources, in_dims, out_dims, batched, chunk_size, size, randomness):
         self.where, self.closed, self.positions, self.sources = where, closed, positions, sources
@@ -172,6 +187,7 @@ class _ChunkedMap:
         self.size = size
         self.spans = _chunks.chunk_spans(size, min(chunk_size, size))
         self._programs: dict = {}
+        self._last_caps = None  # the previous call's captures (by source), when it had no random key
 
     def program(self, n: int) -> "_chunks.ChunkProgram":
         made = self._programs.get(n)
@@ -179,8 +195,7 @@ class _ChunkedMap:
             made = self._programs[n] = _chunks.ChunkProgram.of(self.batched(n))
         return made
 
-    def __call__(self, leaves: list, user, executor):
-        caps = user.captures
+    def _inputs(self, leaves: list, caps) -> list:
         inputs = [leaves[i] for i in self.positions]
         for s in self.sources:
             if s.__class__ is int:
@@ -190,11 +205,71 @@ class _ChunkedMap:
             if isinstance(s, RandomKey):
                 s = _split_key(s.count, self.size) if self.randomness == "different" else s.materialize()
             inputs.append(s)
-        outs = _chunks.run_map(self.where, self.spans, self.program, [t._data for t in inputs], self.in_dims,
-                               self.out_dims, executor)
+        return inputs
+
+    def speculate(self, leaves: list, executor) -> "_Speculation | None":
+        """The chunks of a call with `leaves`, started on `executor`'s threads before the call's
+        trace (see the class), or None when they cannot be."""
+        caps = self._last_caps
+        if caps is None or not isinstance(executor, ThreadPoolExecutor) or len(self.spans) < 2 \
+                or _chunks._concurrency(executor) < 2:  # the calling thread is a 1-thread pool's only runner
+            return None
+        if any(isinstance(s, RandomKey) for s in self.sources):  # a constant key: drawn at each call, never early
+            return None
+        inputs = self._inputs(leaves, caps)
+        if any(not isinstance(t, Tensor) for t in inputs):
+            return None
+        arrays = [t._data for t in inputs]
+        if sum(a.nbytes for a in arrays) > self.SPECULATE_MAX_BYTES:
+            return None
+        try:
+            copies = [a.copy() for a in arrays]
+            runners = _chunks.start_on_threads(self.where, self.spans, self.program, copies, self.in_dims,
+                                               self.out_dims, executor)
+        except Exception:  # (a pool shut down meanwhile, no memory...): the call itself says what is wrong
+            return None
+        return None if runners is None else _Speculation(self, copies, runners)
+
+    def __call__(self, leaves: list, user, executor, started: "_Speculation | None" = None):
+        caps = user.captures
+        inputs = self._inputs(leaves, caps)
+        kept = [caps[s] for s in self.sources if s.__class__ is int]  # what a speculation would reuse
+        self._last_caps = None if any(not isinstance(c, Tensor) for c in kept) or sum(
+            c._data.nbytes for c in kept) > self.SPECULATE_MAX_BYTES else caps
+        outs = started.join(inputs) if started is not None else None
+        if outs is None:
+            outs = _chunks.run_map(self.where, self.spans, self.program, [t._data for t in inputs], self.in_dims,
+                                   self.out_dims, executor)
         outs = own_outputs([Tensor._wrap(a) for a in outs], inputs)
         closed = self.closed
         return closed.unflatten_outputs(closed.write_back(inputs, outs))
+
+
+class _Speculation:
+    """Chunks of a `_ChunkedMap` started before the call's trace, on `copies` of the inputs it expected."""
+
+    __slots__ = ("entry", "copies", "runners")
+
+    def __init__(self, entry, copies, runners):
+        self.entry, self.copies, self.runners = entry, copies, runners
+
+    def join(self, inputs: list) -> list | None:
+        """The map's outputs when the call's inputs hold the bytes the chunks read, else None (the
+        chunks are abandoned)."""
+        if len(inputs) != len(self.copies) or not all(
+                isinstance(t, Tensor) and _same_bytes(t._data, c) for t, c in zip(inputs, self.copies)):
+            self.abandon()
+            return None
+        return self.runners.join()
+
+    def abandon(self) -> None:
+        self.runners.abandon()
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """`a` holds the bytes of its copy `b` (NaNs with the same payload compare equal)."""
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(
+        np.ascontiguousarray(a).reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8))
 
 
 def _unchained(wrapped):

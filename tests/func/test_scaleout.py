@@ -252,6 +252,89 @@ def test_on_threads_the_first_failing_chunk_in_order_is_named_and_no_later_chunk
     assert 3 <= max(started) < 3 + threads  # after chunk 3 failed, at most the chunks already taken
 
 
+def _threads_running_chunks(executor, chunk_size: int, size: int = 8):
+    """(the map's result, the thread of every chunk run) of a chunked map of `size` samples on `executor`."""
+    import threading
+
+    ran: list = []
+    run_here = _chunks.run_here
+
+    def recording(program, arrays, placement=None):
+        ran.append(threading.get_ident())
+        return run_here(program, arrays, placement)
+
+    _chunks.run_here = recording
+    try:
+        out = vmap(lambda r: (r * 2.0).sum(), chunk_size=chunk_size, executor=executor)(T(_data(size, 3)))
+    finally:
+        _chunks.run_here = run_here
+    return out, ran
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_calling_thread_is_one_of_the_pools_runners(threads):
+    """A pool of n threads runs at most n chunks at once: n - 1 of its threads and the calling
+    thread, which takes chunks instead of waiting (on a 1-thread pool it runs all of them)."""
+    import threading
+
+    with ThreadPoolExecutor(threads) as ex:
+        out, ran = _threads_running_chunks(ex, chunk_size=1)
+        pool_threads = {t.ident for t in ex._threads}
+    np.testing.assert_allclose(out.numpy(), (_data(8, 3).astype(np.float64) * 2.0).sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(out.numpy(), vmap(lambda r: (r * 2.0).sum())(T(_data(8, 3))).numpy())
+    assert len(ran) == 8
+    assert set(ran) <= pool_threads | {threading.get_ident()}
+    assert len(set(ran) - {threading.get_ident()}) <= threads - 1  # never more than n at once
+    assert len(pool_threads) <= threads - 1 or threads == 1 and not pool_threads
+
+
+def test_a_map_called_from_the_pools_own_threads_does_not_wait_for_itself():
+    """Every thread of the pool calls a chunked map on the same pool: the runners each submits
+    cannot start (the pool is busy with the callers), so each caller runs its chunks itself and
+    the runners never started are cancelled."""
+    x = T(_data(6, 3))
+    want = vmap(tp.sin)(x).numpy()
+    np.testing.assert_allclose(want, np.sin(_data(6, 3)), rtol=1e-6, atol=1e-7)
+    with ThreadPoolExecutor(2) as ex:
+        f = vmap(tp.sin, chunk_size=2, executor=ex)
+        barrier = __import__("threading").Barrier(2, timeout=30)
+
+        def nested():
+            barrier.wait()  # both pool threads busy before either map submits
+            return f(x).numpy()
+
+        for future in [ex.submit(nested) for _ in range(2)]:
+            np.testing.assert_array_equal(future.result(timeout=60), want)
+
+
+def test_an_interrupt_in_the_calling_thread_propagates_and_no_runner_writes_afterwards():
+    """A KeyboardInterrupt while the calling thread runs a chunk is not a chunk failure: it
+    propagates as it is, after the pool's runners stopped taking chunks and finished theirs."""
+    import threading
+    import time
+
+    main = threading.get_ident()
+    finished: list = []
+    run_here = _chunks.run_here
+
+    def interrupted(program, arrays, placement=None):
+        if threading.get_ident() == main:
+            raise KeyboardInterrupt
+        time.sleep(0.001)  # lets the calling thread take a chunk (tiny chunks: one thread could take them all)
+        result = run_here(program, arrays, placement)
+        finished.append(placement.start)
+        return result
+
+    _chunks.run_here = interrupted
+    try:
+        with ThreadPoolExecutor(2) as ex, pytest.raises(KeyboardInterrupt):
+            vmap(tp.sin, chunk_size=1, executor=ex)(T(_data(64, 3)))
+        count = len(finished)
+    finally:
+        _chunks.run_here = run_here
+    assert count == len(finished) and count < 64  # none after the map raised; not every chunk ran
+
+
 def test_a_worker_that_dies_fails_the_whole_map_naming_the_chunk():
     x = T(_data(7, 2))
     before = x.numpy().copy()
@@ -446,3 +529,173 @@ def test_recycled_blocks_fit_the_size_and_the_free_list_is_bounded(monkeypatch):
     assert len(pool_._free) == _shared.Recycled.MAX_FREE_BLOCKS  # the oldest free blocks were dropped
     pool_.clear()
     assert not pool_._free
+
+
+# --- chunks started while the call traces (speculation) -------------------------------------------
+class _Spy:
+    """Counts the maps whose chunks started before their trace, and those run the usual way."""
+
+    def __init__(self):
+        self.started = self.run = 0
+
+    def __enter__(self):
+        self._start, self._run = _chunks.start_on_threads, _chunks.run_map
+
+        def start(*a, **k):
+            runners = self._start(*a, **k)
+            self.started += runners is not None
+            return runners
+
+        def run(*a, **k):
+            self.run += 1
+            return self._run(*a, **k)
+
+        _chunks.start_on_threads, _chunks.run_map = start, run
+        return self
+
+    def __exit__(self, *exc):
+        _chunks.start_on_threads, _chunks.run_map = self._start, self._run
+
+
+def _loss(ps, x, y):
+    w, b = ps
+    return ((x @ w + b).tanh() - y).pow(2).sum()
+
+
+def test_a_repeated_call_starts_its_chunks_before_the_trace_and_gives_the_serial_maps_bits():
+    ps = (T(_data(3, 4, seed=2)), T(_data(4, seed=3)))
+    x, y = T(_data(10, 3)), T(_data(10, 4, seed=4))
+    want = vmap(grad(_loss), in_dims=(None, 0, 0), chunk_size=3)(ps, x, y)
+    with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+        f = vmap(grad(_loss), in_dims=(None, 0, 0), chunk_size=3, executor=ex)
+        got = [f(ps, x, y) for _ in range(3)]
+    assert (spy.started, spy.run) == (2, 1)  # the first call has no previous entry to start
+    for g in got:
+        for a, b in zip(g, want):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("change", ["rebound global", "global updated in place", "other structure"])
+def test_chunks_started_for_a_call_whose_trace_differs_are_dropped(change):
+    """The trace captures another tensor or leads to another entry: the chunks started on the
+    previous call's captures are abandoned, and the map runs on what the trace saw (a capture
+    updated in place before the call is copied as it is then: the chunks started are kept)."""
+    g = {"W": T(_data(4, 3, seed=1)), "square": False}
+
+    def f(v):
+        out = (g["W"] @ v).sin()
+        return out * out if g["square"] else out
+
+    x = T(_data(9, 3))
+    with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+        m = vmap(f, chunk_size=2, executor=ex)
+        m(x)
+        if change == "rebound global":
+            g["W"] = T(_data(4, 3, seed=7))
+        elif change == "global updated in place":
+            g["W"].numpy()[...] += 1.0
+        else:
+            g["square"] = True
+        got = m(x).numpy()
+        # started, then run again the usual way; updated before the call, the bytes copied are the new ones
+        assert (spy.started, spy.run) == ((1, 1) if change == "global updated in place" else (1, 2))
+    want = vmap(f, chunk_size=2)(x).numpy()
+    np.testing.assert_array_equal(got, want)
+    ref = np.sin(_data(9, 3).astype(np.float64) @ g["W"].numpy().astype(np.float64).T)
+    np.testing.assert_allclose(got, ref * ref if g["square"] else ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_function_that_writes_into_its_own_argument_while_traced_gets_the_written_values():
+    """The chunks started before the trace read the argument's old bytes; the trace changes them
+    (through numpy, which no tape sees): the map must compute on the new ones."""
+    x = T(_data(8, 3))
+
+    def f(v):
+        x.numpy()[0, 0] += 1.0  # a side effect on the map's own input, each time the function runs
+        return v.exp()
+
+    with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+        m = vmap(f, chunk_size=2, executor=ex)
+        m(x)
+        got = m(x).numpy()
+        assert spy.started == 1 and spy.run == 2
+    np.testing.assert_array_equal(got, vmap(tp.exp)(x).numpy())  # x as it is now, after both calls wrote
+    np.testing.assert_allclose(got, np.exp(x.numpy()), rtol=1e-6)
+
+
+@pytest.mark.parametrize("threads, randomness", [(1, "error"), (2, "different"), (2, "same")])
+def test_no_chunk_starts_early_on_one_thread_or_with_random_draws(threads, randomness):
+    x = T(_data(6, 3))
+    fn = (lambda v: v.sin()) if randomness == "error" else (lambda v: v + tp.randn(3))
+    with ThreadPoolExecutor(threads) as ex, _Spy() as spy:
+        m = vmap(fn, chunk_size=2, executor=ex, randomness=randomness)
+        for _ in range(3):
+            m(x)
+    assert (spy.started, spy.run) == (0, 3)
+
+
+def test_a_chunk_started_early_that_fails_fails_the_map_naming_it_and_inputs_are_unchanged():
+    x = T(_data(8, 2))
+    idx = T(np.array([0, 1, 0, 9, 0, 1, 0, 1], np.int64))
+    before = x.numpy().copy()
+    with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+        m = vmap(lambda r, i: r.mul_(2.0)[i], chunk_size=1, executor=ex)
+        for _ in range(2):
+            with pytest.raises(ChunkError, match=r"chunk 3 of 8 \(samples 3 to 3\) failed: IndexError"):
+                m(x, idx)
+        assert spy.started == 1
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_an_interrupt_while_tracing_drops_the_chunks_started():
+    import threading
+
+    x = T(_data(64, 3))
+    state = {"interrupt": False}
+    running = []
+    run_here = _chunks.run_here
+
+    def recording(program, arrays, placement=None):
+        running.append(threading.get_ident())
+        result = run_here(program, arrays, placement)
+        running.pop()
+        return result
+
+    def f(v):
+        if state["interrupt"]:
+            raise KeyboardInterrupt
+        return v.cos()
+
+    _chunks.run_here = recording
+    try:
+        with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+            m = vmap(f, chunk_size=1, executor=ex)
+            m(x)
+            state["interrupt"] = True
+            with pytest.raises(KeyboardInterrupt):
+                m(x)
+            assert spy.started == 1 and not running  # nothing still runs once the map raised
+            state["interrupt"] = False
+            np.testing.assert_array_equal(m(x).numpy(), vmap(tp.cos)(x).numpy())
+    finally:
+        _chunks.run_here = run_here
+
+
+@pytest.mark.parametrize("case", ["0-d", "empty", "non-contiguous", "size-1 batch"])
+def test_chunks_started_early_on_edge_inputs_give_the_serial_maps_bits(case):
+    """A 0-d and an empty unbatched argument, a non-contiguous batched one (a transposed view):
+    copied and compared as they are. A batch of one sample is one chunk: nothing starts early."""
+    s = T(np.float32(1.5)) if case == "0-d" else T(np.zeros(0, np.float32) if case == "empty" else _data(3))
+    x = T(_data(3, 9)).T if case == "non-contiguous" else T(_data(1 if case == "size-1 batch" else 9, 3))
+
+    def f(v, c):
+        return (v.sin() * (c.sum() + 1.0)).exp()
+
+    want = vmap(f, in_dims=(0, None), chunk_size=2)(x, s).numpy()
+    np.testing.assert_allclose(want, np.exp(np.sin(x.numpy()) * (s.numpy().sum() + 1.0)), rtol=1e-5)
+    with ThreadPoolExecutor(2) as ex, _Spy() as spy:
+        m = vmap(f, in_dims=(0, None), chunk_size=2, executor=ex)
+        got = [m(x, s).numpy() for _ in range(3)]
+    assert spy.started == (0 if case == "size-1 batch" else 2)
+    for g in got:
+        np.testing.assert_array_equal(g, want)
