@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
+from tensorplay.ir import values as _ir_values
 from tensorplay.ir.core import Node, bind_constants, freeze_attr, inline, result_type
 from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
@@ -50,7 +51,7 @@ from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace", "known_array",
-           "bind_prim"]
+           "bind_prim", "bind_general"]
 
 _levels = itertools.count(1)
 
@@ -253,9 +254,11 @@ class Trace:
         Sets `self.mutated` (the graph-input index of each extra output) and
         `self.output_aliases` (see `_views.finish_writes`).
         """
-        outs = [self.lift(t) for t in outputs]
-        self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
-        results = outs + written
+        results = self._plain_results(outputs)
+        if results is None:
+            outs = [self.lift(t) for t in outputs]
+            self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
+            results = outs + written
         # dead code (values an inlined transform does not return, values computed only to be
         # printed) is dropped without copying: the nodes are this trace's own
         nodes = self.builder.nodes
@@ -264,6 +267,27 @@ class Trace:
         if len(live) == len(nodes) == len(self.sigs) and None not in self.sigs:
             self.graph_sigs = self.sigs
         return Graph(self.arg_values + self.capture_values, live, results, self.builder.name)
+
+    def _plain_results(self, outputs: Sequence) -> list | None:
+        """The output values when nothing needs `_views.finish_writes` (else None): no outside
+        storage was seen (no proxies), no argument was written in place, and every output is a
+        value this trace computed (not an input, not a view), so none aliases an input."""
+        views = self.views
+        if views.proxies or views.sources:
+            return None
+        for a in views.args:
+            if a._stamp:
+                return None
+        results = []
+        for t in outputs:
+            if t._trace is not self or t._base is not None:
+                return None
+            v = t._value
+            if v.node is None:
+                return None
+            results.append(v)
+        self.output_aliases = [None] * len(results)  # (self.mutated stays [])
+        return results
 
     # --- concrete values on demand --------------------------------------------------------------
     def concrete_array(self, t: Tensor, what: str) -> np.ndarray:
@@ -400,6 +424,8 @@ def known_array(t: Tensor) -> np.ndarray | None:
 
 _new_tensor = object.__new__
 _new_node = object.__new__
+_new_value = object.__new__
+_value_ids = _ir_values._ids  # Value ids: one counter for every Value, in creation order
 _TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
 _TYPES_LIMIT = 8192
 
@@ -557,6 +583,16 @@ def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
     >>> bind_prim(get_primitive("neg"), (tp.ones(2),), {})
     tensor([-1., -1.])
     """
+    stack = STATE.stack
+    if stack:  # the hot traced case, in one frame: see `_append_known`
+        out = _append_known(stack[-1], prim, operands, attrs)
+        if out is not None:
+            return out
+    return bind_general(prim, operands, attrs)
+
+
+def bind_general(prim: Primitive, operands: tuple, attrs: dict):
+    """`bind_prim` without its first step, for a caller that tried `_append_known` itself."""
     if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
         for k, v in attrs.items():
             if v.__class__ not in _FROZEN_CLASSES:
@@ -599,6 +635,52 @@ def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
         raise _under_stack(e) from None
     if STATE.stops_gradient(trace):
         out = trace.emit(_STOP_GRADIENT, (out,), {})
+    return out
+
+
+def _append_known(top: Trace, prim: Primitive, operands: tuple, attrs: dict):
+    """`top.emit(prim, operands, attrs)` when it is the common case, else None (the caller takes the
+    general path): one or two operands, all roots of `top` (no views), a signature whose result
+    type is memoised already, a primitive that is not a view step, gradients recorded.
+
+    The memo key is built from `attrs` as given. It can only equal a stored key (made from frozen
+    attributes) when `attrs` is frozen already: a list is unhashable (TypeError) and any other
+    unfrozen value (a tuple subclass such as `Size`) keys as ``(class, value)``, which no frozen
+    attribute does. So a hit needs no `freeze_attr`, and its shape rule passed before.
+    """
+    n = len(operands)
+    try:
+        if n == 2:
+            a, b = operands
+            if a._trace is not top or b._trace is not top or a._base is not None or b._base is not None:
+                return None
+            va, vb = a._value, b._value
+            t, u = va.type, vb.type
+            hit = _TYPES.get((prim, ((t.shape, t.dtype), (u.shape, u.dtype)), _exact_attrs(attrs) if attrs else None))
+            vals = (va, vb)
+        elif n == 1:
+            a = operands[0]
+            if a._trace is not top or a._base is not None:
+                return None
+            va = a._value
+            t = va.type
+            hit = _TYPES.get((prim, ((t.shape, t.dtype),), _exact_attrs(attrs) if attrs else None))
+            vals = (va,)
+        else:
+            return None
+    except (TypeError, AttributeError):  # unhashable attributes, a non-tensor operand: the general path
+        return None
+    if hit is None or prim.name in VIEW_PRIMS or not STATE.grad_enabled:
+        return None
+    node = _new_node(Node)
+    node.prim, node.inputs, node.attrs = prim, vals, attrs
+    value = _new_value(Value)  # Value(type, node), inlined
+    value.type, value.node, value.id = hit[0], node, next(_value_ids)
+    node.out = value
+    top.builder.nodes.append(node)
+    top.sigs.append(hit[1])
+    out = _new_tensor(Tensor)
+    out._data, out._trace, out._value = None, top, value
     return out
 
 
@@ -821,8 +903,23 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         traced_leaves = list(leaves)
         new_arg = trace.new_arg
         arg_types = _ARG_TYPES
+        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
         for k, i in enumerate(tensor_pos):
             leaf = leaves[i]
+            if in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
+                data = leaf._data
+                typ = arg_types.get((data.shape, data.dtype))
+                if typ is not None and data.flags.c_contiguous:
+                    v = _new_value(Value)
+                    v.type, v.node, v.id = typ, None, next(_value_ids)
+                    arg_values.append(v)
+                    t = _new_tensor(Tensor)
+                    t._data, t._trace, t._value = None, trace, v
+                    arg_tensors.append(t)
+                    if concrete:
+                        sources[v] = leaf
+                    traced_leaves[i] = t
+                    continue
             typ = in_types[k] if in_types is not None else None
             data = leaf._data
             if leaf._trace is None:  # a concrete caller tensor (the common case): its type, memoised
