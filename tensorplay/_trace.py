@@ -51,7 +51,7 @@ from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace", "known_array",
-           "bind_prim", "bind_general"]
+           "bind_prim", "bind_general", "memo_traced_op"]
 
 _levels = itertools.count(1)
 
@@ -140,6 +140,12 @@ class Trace:
         self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
+        # The tape: per node appended, its signature id, then the ids of its result and operands
+        # relative to `base` (the Value ids are one process-wide counter in creation order, so a
+        # value of this trace is named by the same number whenever the same program is traced).
+        self.base = next(_value_ids)
+        self.tape: list = []
+        self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -215,15 +221,25 @@ class Trace:
         node.out = value = Value(typ, node)
         self.builder.nodes.append(node)
         self.sigs.append(sig)
+        base = self.base
+        tape = self.tape
+        tape.append(sig)
+        tape.append(value.id - base)
+        for v in vals:
+            tape.append(v.id - base)
         return value
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
         value and dtype): scalars that parameterise data do not change the graph's structure."""
+        return Tensor._symbolic(self, self.scalar_value(value, dtype, shape))
+
+    def scalar_value(self, value, dtype, shape: tuple) -> Value:
+        """The value of `scalar_input(value, dtype, shape)`."""
         key = (dtype, value if value else str(value), shape)  # str: 0.0 and -0.0 are different data
         hit = self._scalars.get(key)
         if hit is not None:
-            return Tensor._symbolic(self, hit)
+            return hit
         source = self._scalar_sources.get(key[:2])
         if source is None:
             source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
@@ -231,7 +247,7 @@ class Trace:
         if shape:
             value = self.append(_BROADCAST, (value,), {"shape": shape, "broadcast_dimensions": ()})
         self._scalars[key] = value
-        return Tensor._symbolic(self, value)
+        return value
 
     def fixed(self, shape: tuple, dtype, value) -> Tensor:
         """An op's own constant (see `ops._common.fixed`) as a `full` node, one per distinct
@@ -264,9 +280,34 @@ class Trace:
         nodes = self.builder.nodes
         live = live_nodes(nodes, results)
         # every node came through `append` and is live: the signatures describe the graph's nodes
+        inputs = self.arg_values + self.capture_values
         if len(live) == len(nodes) == len(self.sigs) and None not in self.sigs:
             self.graph_sigs = self.sigs
-        return Graph(self.arg_values + self.capture_values, live, results, self.builder.name)
+            self.graph_key = self._tape_key(inputs, results)
+        return Graph(inputs, live, results, self.builder.name)
+
+    def _tape_key(self, inputs: list, results: list) -> tuple:
+        """The graph's structural key from the tape (every node taped and live): the inputs as
+        (relative id, type id) pairs, the tape, None, the outputs' relative ids.
+
+        Two equal keys are the same graph: a node's signature id fixes its primitive, attributes,
+        operand types and so its operand count, which parses the tape; each relative id names one
+        value of the trace, an input (the pairs give its position) or an earlier node's result.
+        Equal graphs traced by the same program get equal keys (ids are numbered in creation order).
+        """
+        base = self.base
+        type_ids = _TYPE_IDS
+        flat = [len(inputs)]
+        for v in inputs:
+            t = v.type
+            i = type_ids.get((t.shape, t.dtype))
+            flat.append(v.id - base)
+            flat.append(_input_type_id(t) if i is None else i)
+        flat += self.tape
+        flat.append(None)
+        for v in results:
+            flat.append(v.id - base)
+        return tuple(flat)
 
     def _plain_results(self, outputs: Sequence) -> list | None:
         """The output values when nothing needs `_views.finish_writes` (else None): no outside
@@ -678,7 +719,159 @@ def _append_known(top: Trace, prim: Primitive, operands: tuple, attrs: dict):
     value.type, value.node, value.id = hit[0], node, next(_value_ids)
     node.out = value
     top.builder.nodes.append(node)
-    top.sigs.append(hit[1])
+    sig = hit[1]
+    top.sigs.append(sig)
+    base = top.base
+    if n == 2:
+        top.tape.extend((sig, value.id - base, va.id - base, vb.id - base))
+    else:
+        top.tape.extend((sig, value.id - base, va.id - base))
+    out = _new_tensor(Tensor)
+    out._data, out._trace, out._value = None, top, value
+    return out
+
+
+# --- op memos: an op that traced as one node replays it --------------------------------------------
+_OP_MEMOS: list = []  # every op memo dict (cleared together by `clear_memos`)
+_OP_MEMO_LIMIT = 1024
+
+
+def memo_traced_op(fn: Callable, arity: int) -> Callable:
+    """`fn` (an op of `arity` 1 or 2 tensor operands, a pure function of their shapes and dtypes
+    under a trace) with a per-signature memo of what it traced: when both operands are roots of
+    the innermost trace and the op once traced, for the same operand types, to exactly one node
+    reading those operands (the common `x + y`, `w @ x`, `tanh(x)`), the node is appended again
+    directly (same primitive, attributes, signature and result type) without running the op layer.
+
+    Anything else runs `fn` as it is: other operand kinds (numpy, Python scalars, views, outside
+    tensors), gradients off, eager mode, and every signature that traced to several nodes or
+    raised (so an error is raised on every call). `fn` must not depend on anything but its
+    operands' types when it traces to one node (a global that changed it would emit a conversion).
+
+    >>> import tensorplay as tp
+    >>> mul = memo_traced_op(lambda a, b: a * b, 2)
+    >>> tp.compile(lambda x: mul(mul(x, x), x))(tp.tensor([2.0]))
+    tensor([8.])
+    """
+    memo: dict = {}
+    _OP_MEMOS.append(memo)
+    if arity == 2:
+        scalars: dict = {}  # the same for `tensor <op> Python number` under a plain transform
+        _OP_MEMOS.append(scalars)
+
+        def op(a, b):
+            stack = STATE.stack
+            if not stack or a.__class__ is not Tensor:
+                return fn(a, b)
+            if b.__class__ is not Tensor:
+                if b.__class__ is float or b.__class__ is int:
+                    return _scalar_op(stack[-1], fn, scalars, a, b)
+                return fn(a, b)
+            top = stack[-1]
+            if a._trace is not top or b._trace is not top or a._base is not None or b._base is not None \
+                    or not STATE.grad_enabled:
+                return fn(a, b)
+            va, vb = a._value, b._value
+            t, u = va.type, vb.type
+            key = (t.shape, t.dtype, u.shape, u.dtype)
+            hit = memo.get(key)
+            if hit is not None:
+                return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
+            nodes = top.builder.nodes
+            n0, s0 = len(nodes), len(top.sigs)
+            out = fn(a, b)
+            if len(nodes) == n0 + 1 and len(top.sigs) == s0 + 1 and out.__class__ is Tensor \
+                    and out._trace is top and out._base is None:
+                node = nodes[-1]
+                sig = top.sigs[-1]
+                if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS:
+                    ins = node.inputs
+                    if ins == (va, vb) or ins == (vb, va):
+                        _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != (va, vb)))
+            return out
+    else:
+        def op(a):
+            stack = STATE.stack
+            if not stack or a.__class__ is not Tensor:
+                return fn(a)
+            top = stack[-1]
+            if a._trace is not top or a._base is not None or not STATE.grad_enabled:
+                return fn(a)
+            va = a._value
+            t = va.type
+            key = (t.shape, t.dtype)
+            hit = memo.get(key)
+            if hit is not None:
+                return _replay(top, hit, (va,))
+            nodes = top.builder.nodes
+            n0, s0 = len(nodes), len(top.sigs)
+            out = fn(a)
+            if len(nodes) == n0 + 1 and len(top.sigs) == s0 + 1 and out.__class__ is Tensor \
+                    and out._trace is top and out._base is None:
+                node = nodes[-1]
+                sig = top.sigs[-1]
+                if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS \
+                        and node.inputs == (va,):
+                    _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False))
+            return out
+    op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    op.__module__ = getattr(fn, "__module__", __name__)
+    op.__wrapped__ = fn
+    return op
+
+
+def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
+    """`fn(a, b)` for a Python number `b`, replayed from `memo` as `memo_traced_op` does: when `a` is
+    a root of the plain transform's trace `top` and the op once traced, for `a`'s type and `b`'s
+    class, to one node reading `a` and the scalar's input (`Trace.scalar_value`, in `a`'s dtype and
+    shape: no promotion, no conversion), after at most that input's broadcast."""
+    if a._trace is not top or a._base is not None or not top.concrete or not STATE.grad_enabled:
+        return fn(a, b)
+    va = a._value
+    t = va.type
+    key = (t.shape, t.dtype, b.__class__)
+    hit = memo.get(key)
+    if hit is not None:
+        return _replay(top, hit, (va, top.scalar_value(hit[5](b), t.dtype, t.shape)))
+    nodes = top.builder.nodes
+    n0, s0 = len(nodes), len(top.sigs)
+    out = fn(a, b)
+    k = len(nodes) - n0
+    if (k == 1 or k == 2) and len(top.sigs) == s0 + k and out.__class__ is Tensor and out._trace is top \
+            and out._base is None:
+        node = nodes[-1]
+        sig = top.sigs[-1]
+        d = t.dtype
+        conv = bool if d.is_bool else int if d.is_integer else float  # as `ops._common._py`
+        v = conv(b)
+        vs = top._scalars.get((d, v if v else str(v), t.shape))
+        if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS and vs is not None \
+                and node.inputs == (va, vs) and (k == 1 or nodes[-2].out is vs):
+            _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False, conv))
+    return out
+
+
+def _remember(memo: dict, key: tuple, entry: tuple) -> None:
+    if len(memo) >= _OP_MEMO_LIMIT:
+        memo.clear()
+    memo[key] = entry
+
+
+def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
+    """Append the memoised node `hit` (primitive, attributes, signature, type, swapped) on `vals`."""
+    prim, attrs, sig, typ = hit[0], hit[1], hit[2], hit[3]
+    node = _new_node(Node)
+    node.prim, node.inputs, node.attrs = prim, vals, dict(attrs) if attrs else {}
+    value = _new_value(Value)
+    value.type, value.node, value.id = typ, node, next(_value_ids)
+    node.out = value
+    top.builder.nodes.append(node)
+    top.sigs.append(sig)
+    base = top.base
+    if len(vals) == 2:
+        top.tape.extend((sig, value.id - base, vals[0].id - base, vals[1].id - base))
+    else:
+        top.tape.extend((sig, value.id - base, vals[0].id - base))
     out = _new_tensor(Tensor)
     out._data, out._trace, out._value = None, top, value
     return out
@@ -718,10 +911,13 @@ class ClosedGraph:
     mutated: list = field(default_factory=list)
     output_aliases: list = field(default_factory=list)
     sigs: tuple | None = None  # (the graph traced, its nodes' signature ids) when known (see `signature_key`)
+    key: tuple | None = None   # (the graph traced, its tape key) when known (see `Trace._tape_key`)
 
     def structural_key(self) -> tuple:
-        """A hashable key of `graph`'s structure: `signature_key` when the trace recorded every node's
-        signature, else ``Graph.structural_key`` (the two kinds never compare equal).
+        """A hashable key of `graph`'s structure: the trace's tape key (`Trace._tape_key`, built as the
+        ops ran) when every node was taped, else `signature_key` when the signatures are known, else
+        ``("struct", Graph.structural_key)``. The three kinds never compare equal (the first item is
+        an int, "sig" or "struct").
 
         >>> import tensorplay as tp
         >>> a = trace_function(lambda x: x * 2, (tp.ones(2),))
@@ -729,8 +925,11 @@ class ClosedGraph:
         >>> a.structural_key() == b.structural_key()
         True
         """
+        key = self.key
+        if key is not None and key[0] is self.graph:  # (a pass may have replaced the graph since)
+            return key[1]
         sigs = self.sigs
-        if sigs is not None and sigs[0] is self.graph:  # (a pass may have replaced the graph since)
+        if sigs is not None and sigs[0] is self.graph:
             return ("sig",) + signature_key(self.graph, sigs[1])
         return ("struct", self.graph.structural_key())
 
@@ -960,7 +1159,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                        [None] * len(leaves) if all_tensors else
                        [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
                        out_static, trace.mutated, trace.output_aliases,
-                       None if trace.graph_sigs is None else (graph, trace.graph_sigs))
+                       None if trace.graph_sigs is None else (graph, trace.graph_sigs),
+                       None if trace.graph_key is None else (graph, trace.graph_key))
 
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType
@@ -978,6 +1178,8 @@ def clear_memos() -> None:
     0
     """
     _TYPES.clear()
+    for memo in _OP_MEMOS:
+        memo.clear()
     _ARG_TYPES.clear()
     _ARG_TREES.clear()
     _TYPE_IDS.clear()

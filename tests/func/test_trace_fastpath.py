@@ -183,3 +183,92 @@ def test_structural_key_is_equal_for_equal_programs_and_differs_otherwise():
             k(lambda a, b: a * b, x, x), k(lambda a, b: b * a, x, x), k(lambda a, b: a * a, x, x),
             k(lambda a: a.sum(0), tp.from_numpy(A)), k(lambda a: a.sum(1), tp.from_numpy(A))}
     assert len(keys) == 10
+
+
+def test_memoised_operators_alternate_with_their_other_forms():
+    """`x + y`, `w @ x`, `tanh(x)` replay their one node from the op memo; broadcasting, promotion,
+    int inputs (a conversion first), numpy and scalar operands trace several nodes or take the op
+    layer: alternating them must give each its own result."""
+    x, w = tp.from_numpy(V), tp.from_numpy(B.T.copy())  # w: (3, 4)
+    xi = tp.tensor([1, 2, 3, 4])
+    cases = [
+        ("x + x", lambda: jacrev(lambda x: x + x)(x), 2 * np.eye(4)),
+        ("x + row", lambda: jacrev(lambda x: (x + w).sum(0))(x), 3 * np.eye(4)),
+        ("w @ x", lambda: jacrev(lambda x: w @ x)(x), B.T),
+        ("x @ w.T", lambda: jacrev(lambda x: x @ w.T)(x), B.T),
+        ("tanh(x)", lambda: jacrev(tp.tanh)(x), np.diag(1 - np.tanh(V.astype(np.float64)) ** 2)),
+        ("x.tanh() * x", lambda: grad(lambda x: (x.tanh() * x).sum())(x),
+         np.tanh(V) + V * (1 - np.tanh(V) ** 2)),
+        ("x - x * x", lambda: grad(lambda x: (x - x * x).sum())(x), 1 - 2 * V),
+        ("x / (x + 2)", lambda: grad(lambda x: (x / (x + 2.0)).sum())(x), 2 / (V + 2) ** 2),
+        ("x * numpy", lambda: grad(lambda x: (x * np.float32(3.0)).sum())(x), np.full(4, 3.0)),
+        ("tanh of an int tensor, times x", lambda: grad(lambda x: (tp.tanh(xi) * x).sum())(x),
+         np.tanh(np.arange(1, 5, dtype=np.float64))),
+    ]
+    _alternate(cases)
+
+
+def test_memoised_operators_under_no_grad_and_on_views():
+    x = tp.from_numpy(V)
+
+    def f(x):
+        with tp.no_grad():
+            c = x * x
+        return (c * x + x[1:].tanh().sum()).sum()
+
+    t = np.tanh(V[1:].astype(np.float64))
+    want = V * V + np.r_[0.0, 4 * (1 - t * t)]
+    for _ in range(3):
+        np.testing.assert_allclose(grad(f)(x).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_memoised_operators_raise_on_every_call():
+    a, b = tp.from_numpy(A), tp.from_numpy(A)
+    for _ in range(3):
+        with pytest.raises(ValueError, match="matmul"):
+            grad(lambda a: (a @ b).sum())(a)
+        with pytest.raises(TypeError):
+            grad(lambda a: (a @ a.double()).sum())(a)
+
+
+def test_the_op_memo_is_used_and_reset_clears_it(monkeypatch):
+    import tensorplay.ops.elementwise as ew
+
+    x = tp.from_numpy(V)
+    grad(lambda x: tp.tanh(x * x).sum())(x)
+    assert any(_trace._OP_MEMOS), "a traced tanh / mul left no memo entry"
+
+    def op_layer(*args, **kwargs):
+        raise AssertionError("the op layer ran on a memo hit")
+
+    monkeypatch.setattr(ew, "ebind", op_layer)  # what tanh's op layer calls
+    closed = _trace.trace_function(lambda x: tp.tanh(x), (x,), transform="grad")
+    assert [n.prim.name for n in closed.graph.nodes] == ["tanh"]
+    tp.compiler.reset()
+    assert not any(_trace._OP_MEMOS)
+    with pytest.raises(AssertionError, match="op layer"):  # after the reset the op layer runs again
+        _trace.trace_function(lambda x: tp.tanh(x), (x,), transform="grad")
+    monkeypatch.undo()
+    np.testing.assert_allclose(grad(lambda x: tp.tanh(x).sum())(x).numpy(), 1 - np.tanh(V) ** 2, rtol=1e-5)
+
+
+def test_memoised_scalar_operators_alternate_with_promotions_and_compile():
+    """`x * 2.0` replays its node with the scalar as the trace's input; an int tensor times a float
+    (promotion), a half tensor times a float (taken in float32, as torch), signed zeros, int
+    scalars and `tp.compile` (a `full` node) take the op layer: each keeps its own value."""
+    x = tp.from_numpy(V)
+    xi = tp.tensor([1, 2, 3, 4])
+    xh = tp.from_numpy(V).half()
+    f = lambda x, s: (x * s + s - x / s).sum()  # noqa: E731
+    cases = []
+    for s in (2.0, 3, -0.5, 0.25):
+        cases.append((f"x * {s!r}", lambda s=s: grad(f)(x, s), np.full(4, s - 1 / s)))
+        cases.append((f"compile x * {s!r}", lambda s=s: tp.compile(grad(f))(x, s), np.full(4, s - 1 / s)))
+    cases.append(("int tensor * 2.5", lambda: grad(lambda x: (x * (xi * 2.5)).sum())(x), 2.5 * np.arange(1, 5)))
+    cases.append(("int tensor * 2", lambda: grad(lambda x: (x * (xi * 2)).sum())(x), 2.0 * np.arange(1, 5)))
+    h = (np.float16(V) * np.float32(0.1)).astype(np.float16)  # float32(0.1) * half, rounded once
+    cases.append(("half * 0.1", lambda: grad(lambda x: (x * (xh * 0.1).float()).sum())(x), h.astype(np.float64)))
+    _alternate(cases)
+    for v in (0.0, -0.0, 0.0):
+        got = jacrev(lambda x: x * v)(x).numpy()
+        assert np.signbit(got[0, 0]) == np.signbit(v) and not got[0, 1]
