@@ -1097,18 +1097,29 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     fname = name or getattr(fn, "__name__", "f")
     if not fname.isidentifier():
         fname = "f"
-    concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
-    with Trace(transform, fname, concrete=concrete) as trace:
+    concrete = _CONCRETE.get(transform)
+    if concrete is None:
+        concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
+        if len(_CONCRETE) < _TYPES_LIMIT:
+            _CONCRETE[transform] = concrete
+    trace = Trace(transform, fname, concrete=concrete)
+    trace.active = True  # `with trace:`, written out
+    STATE.stack.append(trace)
+    try:
         traced_leaves = list(leaves)
         new_arg = trace.new_arg
         arg_types = _ARG_TYPES
+        by_dtype = _ARG_TYPES_BY_DTYPE
         arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
         for k, i in enumerate(tensor_pos):
             leaf = leaves[i]
             if in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
                 data = leaf._data
-                typ = arg_types.get((data.shape, data.dtype))
-                if typ is not None and data.flags.c_contiguous:
+                dt = data.dtype
+                by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
+                hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
+                if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
+                    typ = hit[0]
                     v = _new_value(Value)
                     v.type, v.node, v.id = typ, None, next(_value_ids)
                     arg_values.append(v)
@@ -1129,7 +1140,9 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                         typ = leaf._type()
                         if len(arg_types) >= _TYPES_LIMIT:
                             arg_types.clear()
+                            by_dtype.clear()
                         arg_types[(shape, data.dtype)] = typ
+                    _remember_arg_type(data, typ)
                 same_shape = typ.shape == shape
                 plain = data.flags.c_contiguous
             else:
@@ -1152,6 +1165,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             out_leaves, out_tree = _pytree.tree_flatten(out)
             out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
         graph = trace.finish(out_tensors)
+    finally:
+        trace.__exit__()
     n_out = len(out_leaves)
     out_static = [None] * n_out if len(out_tensors) == n_out else [
         None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
@@ -1164,7 +1179,23 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
 
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType
+_ARG_TYPES_BY_DTYPE: dict = {}  # id(numpy dtype) -> (that dtype, {shape: (TensorType, C-order strides)})
+
+
+def _remember_arg_type(data: np.ndarray, typ: TensorType) -> None:
+    """Note `typ` for arrays of `data`'s dtype object and shape (the dtype is kept, so its id is not reused)."""
+    dt = data.dtype
+    entry = _ARG_TYPES_BY_DTYPE.get(id(dt))
+    if entry is None or entry[0] is not dt:
+        entry = _ARG_TYPES_BY_DTYPE[id(dt)] = (dt, {})
+    shape = data.shape
+    strides, step = [], dt.itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    entry[1][shape] = (typ, tuple(reversed(strides)))
 _ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
+_CONCRETE: dict = {}   # transform name -> does its trace have values (not in SYMBOLIC_TRANSFORMS)
 
 
 @register_reset
@@ -1181,6 +1212,7 @@ def clear_memos() -> None:
     for memo in _OP_MEMOS:
         memo.clear()
     _ARG_TYPES.clear()
+    _ARG_TYPES_BY_DTYPE.clear()
     _ARG_TREES.clear()
     _TYPE_IDS.clear()
 

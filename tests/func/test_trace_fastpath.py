@@ -272,3 +272,33 @@ def test_memoised_scalar_operators_alternate_with_promotions_and_compile():
     for v in (0.0, -0.0, 0.0):
         got = jacrev(lambda x: x * v)(x).numpy()
         assert np.signbit(got[0, 0]) == np.signbit(v) and not got[0, 1]
+
+
+def test_arguments_of_every_layout_alternate():
+    """Arguments of one shape and dtype in different layouts (C-contiguous, transposed, a strided
+    slice, a broadcast view with zero strides) and 0-d / size-1 / empty arguments: the argument
+    memo only takes exact C strides, everything else the general path."""
+    base = RNG.standard_normal((4, 4)).astype(np.float32)
+    w = RNG.standard_normal(16).astype(np.float32)
+    wt = tp.from_numpy(w)
+    layouts = {
+        "contiguous": base.copy(),
+        "transposed": base.T,
+        "strided": np.ascontiguousarray(np.repeat(base, 2, axis=1))[:, ::2],
+        "broadcast": np.broadcast_to(base[0], (4, 4)),
+    }
+
+    def f(x):
+        return (x.reshape(-1) * wt).sum() + (x * x).sum()
+
+    cases = []
+    for name, arr in layouts.items():
+        t = tp.from_numpy(arr) if arr.flags.writeable else tp.from_numpy(arr.copy())[:, :]
+        if name == "broadcast":
+            t = tp.from_numpy(base[0].copy()).expand(4, 4)
+        dense = np.ascontiguousarray(t.numpy()).astype(np.float64)
+        cases.append((name, lambda t=t: grad(f)(t), w.reshape(4, 4) + 2 * dense))
+    for shape in ((), (1,), (0,), (1, 1)):
+        a = np.full(shape, 1.5, np.float32)
+        cases.append((f"shape {shape}", lambda a=a: grad(lambda x: (x * x).sum())(tp.from_numpy(a)), 2 * a))
+    _alternate(cases)
