@@ -926,8 +926,8 @@ class ClosedGraph:
         True
         """
         key = self.key
-        if key is not None and key[0] is self.graph:  # (a pass may have replaced the graph since)
-            return key[1]
+        if key is not None and key[0] is self.__dict__.get("_graph", None):  # (not replaced by a pass since)
+            return key[1]  # (read without relinking an unlinked graph: a cache hit never needs it)
         sigs = self.sigs
         if sigs is not None and sigs[0] is self.graph:
             return ("sig",) + signature_key(self.graph, sigs[1])
@@ -1044,6 +1044,53 @@ class ClosedGraph:
         it = iter(tensors)
         leaves = [next(it) if s is None else s.value for s in self.out_static]
         return _pytree.tree_unflatten(self.out_tree, leaves)
+
+
+class _TracedClosedGraph(ClosedGraph):
+    """The ClosedGraph `trace_function` returns: its graph is stored *unlinked* (every node's result
+    Value has ``node = None``), so a trace nobody asks the graph of holds no reference cycle and is
+    freed by reference counting as soon as the call is done, not by the cyclic collector (which
+    otherwise traverses, promotes and finally collects every trace's nodes). Reading `graph`
+    restores the links first; the structural key does not need them.
+    """
+
+    @property
+    def graph(self) -> Graph:
+        d = self.__dict__
+        nodes = d["_unlinked"]
+        if nodes is not None:
+            for node in nodes:
+                node.out.node = node
+            d["_unlinked"] = None
+        return d["_graph"]
+
+    @graph.setter
+    def graph(self, graph: Graph) -> None:
+        d = self.__dict__
+        old = d.get("_unlinked")
+        if old is not None and d.get("_graph") is not graph:  # the old graph's values: linked again
+            for node in old:
+                node.out.node = node
+        d["_graph"] = graph
+        d["_unlinked"] = None
+
+    def _unlink(self) -> None:
+        """Drop the node <-> value back references of this trace's nodes (see the class doc)."""
+        nodes = self.__dict__["_graph"].nodes
+        for node in nodes:
+            node.out.node = None
+        self.__dict__["_unlinked"] = nodes
+
+
+def _release(trace: Trace) -> None:
+    """Drop a finished trace's references to its own tensors (arguments, proxies, traced views),
+    which are reference cycles (the tensors point back at the trace)."""
+    views = trace.views
+    views.args = []
+    views.proxies.clear()
+    views.sources.clear()
+    views.derived.clear()
+    views.view_layouts.clear()
 
 
 def apply_steps(t: Tensor, steps) -> Tensor:
@@ -1170,12 +1217,15 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     n_out = len(out_leaves)
     out_static = [None] * n_out if len(out_tensors) == n_out else [
         None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
-    return ClosedGraph(graph, len(tensor_pos), list(trace.capture_sources), in_tree, out_tree,
+    closed = _TracedClosedGraph(graph, len(tensor_pos), trace.capture_sources, in_tree, out_tree,
                        [None] * len(leaves) if all_tensors else
                        [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
                        out_static, trace.mutated, trace.output_aliases,
                        None if trace.graph_sigs is None else (graph, trace.graph_sigs),
                        None if trace.graph_key is None else (graph, trace.graph_key))
+    _release(trace)
+    closed._unlink()
+    return closed
 
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType

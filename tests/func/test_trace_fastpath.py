@@ -302,3 +302,43 @@ def test_arguments_of_every_layout_alternate():
         a = np.full(shape, 1.5, np.float32)
         cases.append((f"shape {shape}", lambda a=a: grad(lambda x: (x * x).sum())(tp.from_numpy(a)), 2 * a))
     _alternate(cases)
+
+
+def test_a_finished_trace_is_freed_by_reference_counting():
+    """The ClosedGraph of a trace holds its graph unlinked (no node <-> value cycles) and the trace
+    drops its own tensors: once the ClosedGraph is gone, everything is freed without the cyclic
+    collector. Reading `graph` links it again, and it is the graph traced."""
+    import gc
+    import weakref
+
+    from tensorplay.ir.core import Node
+
+    x = tp.from_numpy(V)
+    traces = []
+
+    def f(x):
+        traces.append(weakref.ref(_trace.current_trace()))
+        return tp.tanh(x * 2.0) + x
+
+    def nodes_alive() -> int:
+        return sum(1 for o in gc.get_objects() if o.__class__ is Node)
+
+    gc.collect()
+    gc.disable()
+    try:
+        closed = _trace.trace_function(f, (x,), transform="grad")
+        key = closed.structural_key()
+        n = len(closed.__dict__["_graph"].nodes)
+        before = nodes_alive()
+        del closed
+        assert traces[0]() is None, "the trace was not freed by reference counting"
+        assert nodes_alive() <= before - n, "the trace's nodes were not freed by reference counting"
+    finally:
+        gc.enable()
+    closed = _trace.trace_function(f, (x,), transform="grad")
+    assert closed.structural_key() == key
+    g = closed.graph
+    assert all(n.out.node is n for n in g.nodes) and [n.prim.name for n in g.nodes][-2:] == ["tanh", "add"]
+    assert closed.structural_key() == key
+    np.testing.assert_allclose(_trace.call_graph(g, [x] + closed.capture_tensors())[0].numpy(),
+                               np.tanh(V * 2) + V, rtol=1e-6)
