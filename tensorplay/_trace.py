@@ -633,7 +633,12 @@ def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
 
 
 def bind_general(prim: Primitive, operands: tuple, attrs: dict):
-    """`bind_prim` without its first step, for a caller that tried `_append_known` itself."""
+    """`bind_prim` without its first step, for a caller that tried `_append_known` itself.
+
+    >>> import tensorplay as tp
+    >>> bind_general(get_primitive("neg"), (tp.ones(2),), {})
+    tensor([-1., -1.])
+    """
     if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
         for k, v in attrs.items():
             if v.__class__ not in _FROZEN_CLASSES:
