@@ -764,7 +764,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
         scalars: dict = {}  # the same for `tensor <op> Python number` under a plain transform
         _OP_MEMOS.append(scalars)
 
-        def op(a, b):
+        def op(self, other):  # (the names of the wrapped methods' parameters)
+            a, b = self, other
             stack = STATE.stack
             if not stack or a.__class__ is not Tensor:
                 return fn(a, b)
@@ -795,7 +796,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                         _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != (va, vb)))
             return out
     else:
-        def op(a):
+        def op(input):  # (the name of the wrapped functions' parameter, as torch's)
+            a = input
             stack = STATE.stack
             if not stack or a.__class__ is not Tensor:
                 return fn(a)
