@@ -27,7 +27,7 @@ from tensorplay.ir import dtypes
 
 from . import _methods_extra, _numpy_interop as _interop, _views
 from ._tensor import Tensor
-from ._trace import bind
+from ._trace import bind, memo_traced_op
 from .autograd._engine import note_inplace
 from .autograd._tensor_api import attach as _attach_autograd
 from .ops import activation, creation, elementwise as ew, indexing, linalg, reduction, shape as sh, statistics
@@ -264,6 +264,8 @@ _INPLACE = {
 # numpy arrays and scalars as operator operands, numpy ufuncs and DLPack (see tensorplay._numpy_interop)
 for _name in _interop.BINARY_DUNDERS:
     METHODS[_name] = _interop.accept_numpy_operands(METHODS[_name])
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__matmul__"):  # the hot traced operators
+    METHODS[_name] = memo_traced_op(METHODS[_name], 2)
 METHODS.update(_interop.METHODS)
 
 

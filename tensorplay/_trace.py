@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tensorplay.ir import Graph, GraphBuilder, TensorType, Value, dtypes
+from tensorplay.ir import values as _ir_values
 from tensorplay.ir.core import Node, bind_constants, freeze_attr, inline, result_type
 from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
@@ -50,7 +51,7 @@ from .autograd._record import RUN_TAPED as _RUN_TAPED
 
 __all__ = ["Trace", "TracingError", "bind", "call_graph", "trace_function", "ClosedGraph", "RandomKey",
            "transform_stack", "current_trace", "known_array",
-           "bind_prim"]
+           "bind_prim", "bind_general", "memo_traced_op"]
 
 _levels = itertools.count(1)
 
@@ -139,6 +140,12 @@ class Trace:
         self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
+        # The tape: per node appended, its signature id, then the ids of its result and operands
+        # relative to `base` (the Value ids are one process-wide counter in creation order, so a
+        # value of this trace is named by the same number whenever the same program is traced).
+        self.base = next(_value_ids)
+        self.tape: list = []
+        self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -214,15 +221,25 @@ class Trace:
         node.out = value = Value(typ, node)
         self.builder.nodes.append(node)
         self.sigs.append(sig)
+        base = self.base
+        tape = self.tape
+        tape.append(sig)
+        tape.append(value.id - base)
+        for v in vals:
+            tape.append(v.id - base)
         return value
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
         value and dtype): scalars that parameterise data do not change the graph's structure."""
+        return Tensor._symbolic(self, self.scalar_value(value, dtype, shape))
+
+    def scalar_value(self, value, dtype, shape: tuple) -> Value:
+        """The value of `scalar_input(value, dtype, shape)`."""
         key = (dtype, value if value else str(value), shape)  # str: 0.0 and -0.0 are different data
         hit = self._scalars.get(key)
         if hit is not None:
-            return Tensor._symbolic(self, hit)
+            return hit
         source = self._scalar_sources.get(key[:2])
         if source is None:
             source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
@@ -230,7 +247,7 @@ class Trace:
         if shape:
             value = self.append(_BROADCAST, (value,), {"shape": shape, "broadcast_dimensions": ()})
         self._scalars[key] = value
-        return Tensor._symbolic(self, value)
+        return value
 
     def fixed(self, shape: tuple, dtype, value) -> Tensor:
         """An op's own constant (see `ops._common.fixed`) as a `full` node, one per distinct
@@ -253,17 +270,65 @@ class Trace:
         Sets `self.mutated` (the graph-input index of each extra output) and
         `self.output_aliases` (see `_views.finish_writes`).
         """
-        outs = [self.lift(t) for t in outputs]
-        self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
-        results = outs + written
+        results = self._plain_results(outputs)
+        if results is None:
+            outs = [self.lift(t) for t in outputs]
+            self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
+            results = outs + written
         # dead code (values an inlined transform does not return, values computed only to be
         # printed) is dropped without copying: the nodes are this trace's own
         nodes = self.builder.nodes
         live = live_nodes(nodes, results)
         # every node came through `append` and is live: the signatures describe the graph's nodes
+        inputs = self.arg_values + self.capture_values
         if len(live) == len(nodes) == len(self.sigs) and None not in self.sigs:
             self.graph_sigs = self.sigs
-        return Graph(self.arg_values + self.capture_values, live, results, self.builder.name)
+            self.graph_key = self._tape_key(inputs, results)
+        return Graph(inputs, live, results, self.builder.name)
+
+    def _tape_key(self, inputs: list, results: list) -> tuple:
+        """The graph's structural key from the tape (every node taped and live): the inputs as
+        (relative id, type id) pairs, the tape, None, the outputs' relative ids.
+
+        Two equal keys are the same graph: a node's signature id fixes its primitive, attributes,
+        operand types and so its operand count, which parses the tape; each relative id names one
+        value of the trace, an input (the pairs give its position) or an earlier node's result.
+        Equal graphs traced by the same program get equal keys (ids are numbered in creation order).
+        """
+        base = self.base
+        type_ids = _TYPE_IDS
+        flat = [len(inputs)]
+        for v in inputs:
+            t = v.type
+            i = type_ids.get((t.shape, t.dtype))
+            flat.append(v.id - base)
+            flat.append(_input_type_id(t) if i is None else i)
+        flat += self.tape
+        flat.append(None)
+        for v in results:
+            flat.append(v.id - base)
+        return tuple(flat)
+
+    def _plain_results(self, outputs: Sequence) -> list | None:
+        """The output values when nothing needs `_views.finish_writes` (else None): no outside
+        storage was seen (no proxies), no argument was written in place, and every output is a
+        value this trace computed (not an input, not a view), so none aliases an input."""
+        views = self.views
+        if views.proxies or views.sources:
+            return None
+        for a in views.args:
+            if a._stamp:
+                return None
+        results = []
+        for t in outputs:
+            if t._trace is not self or t._base is not None:
+                return None
+            v = t._value
+            if v.node is None:
+                return None
+            results.append(v)
+        self.output_aliases = [None] * len(results)  # (self.mutated stays [])
+        return results
 
     # --- concrete values on demand --------------------------------------------------------------
     def concrete_array(self, t: Tensor, what: str) -> np.ndarray:
@@ -400,6 +465,8 @@ def known_array(t: Tensor) -> np.ndarray | None:
 
 _new_tensor = object.__new__
 _new_node = object.__new__
+_new_value = object.__new__
+_value_ids = _ir_values._ids  # Value ids: one counter for every Value, in creation order
 _TYPES: dict = {}  # (primitive, operand (shape, dtype)s, attrs) -> result type: see `typed_result`
 _TYPES_LIMIT = 8192
 
@@ -557,6 +624,21 @@ def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
     >>> bind_prim(get_primitive("neg"), (tp.ones(2),), {})
     tensor([-1., -1.])
     """
+    stack = STATE.stack
+    if stack:  # the hot traced case, in one frame: see `_append_known`
+        out = _append_known(stack[-1], prim, operands, attrs)
+        if out is not None:
+            return out
+    return bind_general(prim, operands, attrs)
+
+
+def bind_general(prim: Primitive, operands: tuple, attrs: dict):
+    """`bind_prim` without its first step, for a caller that tried `_append_known` itself.
+
+    >>> import tensorplay as tp
+    >>> bind_general(get_primitive("neg"), (tp.ones(2),), {})
+    tensor([-1., -1.])
+    """
     if attrs:  # the call's own dict (from **attrs): frozen in place, only where a value changes
         for k, v in attrs.items():
             if v.__class__ not in _FROZEN_CLASSES:
@@ -602,6 +684,206 @@ def bind_prim(prim: Primitive, operands: tuple, attrs: dict):
     return out
 
 
+def _append_known(top: Trace, prim: Primitive, operands: tuple, attrs: dict):
+    """`top.emit(prim, operands, attrs)` when it is the common case, else None (the caller takes the
+    general path): one or two operands, all roots of `top` (no views), a signature whose result
+    type is memoised already, a primitive that is not a view step, gradients recorded.
+
+    The memo key is built from `attrs` as given. It can only equal a stored key (made from frozen
+    attributes) when `attrs` is frozen already: a list is unhashable (TypeError) and any other
+    unfrozen value (a tuple subclass such as `Size`) keys as ``(class, value)``, which no frozen
+    attribute does. So a hit needs no `freeze_attr`, and its shape rule passed before.
+    """
+    n = len(operands)
+    try:
+        if n == 2:
+            a, b = operands
+            if a._trace is not top or b._trace is not top or a._base is not None or b._base is not None:
+                return None
+            va, vb = a._value, b._value
+            t, u = va.type, vb.type
+            hit = _TYPES.get((prim, ((t.shape, t.dtype), (u.shape, u.dtype)), _exact_attrs(attrs) if attrs else None))
+            vals = (va, vb)
+        elif n == 1:
+            a = operands[0]
+            if a._trace is not top or a._base is not None:
+                return None
+            va = a._value
+            t = va.type
+            hit = _TYPES.get((prim, ((t.shape, t.dtype),), _exact_attrs(attrs) if attrs else None))
+            vals = (va,)
+        else:
+            return None
+    except (TypeError, AttributeError):  # unhashable attributes, a non-tensor operand: the general path
+        return None
+    if hit is None or prim.name in VIEW_PRIMS or not STATE.grad_enabled:
+        return None
+    node = _new_node(Node)
+    node.prim, node.inputs, node.attrs = prim, vals, attrs
+    value = _new_value(Value)  # Value(type, node), inlined
+    value.type, value.node, value.id = hit[0], node, next(_value_ids)
+    node.out = value
+    top.builder.nodes.append(node)
+    sig = hit[1]
+    top.sigs.append(sig)
+    base = top.base
+    if n == 2:
+        top.tape.extend((sig, value.id - base, va.id - base, vb.id - base))
+    else:
+        top.tape.extend((sig, value.id - base, va.id - base))
+    out = _new_tensor(Tensor)
+    out._data, out._trace, out._value = None, top, value
+    return out
+
+
+# --- op memos: an op that traced as one node replays it --------------------------------------------
+_OP_MEMOS: list = []  # every op memo dict (cleared together by `clear_memos`)
+_OP_MEMO_LIMIT = 1024
+
+
+def memo_traced_op(fn: Callable, arity: int) -> Callable:
+    """`fn` (an op of `arity` 1 or 2 tensor operands, a pure function of their shapes and dtypes
+    under a trace) with a per-signature memo of what it traced: when both operands are roots of
+    the innermost trace and the op once traced, for the same operand types, to exactly one node
+    reading those operands (the common `x + y`, `w @ x`, `tanh(x)`), the node is appended again
+    directly (same primitive, attributes, signature and result type) without running the op layer.
+
+    Anything else runs `fn` as it is: other operand kinds (numpy, Python scalars, views, outside
+    tensors), gradients off, eager mode, and every signature that traced to several nodes or
+    raised (so an error is raised on every call). `fn` must not depend on anything but its
+    operands' types when it traces to one node (a global that changed it would emit a conversion).
+
+    >>> import tensorplay as tp
+    >>> mul = memo_traced_op(lambda a, b: a * b, 2)
+    >>> tp.compile(lambda x: mul(mul(x, x), x))(tp.tensor([2.0]))
+    tensor([8.])
+    """
+    memo: dict = {}
+    _OP_MEMOS.append(memo)
+    if arity == 2:
+        scalars: dict = {}  # the same for `tensor <op> Python number` under a plain transform
+        _OP_MEMOS.append(scalars)
+
+        def op(self, other):  # (the names of the wrapped methods' parameters)
+            a, b = self, other
+            stack = STATE.stack
+            if not stack or a.__class__ is not Tensor:
+                return fn(a, b)
+            if b.__class__ is not Tensor:
+                if b.__class__ is float or b.__class__ is int:
+                    return _scalar_op(stack[-1], fn, scalars, a, b)
+                return fn(a, b)
+            top = stack[-1]
+            if a._trace is not top or b._trace is not top or a._base is not None or b._base is not None \
+                    or not STATE.grad_enabled:
+                return fn(a, b)
+            va, vb = a._value, b._value
+            t, u = va.type, vb.type
+            key = (t.shape, t.dtype, u.shape, u.dtype)
+            hit = memo.get(key)
+            if hit is not None:
+                return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
+            nodes = top.builder.nodes
+            n0, s0 = len(nodes), len(top.sigs)
+            out = fn(a, b)
+            if len(nodes) == n0 + 1 and len(top.sigs) == s0 + 1 and out.__class__ is Tensor \
+                    and out._trace is top and out._base is None:
+                node = nodes[-1]
+                sig = top.sigs[-1]
+                if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS:
+                    ins = node.inputs
+                    if ins == (va, vb) or ins == (vb, va):
+                        _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != (va, vb)))
+            return out
+    else:
+        def op(input):  # (the name of the wrapped functions' parameter, as torch's)
+            a = input
+            stack = STATE.stack
+            if not stack or a.__class__ is not Tensor:
+                return fn(a)
+            top = stack[-1]
+            if a._trace is not top or a._base is not None or not STATE.grad_enabled:
+                return fn(a)
+            va = a._value
+            t = va.type
+            key = (t.shape, t.dtype)
+            hit = memo.get(key)
+            if hit is not None:
+                return _replay(top, hit, (va,))
+            nodes = top.builder.nodes
+            n0, s0 = len(nodes), len(top.sigs)
+            out = fn(a)
+            if len(nodes) == n0 + 1 and len(top.sigs) == s0 + 1 and out.__class__ is Tensor \
+                    and out._trace is top and out._base is None:
+                node = nodes[-1]
+                sig = top.sigs[-1]
+                if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS \
+                        and node.inputs == (va,):
+                    _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False))
+            return out
+    op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    op.__module__ = getattr(fn, "__module__", __name__)
+    op.__wrapped__ = fn
+    return op
+
+
+def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
+    """`fn(a, b)` for a Python number `b`, replayed from `memo` as `memo_traced_op` does: when `a` is
+    a root of the plain transform's trace `top` and the op once traced, for `a`'s type and `b`'s
+    class, to one node reading `a` and the scalar's input (`Trace.scalar_value`, in `a`'s dtype and
+    shape: no promotion, no conversion), after at most that input's broadcast."""
+    if a._trace is not top or a._base is not None or not top.concrete or not STATE.grad_enabled:
+        return fn(a, b)
+    va = a._value
+    t = va.type
+    key = (t.shape, t.dtype, b.__class__)
+    hit = memo.get(key)
+    if hit is not None:
+        return _replay(top, hit, (va, top.scalar_value(hit[5](b), t.dtype, t.shape)))
+    nodes = top.builder.nodes
+    n0, s0 = len(nodes), len(top.sigs)
+    out = fn(a, b)
+    k = len(nodes) - n0
+    if (k == 1 or k == 2) and len(top.sigs) == s0 + k and out.__class__ is Tensor and out._trace is top \
+            and out._base is None:
+        node = nodes[-1]
+        sig = top.sigs[-1]
+        d = t.dtype
+        conv = bool if d.is_bool else int if d.is_integer else float  # as `ops._common._py`
+        v = conv(b)
+        vs = top._scalars.get((d, v if v else str(v), t.shape))
+        if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS and vs is not None \
+                and node.inputs == (va, vs) and (k == 1 or nodes[-2].out is vs):
+            _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False, conv))
+    return out
+
+
+def _remember(memo: dict, key: tuple, entry: tuple) -> None:
+    if len(memo) >= _OP_MEMO_LIMIT:
+        memo.clear()
+    memo[key] = entry
+
+
+def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
+    """Append the memoised node `hit` (primitive, attributes, signature, type, swapped) on `vals`."""
+    prim, attrs, sig, typ = hit[0], hit[1], hit[2], hit[3]
+    node = _new_node(Node)
+    node.prim, node.inputs, node.attrs = prim, vals, dict(attrs) if attrs else {}
+    value = _new_value(Value)
+    value.type, value.node, value.id = typ, node, next(_value_ids)
+    node.out = value
+    top.builder.nodes.append(node)
+    top.sigs.append(sig)
+    base = top.base
+    if len(vals) == 2:
+        top.tape.extend((sig, value.id - base, vals[0].id - base, vals[1].id - base))
+    else:
+        top.tape.extend((sig, value.id - base, vals[0].id - base))
+    out = _new_tensor(Tensor)
+    out._data, out._trace, out._value = None, top, value
+    return out
+
+
 def _view_taken_eagerly(name: str, t: Tensor) -> bool:
     """Is a view step on outside concrete storage `t` taken eagerly? Slices are (their offsets stay
     data: the view becomes a graph input when read), and so are further view steps of such views,
@@ -636,10 +918,13 @@ class ClosedGraph:
     mutated: list = field(default_factory=list)
     output_aliases: list = field(default_factory=list)
     sigs: tuple | None = None  # (the graph traced, its nodes' signature ids) when known (see `signature_key`)
+    key: tuple | None = None   # (the graph traced, its tape key) when known (see `Trace._tape_key`)
 
     def structural_key(self) -> tuple:
-        """A hashable key of `graph`'s structure: `signature_key` when the trace recorded every node's
-        signature, else ``Graph.structural_key`` (the two kinds never compare equal).
+        """A hashable key of `graph`'s structure: the trace's tape key (`Trace._tape_key`, built as the
+        ops ran) when every node was taped, else `signature_key` when the signatures are known, else
+        ``("struct", Graph.structural_key)``. The three kinds never compare equal (the first item is
+        an int, "sig" or "struct").
 
         >>> import tensorplay as tp
         >>> a = trace_function(lambda x: x * 2, (tp.ones(2),))
@@ -647,8 +932,11 @@ class ClosedGraph:
         >>> a.structural_key() == b.structural_key()
         True
         """
+        key = self.key
+        if key is not None and key[0] is self.__dict__.get("_graph", None):  # (not replaced by a pass since)
+            return key[1]  # (read without relinking an unlinked graph: a cache hit never needs it)
         sigs = self.sigs
-        if sigs is not None and sigs[0] is self.graph:  # (a pass may have replaced the graph since)
+        if sigs is not None and sigs[0] is self.graph:
             return ("sig",) + signature_key(self.graph, sigs[1])
         return ("struct", self.graph.structural_key())
 
@@ -765,6 +1053,53 @@ class ClosedGraph:
         return _pytree.tree_unflatten(self.out_tree, leaves)
 
 
+class _TracedClosedGraph(ClosedGraph):
+    """The ClosedGraph `trace_function` returns: its graph is stored *unlinked* (every node's result
+    Value has ``node = None``), so a trace nobody asks the graph of holds no reference cycle and is
+    freed by reference counting as soon as the call is done, not by the cyclic collector (which
+    otherwise traverses, promotes and finally collects every trace's nodes). Reading `graph`
+    restores the links first; the structural key does not need them.
+    """
+
+    @property
+    def graph(self) -> Graph:
+        d = self.__dict__
+        nodes = d["_unlinked"]
+        if nodes is not None:
+            for node in nodes:
+                node.out.node = node
+            d["_unlinked"] = None
+        return d["_graph"]
+
+    @graph.setter
+    def graph(self, graph: Graph) -> None:
+        d = self.__dict__
+        old = d.get("_unlinked")
+        if old is not None and d.get("_graph") is not graph:  # the old graph's values: linked again
+            for node in old:
+                node.out.node = node
+        d["_graph"] = graph
+        d["_unlinked"] = None
+
+    def _unlink(self) -> None:
+        """Drop the node <-> value back references of this trace's nodes (see the class doc)."""
+        nodes = self.__dict__["_graph"].nodes
+        for node in nodes:
+            node.out.node = None
+        self.__dict__["_unlinked"] = nodes
+
+
+def _release(trace: Trace) -> None:
+    """Drop a finished trace's references to its own tensors (arguments, proxies, traced views),
+    which are reference cycles (the tensors point back at the trace)."""
+    views = trace.views
+    views.args = []
+    views.proxies.clear()
+    views.sources.clear()
+    views.derived.clear()
+    views.view_layouts.clear()
+
+
 def apply_steps(t: Tensor, steps) -> Tensor:
     """`t` viewed through `steps` with tensor ops (eager views, or traced views of `t`)."""
     for name, attrs in steps:
@@ -816,13 +1151,39 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     fname = name or getattr(fn, "__name__", "f")
     if not fname.isidentifier():
         fname = "f"
-    concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
-    with Trace(transform, fname, concrete=concrete) as trace:
+    concrete = _CONCRETE.get(transform)
+    if concrete is None:
+        concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
+        if len(_CONCRETE) < _TYPES_LIMIT:
+            _CONCRETE[transform] = concrete
+    trace = Trace(transform, fname, concrete=concrete)
+    trace.active = True  # `with trace:`, written out
+    STATE.stack.append(trace)
+    try:
         traced_leaves = list(leaves)
         new_arg = trace.new_arg
         arg_types = _ARG_TYPES
+        by_dtype = _ARG_TYPES_BY_DTYPE
+        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
         for k, i in enumerate(tensor_pos):
             leaf = leaves[i]
+            if in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
+                data = leaf._data
+                dt = data.dtype
+                by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
+                hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
+                if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
+                    typ = hit[0]
+                    v = _new_value(Value)
+                    v.type, v.node, v.id = typ, None, next(_value_ids)
+                    arg_values.append(v)
+                    t = _new_tensor(Tensor)
+                    t._data, t._trace, t._value = None, trace, v
+                    arg_tensors.append(t)
+                    if concrete:
+                        sources[v] = leaf
+                    traced_leaves[i] = t
+                    continue
             typ = in_types[k] if in_types is not None else None
             data = leaf._data
             if leaf._trace is None:  # a concrete caller tensor (the common case): its type, memoised
@@ -833,7 +1194,9 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                         typ = leaf._type()
                         if len(arg_types) >= _TYPES_LIMIT:
                             arg_types.clear()
+                            by_dtype.clear()
                         arg_types[(shape, data.dtype)] = typ
+                    _remember_arg_type(data, typ)
                 same_shape = typ.shape == shape
                 plain = data.flags.c_contiguous
             else:
@@ -856,18 +1219,40 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             out_leaves, out_tree = _pytree.tree_flatten(out)
             out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
         graph = trace.finish(out_tensors)
+    finally:
+        trace.__exit__()
     n_out = len(out_leaves)
     out_static = [None] * n_out if len(out_tensors) == n_out else [
         None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
-    return ClosedGraph(graph, len(tensor_pos), list(trace.capture_sources), in_tree, out_tree,
+    closed = _TracedClosedGraph(graph, len(tensor_pos), trace.capture_sources, in_tree, out_tree,
                        [None] * len(leaves) if all_tensors else
                        [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
                        out_static, trace.mutated, trace.output_aliases,
-                       None if trace.graph_sigs is None else (graph, trace.graph_sigs))
+                       None if trace.graph_sigs is None else (graph, trace.graph_sigs),
+                       None if trace.graph_key is None else (graph, trace.graph_key))
+    _release(trace)
+    closed._unlink()
+    return closed
 
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType
+_ARG_TYPES_BY_DTYPE: dict = {}  # id(numpy dtype) -> (that dtype, {shape: (TensorType, C-order strides)})
+
+
+def _remember_arg_type(data: np.ndarray, typ: TensorType) -> None:
+    """Note `typ` for arrays of `data`'s dtype object and shape (the dtype is kept, so its id is not reused)."""
+    dt = data.dtype
+    entry = _ARG_TYPES_BY_DTYPE.get(id(dt))
+    if entry is None or entry[0] is not dt:
+        entry = _ARG_TYPES_BY_DTYPE[id(dt)] = (dt, {})
+    shape = data.shape
+    strides, step = [], dt.itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    entry[1][shape] = (typ, tuple(reversed(strides)))
 _ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
+_CONCRETE: dict = {}   # transform name -> does its trace have values (not in SYMBOLIC_TRANSFORMS)
 
 
 @register_reset
@@ -881,7 +1266,10 @@ def clear_memos() -> None:
     0
     """
     _TYPES.clear()
+    for memo in _OP_MEMOS:
+        memo.clear()
     _ARG_TYPES.clear()
+    _ARG_TYPES_BY_DTYPE.clear()
     _ARG_TREES.clear()
     _TYPE_IDS.clear()
 

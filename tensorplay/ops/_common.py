@@ -20,7 +20,7 @@ from tensorplay.ir.dtypes import has_low_float as _has_low_float
 from .._args import get_default_dtype, normalize_dim, normalize_dims, scalar_dtype, set_default_dtype  # noqa: F401
 from .._tensor import Tensor
 from .._state import STATE as _STATE
-from .._trace import bind, bind_prim
+from .._trace import _append_known, bind, bind_general, bind_prim
 from ..compiler import register_reset
 from ._data import to_array
 
@@ -64,7 +64,11 @@ def ebind(prim, *operands, **attrs):
     unusual -- an active trace, a random primitive, a traced operand, unhashable (list) attrs, a
     first-seen signature -- goes through `bind` itself.
     """
-    if _STATE.stack or prim.random:
+    stack = _STATE.stack
+    if stack:
+        out = _append_known(stack[-1], prim, operands, attrs)  # the common traced op, in one frame
+        return bind_general(prim, operands, attrs) if out is None else out
+    if prim.random:
         return bind_prim(prim, operands, attrs)
     arrays = [t._data for t in operands]
     try:  # traced operands have no _data (AttributeError); list attrs are unhashable (TypeError)

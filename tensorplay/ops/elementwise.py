@@ -13,6 +13,7 @@ import numpy as np
 from tensorplay.ir import REGISTRY as _P, dtypes
 
 from .._tensor import Tensor
+from .._trace import memo_traced_op
 from ._table import op
 from ._common import (_SCALARS, as_tensor_operand, broadcast_shapes, constant, convert, copy, dtype_of, ebind,
                       filled, fixed, get_default_dtype, prepare, result_type, shape_of)
@@ -123,7 +124,7 @@ FLOAT_UNARY = {
     "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "cbrt": "cbrt",
 }
 for _name, _prim in FLOAT_UNARY.items():
-    globals()[_name] = op(_name, _unary_float(_prim, _name), inplace=True)
+    globals()[_name] = op(_name, memo_traced_op(_unary_float(_prim, _name), 1), inplace=True)
 
 
 def _unary_same(prim: str, name: str):

@@ -118,16 +118,21 @@ def _corpus_traces():
 
 
 def test_signature_key_agrees_with_the_structural_key_over_the_corpus():
-    """The trace's flat signature key is equal for two graphs exactly when Graph.structural_key is
-    (a wrong equality would let two different graphs share an executable)."""
+    """The trace's tape key, and its flat signature key, are equal for two graphs exactly when
+    Graph.structural_key is (a wrong equality would let two different graphs share an executable)."""
     traces = _corpus_traces()
     # the same functions traced again (fresh values, same structure), and graphs with exact-attribute twins
     traces += [(n + "/again", c) for n, c in _corpus_traces()]
     assert sum(c.sigs is not None for _, c in traces) > len(traces) // 2
+    assert sum(c.key is not None for _, c in traces) > len(traces) // 2
     keys = [(c.structural_key(), c.graph.structural_key()) for _, c in traces]
-    for i, (ka, sa) in enumerate(keys):
-        for kb, sb in keys:
-            assert (ka == kb) == (sa == sb), traces[i][0]
+    for c in [c for _, c in traces]:  # then the signature keys, without the tape keys
+        c.key = None
+    keys_sig = [(c.structural_key(), c.graph.structural_key()) for _, c in traces]
+    for kind in (keys, keys_sig):
+        for i, (ka, sa) in enumerate(kind):
+            for kb, sb in kind:
+                assert (ka == kb) == (sa == sb), traces[i][0]
 
 
 @pytest.mark.parametrize("a, b", [(0.0, -0.0), (1, 1.0), (1, True), (0, False), (float("nan"), 0.0), (2.0, 3.0)])
@@ -152,6 +157,8 @@ def test_signature_key_is_dropped_when_a_pass_replaces_the_graph():
     from tensorplay.ir.passes.simplify import simplify
 
     c = _trace.trace_function(lambda x: x * 1.0 + 0.0, (tp.ones(3),), transform="grad")
+    assert c.structural_key()[0].__class__ is int  # the tape key
+    c.key = None
     assert c.structural_key()[0] == "sig"
     c.graph = simplify(c.graph)
     assert c.structural_key() == ("struct", c.graph.structural_key())

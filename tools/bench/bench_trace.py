@@ -7,7 +7,9 @@ Times `tensorplay._trace.trace_function` on three small programs (an elementwise
 nodes in the traced graph. Peers in the same run: the same program run eagerly by tensorplay
 (one numpy impl per op), and `jax.make_jaxpr` (JAX's tracer, per jaxpr equation) when JAX is
 installed ("ops" for tensorplay eager is the traced graph's node count, for a like-for-like
-per-op figure). The target is at most 10 us per traced op.
+per-op figure). "tp trace, call path" is the trace as a plain transform's call makes it: the
+arguments flattened once (`flat=`), the transform's name, and the structural key the pipeline
+cache looks up. The target is at most 10 us per traced op.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from tensorplay.tools.bench import _harness as H  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tensorplay as tp  # noqa: E402
+from tensorplay import _pytree  # noqa: E402
 from tensorplay._trace import trace_function  # noqa: E402
 
 
@@ -69,9 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         jprogs = programs(jnp, n_chain)
     for k, (name, fn) in enumerate(programs(tp, n_chain)):
         nodes = _graph_size(fn, x, ws)
+        flat = _pytree.tree_flatten(((x, ws), {}))
         fns = {"tp trace": lambda fn=fn: trace_function(fn, (x, ws), transform="bench"),
+               "tp trace, call path": lambda fn=fn: trace_function(
+                   fn, (x, ws), transform="jacrev", flat=flat).structural_key(),
                "tp eager": lambda fn=fn: fn(x, ws)}
-        counts = {"tp trace": nodes, "tp eager": nodes}
+        counts = {"tp trace": nodes, "tp trace, call path": nodes, "tp eager": nodes}
         if jprogs is not None:
             jfn = jprogs[k][1]
             jx, jws = jnp.asarray(x_np), [jnp.asarray(w) for w in ws_np]
@@ -92,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.0f} | {r[4]:.2f} | {r[5]:.2f} | {r[6]:.2f}x |")
     else:
-        print(f"{head[0]:<24}{head[1]:<18}{head[2]:>6}{head[3]:>16}{head[4]:>14}{head[5]:>11}{head[6]:>13}")
+        print(f"{head[0]:<24}{head[1]:<22}{head[2]:>6}{head[3]:>16}{head[4]:>14}{head[5]:>11}{head[6]:>13}")
         for r in rows:
-            print(f"{r[0]:<24}{r[1]:<18}{r[2]:>6}{r[3]:>16.0f}{r[4]:>14.2f}{r[5]:>11.2f}{r[6]:>12.2f}x")
+            print(f"{r[0]:<24}{r[1]:<22}{r[2]:>6}{r[3]:>16.0f}{r[4]:>14.2f}{r[5]:>11.2f}{r[6]:>12.2f}x")
     return 0
 
 
