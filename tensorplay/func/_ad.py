@@ -227,8 +227,8 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
         return (grads, (value, aux)) if has_aux else (grads, value)
 
-    return _transform(call, func, "grad_and_value", ("grad_and_value", argnums, has_aux), transform,
-                      lambda g: grad_and_value(g, argnums, has_aux))
+    return _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, has_aux), lambda: transform,
+                                                          lambda: lambda g: grad_and_value(g, argnums, has_aux)))
 
 
 def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -247,13 +247,14 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     >>> grad(grad(tp.sin))(tp.tensor(0.0))
     tensor(-0.)
     """
-    transform = f"grad({_argnums_str(argnums)})"
+    spec = _spec("grad", (argnums, has_aux), lambda: f"grad({_argnums_str(argnums)})",
+                 lambda: lambda g: grad(g, argnums, has_aux))
 
     def call(*args, **kwargs):
-        grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
+        grads, value, aux = _grad_and_value_call(func, argnums, has_aux, spec.name, args, kwargs)
         return (grads, aux) if has_aux else grads
 
-    return _transform(call, func, "grad", ("grad", argnums, has_aux), transform, lambda g: grad(g, argnums, has_aux))
+    return _transform(call, func, "grad", spec)
 
 
 def _wraps(wrapper, func, what: str):
@@ -264,8 +265,7 @@ def _wraps(wrapper, func, what: str):
     return wrapper
 
 
-def _transform(call: Callable, func: Callable, what: str, key: tuple, name: str,
-               apply: Callable[[Callable], Callable]) -> Callable:
+def _transform(call: Callable, func: Callable, what: str, spec: "_pipeline.Transform") -> Callable:
     """The public wrapper of a same-argument transform: `call` under an enclosing trace; at top
     level, the whole chain of such transforms through the pipeline cache (`_pipeline.call_outermost`)."""
     def wrapper(*args, **kwargs):
@@ -274,9 +274,12 @@ def _transform(call: Callable, func: Callable, what: str, key: tuple, name: str,
         return _pipeline.call_outermost(wrapper, args, kwargs, call)
 
     _wraps(wrapper, func, what)
-    wrapper._tp_transform = _pipeline.Transform(key, name, func, apply)
-    wrapper._tp_chain = _pipeline.transform_chain(wrapper)
-    return wrapper
+    return _pipeline.link(wrapper, func, spec)
+
+
+def _spec(kind: str, params: tuple, name: Callable[[], str], apply: Callable[[], Callable]) -> "_pipeline.Transform":
+    """The shared Transform of ``kind`` with `params` (`name` and `apply` are made on its first use)."""
+    return _pipeline.spec((kind,) + params, lambda: (name(), apply()))
 
 
 # --- vjp -------------------------------------------------------------------------------------------
@@ -617,8 +620,9 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     one_graph = _traced_as_one_graph(jac_fn, func, transform)
     if executor is not None:  # not a cacheable chain: at top level the rows run on the executor
         return _wraps(lambda *args, **kwargs: (one_graph if STATE.stack else jac_fn)(*args, **kwargs), func, "jacrev")
-    return _transform(one_graph, func, "jacrev", ("jacrev", argnums, has_aux, chunk_size), transform,
-                      lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size))
+    return _transform(one_graph, func, "jacrev",
+                      _spec("jacrev", (argnums, has_aux, chunk_size), lambda: transform,
+                            lambda: lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size)))
 
 
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
@@ -681,8 +685,8 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         return (jac, aux) if has_aux else jac
 
     return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
-                      ("jacfwd", argnums, has_aux, randomness), transform,
-                      lambda g: jacfwd(g, argnums, has_aux, randomness=randomness))
+                      _spec("jacfwd", (argnums, has_aux, randomness), lambda: transform,
+                            lambda: lambda g: jacfwd(g, argnums, has_aux, randomness=randomness)))
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
@@ -711,7 +715,7 @@ def hessian(func: Callable, argnums=0) -> Callable:
             inner = _cheaper_nesting(g, argnums, args, kwargs, name)
         return jacfwd(inner(g, argnums), argnums, randomness="same")(*args, **kwargs)
 
-    return _transform(call, func, "hessian", ("hessian", argnums), name, lambda g: hessian(g, argnums))
+    return _transform(call, func, "hessian", _spec("hessian", (argnums,), lambda: name, lambda: lambda g: hessian(g, argnums)))
 
 
 _NESTING = _pipeline.LRU("hessian_nesting")
