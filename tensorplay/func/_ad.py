@@ -227,7 +227,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
         return (grads, (value, aux)) if has_aux else (grads, value)
 
-    return _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, has_aux), lambda: transform,
+    return _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, bool(has_aux)), lambda: transform,
                                                           lambda: lambda g: grad_and_value(g, argnums, has_aux)))
 
 
@@ -247,7 +247,7 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     >>> grad(grad(tp.sin))(tp.tensor(0.0))
     tensor(-0.)
     """
-    spec = _spec("grad", (argnums, has_aux), lambda: f"grad({_argnums_str(argnums)})",
+    spec = _spec("grad", (argnums, bool(has_aux)), lambda: f"grad({_argnums_str(argnums)})",
                  lambda: lambda g: grad(g, argnums, has_aux))
 
     def call(*args, **kwargs):
@@ -278,8 +278,15 @@ def _transform(call: Callable, func: Callable, what: str, spec: "_pipeline.Trans
 
 
 def _spec(kind: str, params: tuple, name: Callable[[], str], apply: Callable[[], Callable]) -> "_pipeline.Transform":
-    """The shared Transform of ``kind`` with `params` (`name` and `apply` are made on its first use)."""
-    return _pipeline.spec((kind,) + params, lambda: (name(), apply()))
+    """The shared Transform of ``kind`` with `params` (`name` and `apply` are made on its first use).
+    Parameters other than ints, strings and None are keyed with their class: ``argnums=False`` is
+    not ``argnums=0`` (it is an error), ``has_aux=1`` is ``has_aux=True`` (it behaves so)."""
+    key = [kind]
+    for p in params:
+        c = p.__class__
+        key.append(p if c is int or c is str or p is None else ("tuple",) + tuple((a.__class__, a) for a in p)
+                   if c is tuple else (c, p))
+    return _pipeline.spec(tuple(key), lambda: (name(), apply()))
 
 
 # --- vjp -------------------------------------------------------------------------------------------
@@ -621,7 +628,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     if executor is not None:  # not a cacheable chain: at top level the rows run on the executor
         return _wraps(lambda *args, **kwargs: (one_graph if STATE.stack else jac_fn)(*args, **kwargs), func, "jacrev")
     return _transform(one_graph, func, "jacrev",
-                      _spec("jacrev", (argnums, has_aux, chunk_size), lambda: transform,
+                      _spec("jacrev", (argnums, bool(has_aux), chunk_size), lambda: transform,
                             lambda: lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size)))
 
 
@@ -685,7 +692,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         return (jac, aux) if has_aux else jac
 
     return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
-                      _spec("jacfwd", (argnums, has_aux, randomness), lambda: transform,
+                      _spec("jacfwd", (argnums, bool(has_aux), randomness), lambda: transform,
                             lambda: lambda g: jacfwd(g, argnums, has_aux, randomness=randomness)))
 
 
