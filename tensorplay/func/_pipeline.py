@@ -224,6 +224,12 @@ def transform_chain(func: Callable) -> tuple[tuple[Transform, ...], Callable]:
     a wrapper that only copied another one's attributes (``functools.wraps`` copies ``__dict__``,
     so a user's decorator around ``grad(f)`` carries grad's ``_tp_transform``) is not that transform,
     and ends the chain. A link's own ``_tp_chain`` is the rest of the chain (made when it was built).
+
+    >>> from tensorplay.func import grad, jacrev
+    >>> f = lambda x: (x * x).sum()
+    >>> chain, user_fn = transform_chain(jacrev(grad(f)))
+    >>> [t.name for t in chain], user_fn is f
+    (['jacrev(argnums=0)', 'grad(argnums=0)'], True)
     """
     got = getattr(func, "_tp_transform", None)
     if got is None or getattr(func, "__wrapped__", None) is not got[1]:
