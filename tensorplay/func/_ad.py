@@ -227,8 +227,8 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
         return (grads, (value, aux)) if has_aux else (grads, value)
 
-    return _transform(call, func, "grad_and_value", ("grad_and_value", argnums, has_aux), transform,
-                      lambda g: grad_and_value(g, argnums, has_aux))
+    return _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, bool(has_aux)), lambda: transform,
+                                                          lambda: lambda g: grad_and_value(g, argnums, has_aux)))
 
 
 def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -247,13 +247,14 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     >>> grad(grad(tp.sin))(tp.tensor(0.0))
     tensor(-0.)
     """
-    transform = f"grad({_argnums_str(argnums)})"
+    spec = _spec("grad", (argnums, bool(has_aux)), lambda: f"grad({_argnums_str(argnums)})",
+                 lambda: lambda g: grad(g, argnums, has_aux))
 
     def call(*args, **kwargs):
-        grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
+        grads, value, aux = _grad_and_value_call(func, argnums, has_aux, spec.name, args, kwargs)
         return (grads, aux) if has_aux else grads
 
-    return _transform(call, func, "grad", ("grad", argnums, has_aux), transform, lambda g: grad(g, argnums, has_aux))
+    return _transform(call, func, "grad", spec)
 
 
 def _wraps(wrapper, func, what: str):
@@ -264,8 +265,7 @@ def _wraps(wrapper, func, what: str):
     return wrapper
 
 
-def _transform(call: Callable, func: Callable, what: str, key: tuple, name: str,
-               apply: Callable[[Callable], Callable]) -> Callable:
+def _transform(call: Callable, func: Callable, what: str, spec: "_pipeline.Transform") -> Callable:
     """The public wrapper of a same-argument transform: `call` under an enclosing trace; at top
     level, the whole chain of such transforms through the pipeline cache (`_pipeline.call_outermost`)."""
     def wrapper(*args, **kwargs):
@@ -274,9 +274,19 @@ def _transform(call: Callable, func: Callable, what: str, key: tuple, name: str,
         return _pipeline.call_outermost(wrapper, args, kwargs, call)
 
     _wraps(wrapper, func, what)
-    wrapper._tp_transform = _pipeline.Transform(key, name, func, apply)
-    wrapper._tp_chain = _pipeline.transform_chain(wrapper)
-    return wrapper
+    return _pipeline.link(wrapper, func, spec)
+
+
+def _spec(kind: str, params: tuple, name: Callable[[], str], apply: Callable[[], Callable]) -> "_pipeline.Transform":
+    """The shared Transform of ``kind`` with `params` (`name` and `apply` are made on its first use).
+    Parameters other than ints, strings and None are keyed with their class: ``argnums=False`` is
+    not ``argnums=0`` (it is an error), ``has_aux=1`` is ``has_aux=True`` (it behaves so)."""
+    key = [kind]
+    for p in params:
+        c = p.__class__
+        key.append(p if c is int or c is str or p is None else ("tuple",) + tuple((a.__class__, a) for a in p)
+                   if c is tuple else (c, p))
+    return _pipeline.spec(tuple(key), lambda: (name(), apply()))
 
 
 # --- vjp -------------------------------------------------------------------------------------------
@@ -408,27 +418,43 @@ def _direct_jvp(linear: Graph, residuals: list, flat_types: list):
         made.append(run if fresh else None)
         return made[0]
 
-    def direct(tangents):
-        if len(tangents) != len(sigs):
-            return None
-        if len(sigs) == 1:  # one tangent (the common call) written out
+    if len(sigs) == 1:  # one tangent (the common call), written out: the executable's own fast call
+        shape, dt = sigs[0]
+        head = tuple(arrays)
+        fast: list = []  # [the executable's call of a tuple of arrays] once looked up, [None]: not fresh
+
+        def direct1(tangents):
+            if len(tangents) != 1:
+                return None
             t = tangents[0]
             if t.__class__ is not Tensor or t._trace is not None:
                 return None
             a = t._data
-            shape, dt = sigs[0]
+            if a.shape != shape or (a.dtype is not dt and a.dtype != dt):
+                return None
+            if not fast:
+                run = executable()
+                fast.append(None if run is None else (getattr(run, "_fast", None) or (lambda xs: run(*xs))))
+            call = fast[0]
+            if call is None:
+                return None
+            out = new(Tensor)  # a fresh executable buffer of a graph dtype: what `Tensor._wrap` checks holds
+            out._data, out._trace, out._value = call(head + (a,))[0], None, None
+            return out
+
+        return direct1
+
+    def direct(tangents):
+        if len(tangents) != len(sigs):
+            return None
+        given = list(arrays)
+        for t, (shape, dt) in zip(tangents, sigs):
+            if t.__class__ is not Tensor or t._trace is not None:
+                return None
+            a = t._data
             if a.shape != shape or a.dtype != dt:
                 return None
-            given = arrays + [a]
-        else:
-            given = list(arrays)
-            for t, (shape, dt) in zip(tangents, sigs):
-                if t.__class__ is not Tensor or t._trace is not None:
-                    return None
-                a = t._data
-                if a.shape != shape or a.dtype != dt:
-                    return None
-                given.append(a)
+            given.append(a)
         run = made[0] if made else executable()
         if run is None:
             return None
@@ -617,8 +643,9 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     one_graph = _traced_as_one_graph(jac_fn, func, transform)
     if executor is not None:  # not a cacheable chain: at top level the rows run on the executor
         return _wraps(lambda *args, **kwargs: (one_graph if STATE.stack else jac_fn)(*args, **kwargs), func, "jacrev")
-    return _transform(one_graph, func, "jacrev", ("jacrev", argnums, has_aux, chunk_size), transform,
-                      lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size))
+    return _transform(one_graph, func, "jacrev",
+                      _spec("jacrev", (argnums, bool(has_aux), chunk_size), lambda: transform,
+                            lambda: lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size)))
 
 
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
@@ -681,8 +708,8 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         return (jac, aux) if has_aux else jac
 
     return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
-                      ("jacfwd", argnums, has_aux, randomness), transform,
-                      lambda g: jacfwd(g, argnums, has_aux, randomness=randomness))
+                      _spec("jacfwd", (argnums, bool(has_aux), randomness), lambda: transform,
+                            lambda: lambda g: jacfwd(g, argnums, has_aux, randomness=randomness)))
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
@@ -711,7 +738,7 @@ def hessian(func: Callable, argnums=0) -> Callable:
             inner = _cheaper_nesting(g, argnums, args, kwargs, name)
         return jacfwd(inner(g, argnums), argnums, randomness="same")(*args, **kwargs)
 
-    return _transform(call, func, "hessian", ("hessian", argnums), name, lambda g: hessian(g, argnums))
+    return _transform(call, func, "hessian", _spec("hessian", (argnums,), lambda: name, lambda: lambda g: hessian(g, argnums)))
 
 
 _NESTING = _pipeline.LRU("hessian_nesting")

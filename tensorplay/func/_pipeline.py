@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from .. import _pytree
 from .._exec import runner
@@ -36,7 +36,8 @@ from ..autograd._engine import run_taped
 from ..autograd._record import needs_tape
 from ..compile import _finisher, call_signature
 
-__all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "call_outermost", "MAX_ENTRIES"]
+__all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "spec", "link", "transform_chain",
+           "call_outermost", "MAX_ENTRIES"]
 
 MAX_ENTRIES = 256
 
@@ -105,6 +106,7 @@ def clear() -> None:
     for c in _CACHES:
         c.clear()
     _IN_TREES.clear()
+    _PLANS.clear()
 
 
 def stats() -> dict[str, tuple[int, int, int]]:
@@ -160,31 +162,83 @@ def run_graph(graph, inputs: list) -> list:
 
 
 # --- the outermost plain call -----------------------------------------------------------------------
-class Transform(NamedTuple):
-    """What a same-argument transform wrapper is: `key` (its kind and parameters, hashable),
-    `name` (as in messages, e.g. ``jacrev(argnums=0)``), the wrapped `func`, and `apply`, which
-    makes the same transform of another function."""
+class Transform:
+    """What a same-argument transform is, independent of the function it wraps: `key` (its kind and
+    parameters, hashable), `name` (as in messages, e.g. ``jacrev(argnums=0)``) and `apply`, which
+    makes the same transform of another function. Made once per key (`spec`) and shared by every
+    wrapper with those parameters, so building ``grad(f)`` in a loop makes none; compared by
+    identity (a chain of them keys the pipeline cache's `_Plan`)."""
 
-    key: tuple
-    name: str
-    func: Callable
-    apply: Callable[[Callable], Callable]
+    __slots__ = ("key", "name", "apply", "__weakref__")
+
+    def __init__(self, key: tuple, name: str, apply: Callable[[Callable], Callable]):
+        self.key, self.name, self.apply = key, name, apply
+
+    def __repr__(self) -> str:
+        return f"Transform({self.name})"
+
+
+_SPECS: dict = {}  # key -> Transform
+_SPECS_LIMIT = 4096
+
+
+def spec(key: tuple, make: Callable[[], tuple[str, Callable[[Callable], Callable]]]) -> Transform:
+    """The shared `Transform` of `key`; ``make()`` gives its ``(name, apply)`` on the first use, so
+    building ``grad(f)`` in a loop formats no name and makes no closure. (The key determines the
+    name up to how a dict of in_dims was ordered, which only messages show.)
+
+    >>> a = spec(("demo", 0), lambda: ("demo(0)", lambda g: g))
+    >>> a is spec(("demo", 0), lambda: ("other", None)), a.name
+    (True, 'demo(0)')
+    """
+    try:
+        made = _SPECS.get(key)
+    except TypeError:  # an unhashable parameter (the call reports it): a spec of its own
+        return Transform(key, *make())
+    if made is None:
+        if len(_SPECS) >= _SPECS_LIMIT:
+            _SPECS.clear()
+        made = _SPECS[key] = Transform(key, *make())
+    return made
+
+
+def link(wrapper: Callable, func: Callable, transform: Transform) -> Callable:
+    """Make `wrapper` the chain link of `transform` around `func`: ``wrapper._tp_transform`` is
+    ``(transform, func)`` and ``wrapper._tp_chain`` the chain it heads (see `transform_chain`).
+
+    >>> from tensorplay.func import grad
+    >>> g = grad(lambda x: (x * x).sum())
+    >>> [t.name for t in g._tp_chain[0]]
+    ['grad(argnums=0)']
+    """
+    inner, user_fn = transform_chain(func)
+    wrapper._tp_transform = (transform, func)
+    wrapper._tp_chain = ((transform,) + inner, user_fn)
+    return wrapper
 
 
 def transform_chain(func: Callable) -> tuple[tuple[Transform, ...], Callable]:
     """The same-argument transforms wrapped around `func`, outermost first, and the user's function.
 
-    A transform wrapper names the function it wraps twice (``spec.func`` and ``__wrapped__``);
+    A transform wrapper names the function it wraps twice (``_tp_transform[1]`` and ``__wrapped__``);
     a wrapper that only copied another one's attributes (``functools.wraps`` copies ``__dict__``,
-    so ``vmap(grad(f))`` carries grad's ``_tp_transform``) is not that transform, and ends the chain.
+    so a user's decorator around ``grad(f)`` carries grad's ``_tp_transform``) is not that transform,
+    and ends the chain. A link's own ``_tp_chain`` is the rest of the chain (made when it was built).
+
+    >>> from tensorplay.func import grad, jacrev
+    >>> f = lambda x: (x * x).sum()
+    >>> chain, user_fn = transform_chain(jacrev(grad(f)))
+    >>> [t.name for t in chain], user_fn is f
+    (['jacrev(argnums=0)', 'grad(argnums=0)'], True)
     """
-    chain = []
-    while True:
-        spec = getattr(func, "_tp_transform", None)
-        if spec is None or getattr(func, "__wrapped__", None) is not spec.func:
-            return tuple(chain), func
-        chain.append(spec)
-        func = spec.func
+    got = getattr(func, "_tp_transform", None)
+    if got is None or getattr(func, "__wrapped__", None) is not got[1]:
+        return (), func
+    chain = func.__dict__.get("_tp_chain")
+    if chain is not None:
+        return chain
+    chain, user_fn = transform_chain(got[1])
+    return (got[0],) + chain, user_fn
 
 
 class _Replayed:
@@ -192,16 +246,21 @@ class _Replayed:
 
     `sources[i]` says where the i-th capture of the transform's graph comes from at a call: an
     int is the position in the user function's captures, a RandomKey draws a fresh key, and a
-    tensor is a constant the transform made (a shape-only constant, never user data).
+    tensor is a constant the transform made (a shape-only constant, never user data). `plan` is
+    the gathering of the inputs, written out once: None when the inputs are the call's tensors
+    followed by the user's captures in their order (the common case).
     """
 
-    __slots__ = ("closed", "run", "fresh", "sources", "fast", "finish")
+    __slots__ = ("closed", "run", "fresh", "sources", "plain", "fast", "finish")
 
     def __init__(self, closed: ClosedGraph, user: ClosedGraph):
         self.closed = closed
         self.run, self.fresh = runner(closed.graph)
         where = {id(s): k for k, s in enumerate(user.captures)}
         self.sources = [where.get(id(s), s) for s in closed.captures]
+        # the user's captures, all of them, in order, none a random key: passed as they are
+        self.plain = self.sources == list(range(len(user.captures))) and not any(
+            isinstance(s, RandomKey) for s in user.captures)
         self.fast = self.fresh and not closed.mutated and all(a is None for a in closed.output_aliases)
         # fresh output buffers, nothing written back: the result is built from the arrays by one
         # generated expression, as `tp.compile`'s fast call builds it
@@ -210,9 +269,12 @@ class _Replayed:
     def __call__(self, tensors: list, user: ClosedGraph):
         # only the captures the transform reads, in its order: a random key the transform replaced
         # (vmap's per-sample keys) is not drawn
-        caps = user.captures
-        inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources] if self.sources \
-            else tensors
+        if self.plain:
+            caps = user.captures
+            inputs = tensors + caps if caps else tensors
+        else:
+            caps = user.captures
+            inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
         closed = self.closed
         if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
             return closed.unflatten_outputs(closed.write_back(inputs, run_taped(closed.graph, inputs)))
@@ -231,8 +293,103 @@ def _current(source):
     return source.materialize() if isinstance(source, RandomKey) else source
 
 
+class _Plan:
+    """What the pipeline cache keeps per chain of transforms (the `Transform` objects, by identity):
+    the chain's name and the argument signatures seen with it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, chain: tuple):
+        self.name = " > ".join(t.name for t in chain)
+
+
+class _Signature:
+    """One argument signature of one chain: `tree` is the TreeDef of ``(args, kwargs)`` when every
+    leaf is a tensor (False otherwise), `mapped` the head map's per-sample types (see `_mapped_types`,
+    None until needed). Cached entries are keyed by ``(signature, trace key)``, so a hit hashes the
+    argument signature once and the trace's key once."""
+
+    __slots__ = ("tree", "mapped", "__weakref__")
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.mapped = None
+
+
+_PLANS: dict = {}  # chain (tuple of Transforms) -> _Plan
+_PLANS_LIMIT = 1024
 _OUTERMOST = LRU("outermost")
-_PER_SAMPLE = LRU("outermost_per_sample_types")
+_SIGNATURES = LRU("outermost_signatures", maxsize=4 * MAX_ENTRIES)
+
+
+def _plan(chain: tuple) -> _Plan:
+    plan = _PLANS.get(chain)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_LIMIT:
+            _PLANS.clear()
+        plan = _PLANS[chain] = _Plan(chain)
+    return plan
+
+
+def _walk(items, push, keep) -> bool:
+    """`_signature`'s fast walk: push the key of `items` (positional arguments, or a tuple / list /
+    dict inside them) and keep their tensors; False unless every leaf is a concrete C-contiguous
+    Tensor inside plain tuples, lists and dicts. The key -- (type, arity) per sequence, (dict,
+    keys) per dict, each tensor's shape and dtype -- determines `call_signature`'s key on that
+    domain (as `tp.compile`'s `_fast_walk`), hence the argument tree and every leaf's type."""
+    for a in items:
+        cls = a.__class__
+        if cls is Tensor:
+            if a._trace is not None:
+                return False
+            d = a._data
+            if not d.flags.c_contiguous:
+                return False
+            push(d.shape)
+            push(d.dtype)
+            keep(a)
+        elif cls is tuple or cls is list:
+            push((cls, len(a)))
+            if not _walk(a, push, keep):
+                return False
+        elif cls is dict:  # keys in insertion order, as `tree_flatten`: {a, b} and {b, a} differ
+            push((dict, tuple(a)))
+            if not _walk(a.values(), push, keep):
+                return False
+        else:
+            return False
+    return True
+
+
+def _signature(plan: _Plan, args: tuple, kwargs: dict, name: str):
+    """``(signature record, tensor leaves)`` of a top-level call the pipeline cache can serve, or
+    None (a non-hashable non-tensor argument has no key; a call with symbolic tensors is not top
+    level). One walk over the arguments, one hash of its key."""
+    if not kwargs:
+        key: list = [plan, "fast"]
+        tensors: list = []
+        if _walk(args, key.append, tensors.append):
+            key = tuple(key)
+            sig = _SIGNATURES.get(key)
+            if sig is None:
+                sig = _Signature(_pytree.tree_flatten((tuple(args), kwargs))[1])
+                _SIGNATURES.put(key, sig)
+            return sig, tensors
+    try:
+        arg_key, tensors, concrete = call_signature(args, kwargs, name)
+    except TypeError:
+        return None
+    if not concrete:
+        return None
+    key = (plan, "general", arg_key)
+    sig = _SIGNATURES.get(key)
+    if sig is None:
+        leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        if len(leaves) != len(tensors) or any(a is not b for a, b in zip(leaves, tensors)):
+            tree = False
+        sig = _Signature(tree)
+        _SIGNATURES.put(key, sig)
+    return sig, tensors
 
 
 def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Callable,
@@ -257,23 +414,30 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
             [0., 4.]])
     """
     chain, user_fn = wrapper._tp_chain
-    name = " > ".join(t.name for t in chain)
-    signature = _keyed_signature(args, kwargs, name)
-    if signature is None:
+    plan = _PLANS.get(chain) or _plan(chain)
+    name = plan.name
+    got = _signature(plan, args, kwargs, name)
+    if got is None:
         return fallback(*args, **kwargs)
-    arg_key, tensors = signature
+    sig, tensors = got
+    tree = sig.tree
     user_name = getattr(user_fn, "__name__", None)
     positions = None
     if per_sample is None:
         user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
-                              flat=_tensor_tree(arg_key, tensors, args, kwargs))
+                              flat=None if tree is False else (tensors, tree))
     else:
-        flat = _tensor_tree(arg_key, tensors, args, kwargs)
-        leaves, tree = flat if flat is not None else _pytree.tree_flatten((tuple(args), kwargs))
-        mapped = _mapped_for(chain, arg_key, per_sample, args, kwargs, leaves)  # raises the transform's own errors
+        if tree is False:
+            flat = None
+            leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        else:
+            flat, leaves = (tensors, tree), tensors
+        mapped = sig.mapped
+        if mapped is None:  # raises the transform's own errors
+            mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves)
         user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
-    key = _entry_key(chain, arg_key, user)
     try:
+        key = (sig, _trace_key(user))
         entry = _OUTERMOST.get(key)
     except TypeError:  # a non-hashable non-tensor output
         key = None
@@ -290,6 +454,19 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         if key is not None:
             _OUTERMOST.put(key, entry)
     return entry(tensors, user)
+
+
+def _trace_key(user: ClosedGraph) -> tuple:
+    """What a cached entry depends on beyond the argument signature: the trace's structure and its
+    output tree, and, when there are any, its static outputs, in-place writes, output aliases and
+    random-key captures (the two forms have different lengths, so they never compare equal)."""
+    skey = user.structural_key()
+    caps = user.captures
+    if (user.mutated or any(user.out_static) or any(user.output_aliases)
+            or (caps and any(isinstance(s, RandomKey) for s in caps))):
+        return (skey, user.out_tree, tuple(user.out_static), tuple(user.mutated),
+                tuple(map(_freeze_alias, user.output_aliases)), tuple([isinstance(s, RandomKey) for s in caps]))
+    return (skey, user.out_tree)
 
 
 def _keyed_signature(args, kwargs, name: str):
@@ -325,13 +502,15 @@ def _trace_mapped(chain, user_fn, args, kwargs, flat, leaves: list, tree, mapped
 
 
 def _entry_key(chain, arg_key, user: ClosedGraph) -> tuple:
-    """The pipeline-cache key of a traced call: the chain's keys, the argument signature, the trace's
-    structure and everything about its outputs and captures that the replayed entry depends on."""
+    """The chunked map's pipeline-cache key of a traced call: the chain's keys, the argument
+    signature, the trace's structure and everything about its outputs and captures that the
+    replayed entry depends on."""
     return (tuple(t.key for t in chain), arg_key, user.structural_key(), user.out_tree,
             tuple(user.out_static), tuple(user.mutated), tuple(map(_freeze_alias, user.output_aliases)),
             tuple([isinstance(s, RandomKey) for s in user.captures]))
 
 
+_PER_SAMPLE = LRU("outermost_per_sample_types")
 _IN_TREES: dict = {}  # argument signature -> the TreeDef of (args, kwargs) when every leaf is a tensor, else False
 _IN_TREES_LIMIT = 4096
 

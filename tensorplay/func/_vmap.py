@@ -119,8 +119,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
     # at top level the same-argument transforms inside (grad, jacrev, ...) and vmap itself are one
     # cached executable: the user's function is traced per sample (`_pipeline.call_outermost`)
-    spec = _pipeline.Transform(key, _vmap_name(key[1], in_dims), func,
-                               lambda g: vmap(g, in_dims, out_dims, randomness))
+    spec = _pipeline.spec(key, lambda: (_vmap_name(key[1], in_dims), lambda g: vmap(g, in_dims, out_dims, randomness)))
     inner, user_fn = _pipeline.transform_chain(func)
     _copy_metadata(wrapped, func)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
     return wrapped
@@ -150,8 +149,8 @@ def _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, bud
         return _pipeline.call_outermost_chunked(wrapped, args, kwargs, call, per_sample, build, executor)
 
     chunks_key = ("chunks", chunk_size, budget, executor is not None)
-    spec = _pipeline.Transform(key + (chunks_key,), _vmap_name(key[1], in_dims), func,
-                               lambda g: vmap(g, in_dims, out_dims, randomness))  # the head of its chain: not applied
+    spec = _pipeline.spec(key + (chunks_key,), lambda: (_vmap_name(key[1], in_dims),
+                                                         lambda g: vmap(g, in_dims, out_dims, randomness)))
     inner, user_fn = _pipeline.transform_chain(func)
     _copy_metadata(wrapped, func)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
     return wrapped
