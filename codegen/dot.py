@@ -434,19 +434,7 @@ def blas_plan(node: Node) -> GemmPlan | None:
     k = prod(lhs.shape[a] for a in lc)
     if min(m, n, k) == 0 or 2 * m * n * k < BLAS_MIN_FLOPS:
         return None
-    ls, rs, os_ = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
-    nb = len(lb)
-    loops = [(lhs.shape[a], ls[a], rs[b], os_[i]) for i, (a, b) in enumerate(zip(lb, rb))]
-    # peel leading free axes into loops until the rest of each side forms one strided group
-    lf, rf = list(lf), list(rf)
-    lf_out = list(range(nb, nb + len(lf)))
-    rf_out = list(range(nb + len(lf), out.ndim))
-    while lf and _group(lhs.shape, ls, lf) is None:
-        a, o = lf.pop(0), lf_out.pop(0)
-        loops.append((lhs.shape[a], ls[a], 0, os_[o]))
-    while rf and _group(rhs.shape, rs, rf) is None:
-        a, o = rf.pop(0), rf_out.pop(0)
-        loops.append((rhs.shape[a], 0, rs[a], os_[o]))
+    ls, rs, os_, loops, lf, rf, lf_out, rf_out = _peel_free_axes(lhs, rhs, out, lb, rb, lf, rf, False)
     rows_a, cols_a = _group(lhs.shape, ls, lf), _group(lhs.shape, ls, lc)
     rows_b, cols_b = _group(rhs.shape, rs, rc), _group(rhs.shape, rs, rf)
     rows_c, cols_c = _group(out.shape, os_, lf_out), _group(out.shape, os_, rf_out)
@@ -458,6 +446,25 @@ def blas_plan(node: Node) -> GemmPlan | None:
         return None
     m, n, k = rows_a[0], cols_b[0], cols_a[0]
     return GemmPlan(tuple(loops), m, n, k, a_layout[0], a_layout[1], b_layout[0], b_layout[1], c_layout[1])
+
+
+def _peel_free_axes(lhs, rhs, out, lb, rb, lf, rf, group_out: bool):
+    """(strides of lhs / rhs / out, the loops over batch axes and peeled free axes, the free axes
+    left on each side and their output axes): leading free axes are peeled into loops until the
+    rest of each side forms one strided group (and, with `group_out`, the output's share too)."""
+    ls, rs, os_ = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
+    nb = len(lb)
+    loops = [(lhs.shape[a], ls[a], rs[b], os_[i]) for i, (a, b) in enumerate(zip(lb, rb))]
+    lf, rf = list(lf), list(rf)
+    lf_out = list(range(nb, nb + len(lf)))
+    rf_out = list(range(nb + len(lf), out.ndim))
+    while lf and (_group(lhs.shape, ls, lf) is None or group_out and _group(out.shape, os_, lf_out) is None):
+        a, o = lf.pop(0), lf_out.pop(0)
+        loops.append((lhs.shape[a], ls[a], 0, os_[o]))
+    while rf and (_group(rhs.shape, rs, rf) is None or group_out and _group(out.shape, os_, rf_out) is None):
+        a, o = rf.pop(0), rf_out.pop(0)
+        loops.append((rhs.shape[a], 0, rs[a], os_[o]))
+    return ls, rs, os_, loops, lf, rf, lf_out, rf_out
 
 
 def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
@@ -608,18 +615,7 @@ def tile_plan(node: Node, plan_blas: bool = True) -> TilePlan | None:
         return None  # the loop nest's reassociated dot products, kept (see above)
     if min(out.type.size, prod(kshape)) == 0:
         return None
-    ls, rs, os_ = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
-    nb = len(lb)
-    loops = [(lhs.shape[a], ls[a], rs[b], os_[i]) for i, (a, b) in enumerate(zip(lb, rb))]
-    lf, rf = list(lf), list(rf)
-    lf_out = list(range(nb, nb + len(lf)))
-    rf_out = list(range(nb + len(lf), out.ndim))
-    while lf and (_group(lhs.shape, ls, lf) is None or _group(out.shape, os_, lf_out) is None):
-        a, o = lf.pop(0), lf_out.pop(0)
-        loops.append((lhs.shape[a], ls[a], 0, os_[o]))
-    while rf and (_group(rhs.shape, rs, rf) is None or _group(out.shape, os_, rf_out) is None):
-        a, o = rf.pop(0), rf_out.pop(0)
-        loops.append((rhs.shape[a], 0, rs[a], os_[o]))
+    ls, rs, os_, loops, lf, rf, lf_out, rf_out = _peel_free_axes(lhs, rhs, out, lb, rb, lf, rf, True)
     groups = (_group(lhs.shape, ls, lf), _group(lhs.shape, ls, lc), _group(rhs.shape, rs, rc),
               _group(rhs.shape, rs, rf), _group(out.shape, os_, lf_out), _group(out.shape, os_, rf_out))
     if None in groups:

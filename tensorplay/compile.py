@@ -109,12 +109,12 @@ def _finisher(closed: ClosedGraph) -> Callable[[list], Any]:
     return eval(f"lambda a: {code}", {"W": _fresh, "K": consts})  # noqa: S307 - the text is built above
 
 
-def _fast_walk(items, push, keep) -> bool:
+def _fast_walk(items, push, keep, arrays: bool = True) -> bool:
     """Append the fast key of `items` (the positional arguments, or a tuple / list inside them) to
-    `push` and their arrays to `keep`; False unless every leaf is a concrete C-contiguous Tensor,
-    inside plain tuples, lists and dicts only. The key -- (type, arity) per sequence, (dict, keys)
-    per dict, each tensor's shape and dtype -- determines `call_signature`'s key on that domain,
-    so it can stand for it."""
+    `push` and their arrays (or, with ``arrays=False``, the tensors themselves) to `keep`; False
+    unless every leaf is a concrete C-contiguous Tensor, inside plain tuples, lists and dicts only.
+    The key -- (type, arity) per sequence, (dict, keys) per dict, each tensor's shape and dtype --
+    determines `call_signature`'s key on that domain, so it can stand for it."""
     for a in items:
         cls = a.__class__
         if cls is Tensor:
@@ -125,14 +125,14 @@ def _fast_walk(items, push, keep) -> bool:
                 return False
             push(d.shape)
             push(d.dtype)
-            keep(d)
+            keep(d if arrays else a)
         elif cls is tuple or cls is list:
             push((cls, len(a)))
-            if not _fast_walk(a, push, keep):
+            if not _fast_walk(a, push, keep, arrays):
                 return False
         elif cls is dict:  # keys in insertion order, as `call_signature`: {a, b} and {b, a} differ
             push((dict, tuple(a)))
-            if not _fast_walk(a.values(), push, keep):
+            if not _fast_walk(a.values(), push, keep, arrays):
                 return False
         else:
             return False

@@ -34,7 +34,7 @@ from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import own_outputs
 from ..autograd._engine import run_taped
 from ..autograd._record import needs_tape
-from ..compile import _finisher, call_signature
+from ..compile import _fast_walk, _finisher, call_signature
 
 __all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "spec", "link", "transform_chain",
            "call_outermost", "MAX_ENTRIES"]
@@ -331,36 +331,6 @@ def _plan(chain: tuple) -> _Plan:
     return plan
 
 
-def _walk(items, push, keep) -> bool:
-    """`_signature`'s fast walk: push the key of `items` (positional arguments, or a tuple / list /
-    dict inside them) and keep their tensors; False unless every leaf is a concrete C-contiguous
-    Tensor inside plain tuples, lists and dicts. The key -- (type, arity) per sequence, (dict,
-    keys) per dict, each tensor's shape and dtype -- determines `call_signature`'s key on that
-    domain (as `tp.compile`'s `_fast_walk`), hence the argument tree and every leaf's type."""
-    for a in items:
-        cls = a.__class__
-        if cls is Tensor:
-            if a._trace is not None:
-                return False
-            d = a._data
-            if not d.flags.c_contiguous:
-                return False
-            push(d.shape)
-            push(d.dtype)
-            keep(a)
-        elif cls is tuple or cls is list:
-            push((cls, len(a)))
-            if not _walk(a, push, keep):
-                return False
-        elif cls is dict:  # keys in insertion order, as `tree_flatten`: {a, b} and {b, a} differ
-            push((dict, tuple(a)))
-            if not _walk(a.values(), push, keep):
-                return False
-        else:
-            return False
-    return True
-
-
 def _signature(plan: _Plan, args: tuple, kwargs: dict, name: str):
     """``(signature record, tensor leaves)`` of a top-level call the pipeline cache can serve, or
     None (a non-hashable non-tensor argument has no key; a call with symbolic tensors is not top
@@ -368,7 +338,7 @@ def _signature(plan: _Plan, args: tuple, kwargs: dict, name: str):
     if not kwargs:
         key: list = [plan, "fast"]
         tensors: list = []
-        if _walk(args, key.append, tensors.append):
+        if _fast_walk(args, key.append, tensors.append, arrays=False):
             key = tuple(key)
             sig = _SIGNATURES.get(key)
             if sig is None:
