@@ -81,35 +81,48 @@ def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, ldb: i
             b.store(x, _at(b, bp, dst), align=4)
 
 
-def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Value, nb: ir.Value,
-           m: int, k: int, ldc: int) -> None:
-    """C[mb*MR : mb*MR+MR, nb*NR : nb*NR+NR] = the MR x NR tile over the whole k (rows < m stored)."""
-    zero = ir.Constant(_VEC, [0.0] * LANES)
-    a_panel = _at(b, ap, u.imul(b, mb, MR * k))
-    b_panel = _at(b, bp, u.imul(b, nb, NR * k))
+def _k_loop(b: ir.IRBuilder, prefix: str, k: int, vt: ir.VectorType, count: int, step) -> list:
+    """`count` vector accumulators of type `vt`, zero at first, carried over kk = 0 .. k-1 by
+    ``step(kk, accs) -> new accs`` (emitted as the loop body): their phis, valid after the loop,
+    where the builder is left."""
+    zero = ir.Constant(vt, [0.0] * vt.count)
     pre = b.block
-    head, body, done = (b.append_basic_block(f"mk.{s}") for s in ("head", "body", "done"))
+    head, body, done = (b.append_basic_block(f"{prefix}.{s}") for s in ("head", "body", "done"))
     b.branch(head)
     b.position_at_end(head)
-    kk = b.phi(u.I64, name="mk.k")
+    kk = b.phi(u.I64, name=f"{prefix}.k")
     kk.add_incoming(u.i64(0), pre)
-    accs = [b.phi(_VEC, name=f"acc{t}") for t in range(MR * NV)]
+    accs = [b.phi(vt, name=f"{prefix}.acc{t}") for t in range(count)]
     for acc in accs:
         acc.add_incoming(zero, pre)
     b.cbranch(b.icmp_unsigned("<", kk, u.i64(k)), body, done)
     b.position_at_end(body)
-    row_b = u.imul(b, kk, NR)
-    bv = [b.load(_at(b, b_panel, u.iadd(b, row_b, u.i64(v * LANES))), typ=_VEC, align=4) for v in range(NV)]
-    row_a = u.imul(b, kk, MR)
-    new = []
-    for r in range(MR):
-        a = _splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32))
-        new += [_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
+    new = step(kk, accs)
     kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), b.block)
     for acc, x in zip(accs, new):
         acc.add_incoming(x, b.block)
     b.branch(head)
     b.position_at_end(done)
+    return accs
+
+
+def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Value, nb: ir.Value,
+           m: int, k: int, ldc: int) -> None:
+    """C[mb*MR : mb*MR+MR, nb*NR : nb*NR+NR] = the MR x NR tile over the whole k (rows < m stored)."""
+    a_panel = _at(b, ap, u.imul(b, mb, MR * k))
+    b_panel = _at(b, bp, u.imul(b, nb, NR * k))
+
+    def step(kk, accs):
+        row_b = u.imul(b, kk, NR)
+        bv = [b.load(_at(b, b_panel, u.iadd(b, row_b, u.i64(v * LANES))), typ=_VEC, align=4) for v in range(NV)]
+        row_a = u.imul(b, kk, MR)
+        new = []
+        for r in range(MR):
+            a = _splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32))
+            new += [_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
+        return new
+
+    accs = _k_loop(b, "mk", k, _VEC, MR * NV, step)
     col = u.imul(b, nb, NR)
     for r in range(MR):
         row = u.iadd(b, u.imul(b, mb, MR), u.i64(r))
@@ -238,38 +251,26 @@ def _small_tile(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, k: int,
     lanes = vector_lanes(ft)
     vt = ir.VectorType(ft, lanes)
     a_rs, a_cs = a_strides
-    zero = ir.Constant(vt, [0.0] * lanes)
     a_rows = [b.gep(a, [u.i64(r * a_rs)], inbounds=True, source_etype=ft) for r in range(rows)]
-    pre = b.block
-    head, body, done = (b.append_basic_block(f"st.{s}") for s in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    kk = b.phi(u.I64, name="st.k")
-    kk.add_incoming(u.i64(0), pre)
-    accs = [b.phi(vt, name=f"st.acc{t}") for t in range(rows * vecs)]
-    for acc in accs:
-        acc.add_incoming(zero, pre)
-    b.cbranch(b.icmp_unsigned("<", kk, u.i64(k)), body, done)
-    b.position_at_end(body)
-    row_b = b.gep(bm, [u.imul(b, kk, b_rs)], inbounds=True, source_etype=ft)
-    bv = []
-    for v in range(vecs):
-        p = b.gep(row_b, [u.i64(v * lanes)], inbounds=True, source_etype=ft)
-        bv.append(_masked_load(b, p, vt, last) if v == vecs - 1 and last < lanes
-                  else b.load(p, typ=vt, align=u.type_bytes(ft)))
-    col_a = u.imul(b, kk, a_cs)
-    new = []
-    for r in range(rows):
-        x = b.load(b.gep(a_rows[r], [col_a], inbounds=True, source_etype=ft), typ=ft)
-        one = b.insert_element(ir.Constant(vt, ir.Undefined), x, u.i64(0))
-        splat = b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                                 ir.Constant(ir.VectorType(u.I32, lanes), [0] * lanes))
-        new += [_vfma(b, splat, bv[v], accs[r * vecs + v]) for v in range(vecs)]
-    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), b.block)
-    for acc, x in zip(accs, new):
-        acc.add_incoming(x, b.block)
-    b.branch(head)
-    b.position_at_end(done)
+
+    def step(kk, accs):
+        row_b = b.gep(bm, [u.imul(b, kk, b_rs)], inbounds=True, source_etype=ft)
+        bv = []
+        for v in range(vecs):
+            p = b.gep(row_b, [u.i64(v * lanes)], inbounds=True, source_etype=ft)
+            bv.append(_masked_load(b, p, vt, last) if v == vecs - 1 and last < lanes
+                      else b.load(p, typ=vt, align=u.type_bytes(ft)))
+        col_a = u.imul(b, kk, a_cs)
+        new = []
+        for r in range(rows):
+            x = b.load(b.gep(a_rows[r], [col_a], inbounds=True, source_etype=ft), typ=ft)
+            one = b.insert_element(ir.Constant(vt, ir.Undefined), x, u.i64(0))
+            splat = b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                                     ir.Constant(ir.VectorType(u.I32, lanes), [0] * lanes))
+            new += [_vfma(b, splat, bv[v], accs[r * vecs + v]) for v in range(vecs)]
+        return new
+
+    accs = _k_loop(b, "st", k, vt, rows * vecs, step)
     for r in range(rows):
         for v in range(vecs):
             p = b.gep(c, [u.i64(r * ldc + v * lanes)], inbounds=True, source_etype=ft)
