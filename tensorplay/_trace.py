@@ -783,17 +783,9 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             hit = memo.get(key)
             if hit is not None:
                 return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
-            nodes = top.builder.nodes
-            n0, s0 = len(nodes), len(top.sigs)
+            n0, s0 = len(top.builder.nodes), len(top.sigs)
             out = fn(a, b)
-            if len(nodes) == n0 + 1 and len(top.sigs) == s0 + 1 and out.__class__ is Tensor \
-                    and out._trace is top and out._base is None:
-                node = nodes[-1]
-                sig = top.sigs[-1]
-                if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS:
-                    ins = node.inputs
-                    if ins == (va, vb) or ins == (vb, va):
-                        _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != (va, vb)))
+            _learn(memo, key, top, n0, s0, out, (va, vb))
             return out
     else:
         def op(input):  # (the name of the wrapped functions' parameter, as torch's)
@@ -810,21 +802,31 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             hit = memo.get(key)
             if hit is not None:
                 return _replay(top, hit, (va,))
-            nodes = top.builder.nodes
-            n0, s0 = len(nodes), len(top.sigs)
+            n0, s0 = len(top.builder.nodes), len(top.sigs)
             out = fn(a)
-            if len(nodes) == n0 + 1 and len(top.sigs) == s0 + 1 and out.__class__ is Tensor \
-                    and out._trace is top and out._base is None:
-                node = nodes[-1]
-                sig = top.sigs[-1]
-                if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS \
-                        and node.inputs == (va,):
-                    _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False))
+            _learn(memo, key, top, n0, s0, out, (va,))
             return out
     op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     op.__module__ = getattr(fn, "__module__", __name__)
     op.__wrapped__ = fn
     return op
+
+
+def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, out, operands: tuple) -> None:
+    """After an op layer call that started with `n0` nodes and `s0` signatures in `top`: remember
+    its node in `memo` under `key` when the call traced exactly one taped, non-view node whose
+    result is `out` and whose inputs are `operands` (or, for two, the same swapped: flagged)."""
+    nodes = top.builder.nodes
+    if len(nodes) != n0 + 1 or len(top.sigs) != s0 + 1 or out.__class__ is not Tensor \
+            or out._trace is not top or out._base is not None:
+        return
+    node = nodes[-1]
+    sig = top.sigs[-1]
+    if sig is None or node.out is not out._value or node.prim.name in VIEW_PRIMS:
+        return
+    ins = node.inputs
+    if ins == operands or (len(operands) == 2 and ins == operands[::-1]):
+        _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != operands))
 
 
 def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
