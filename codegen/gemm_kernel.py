@@ -368,3 +368,38 @@ def emit_small_gemm(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, m: 
             column_block(u.imul(b, nb, nr), nr)
     if n % nr:
         column_block(u.i64(n // nr * nr), n % nr)
+
+
+# --- the FMA roofline of the host (a benchmark's reference row) ----------------------------------
+PEAK_ACCUMULATORS = 12  # independent FMA chains: enough to cover the FMA latency on 2 ports
+
+
+def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
+    """A generated kernel that runs `iters` steps of `accumulators` independent `<8 x float>` FMA
+    chains in registers (acc = fma(x, y, acc), no loads or stores in the loop), then stores their
+    sum to its argument's first 8 floats; it reads x and y from floats 0-7 and 8-15 of the same
+    buffer. Its time is the host's FMA peak: 16 * accumulators * iters flops. Returns
+    (run(pointer), flops, code) -- keep `code` alive while `run` is used.
+
+    >>> import numpy as np
+    >>> run, flops, code = fma_peak_kernel(1000, 4)
+    >>> buf = np.ones(16, np.float32); run(buf.ctypes.data)
+    >>> flops, buf[:8].tolist() == [4000.0] * 8
+    (64000, True)
+    """
+    import ctypes
+    mod = ir.Module("fma_peak")
+    mod.triple, mod.data_layout = jit.host_triple_and_layout()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [u.PTR]), "fma_peak")
+    b = ir.IRBuilder(fn.append_basic_block())
+    x = b.load(fn.args[0], typ=_VEC, align=4)
+    y = b.load(_at(b, fn.args[0], u.i64(LANES)), typ=_VEC, align=4)
+    accs = _k_loop(b, "pk", iters, _VEC, accumulators, lambda kk, accs: [_fma(b, x, y, a) for a in accs])
+    total = accs[0]
+    for acc in accs[1:]:
+        total = b.fadd(total, acc)
+    b.store(total, fn.args[0], align=4)
+    b.ret_void()
+    code = jit.compile_ir(str(mod), ["fma_peak"])
+    run = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(code.addresses["fma_peak"])
+    return run, 2 * LANES * accumulators * iters, code

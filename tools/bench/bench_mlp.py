@@ -11,6 +11,10 @@ ensemble (issue 15): the forward of 10 MLPs 784-128-10 (ReLU) on one batch of 64
   `vmap(mlp, in_dims=(0, None))` over parameters stacked along a new leading axis:
   numpy by hand (a loop over the 10 models, the reference column), `tp.compile(vmap)`,
   `jax.jit(jax.vmap)`, `torch.func.vmap` (inference mode).
+  A second table, the roofline: the first layer alone (10 products 64x784x128 with a shared x)
+  as numpy's loop of OpenBLAS sgemms and as `tp.compile(vmap(x @ w))`, against a generated
+  kernel of independent register FMAs doing the same flops (`gemm_kernel.fma_peak_kernel`: the
+  core's FMA peak); both tables give GFLOP/s and the fraction of that peak.
 """
 from __future__ import annotations
 
@@ -95,12 +99,63 @@ def main(argv: list[str] | None = None) -> int:
             bwd.run_case(case, gimpls, args)
     suites = [s for s, part in ((fwd, "forward"), (bwd, "grad")) if part in args.only]
     if "ensemble" in args.only:
-        suites.append(ensemble(args, jax, torch))
+        suites.extend(ensemble(args, jax, torch))
     return H.report(suites, args)
 
 
-def ensemble(args, jax, torch) -> H.Suite:
-    """The forward of k MLPs on one shared batch, vmapped over their stacked parameters."""
+PEAK_IMPL = "FMA peak, same flops (roofline)"
+
+
+def _flops_columns(flops: int, peak_suite: H.Suite) -> dict:
+    """Extra table columns: GFLOP/s of a row doing `flops`, and its fraction of the FMA peak row."""
+    def peak_s():
+        return next((r.timing.median for r in peak_suite.rows if r.impl == PEAK_IMPL and r.timing), None)
+
+    def gflops(case, impl, t):
+        return f"{flops / t.median / 1e9:.1f}"
+
+    def of_peak(case, impl, t):
+        p = peak_s()
+        return f"{p / t.median:.0%}" if p else "--"
+    return {"GFLOP/s": gflops, "of FMA peak": of_peak}
+
+
+def roofline(args, x: np.ndarray, w1: np.ndarray, T) -> H.Suite:
+    """The ensemble's first layer alone (x @ w1[i] for every model) against the FMA peak."""
+    from tensorplay.codegen import gemm_kernel
+
+    k, d, h = w1.shape
+    flops = 2 * x.shape[0] * d * h * k
+    per_step = 2 * gemm_kernel.LANES * gemm_kernel.PEAK_ACCUMULATORS
+    run, peak_flops, code = gemm_kernel.fma_peak_kernel(max(1, round(flops / per_step)))
+    buf = np.full(16, 0.5, np.float32)
+    out = np.empty((k, x.shape[0], h), np.float32)
+
+    def blas():
+        for i in range(k):
+            np.matmul(x, w1[i], out=out[i])
+        return out
+
+    layer = T.tp.compile(vmap(lambda w, v: v @ w, in_dims=(0, None)))
+    wt, xt = T.array(w1), T.array(x)
+
+    def peak():
+        run(buf.ctypes.data)
+        return code  # keeps the machine code alive as long as the closure
+
+    impls = [H.Impl("OpenBLAS sgemm loop (numpy)", blas),
+             H.Impl("tp.compile(vmap(x @ w))", lambda: layer(wt, xt)),
+             H.Impl(PEAK_IMPL, peak, check=False)]
+    suite = H.Suite(f"roofline: first layer alone, {k} x ({x.shape[0]}x{d} @ {d}x{h}), one thread",
+                    ref="OpenBLAS sgemm loop (numpy)", rtol=1e-3, atol=1e-4)
+    suite.extra = _flops_columns(flops, suite)
+    suite.run_case(f"{flops / 1e6:.1f} MFLOP (peak kernel {peak_flops / 1e6:.1f})", impls, args)
+    return suite
+
+
+def ensemble(args, jax, torch) -> list[H.Suite]:
+    """The forward of k MLPs on one shared batch, vmapped over their stacked parameters, and the
+    roofline of its first layer."""
     sizes, k, n = ([3, 4, 2], 2, 3) if args.quick else ([784, 128, 10], 10, 64)
     models = [M.init_mlp(sizes, seed=s) for s in range(k)]
     stacked = [(np.stack([p[i][0] for p in models]), np.stack([p[i][1] for p in models]))
@@ -108,6 +163,7 @@ def ensemble(args, jax, torch) -> H.Suite:
     x, _ = M.batch(n, sizes[0], sizes[-1])
     T = M.tensorplay_fns()
     ps, xt = T.params(stacked), T.array(x)
+    roof = roofline(args, x, stacked[0][0], T)
     ens_c = T.tp.compile(vmap(T.mlp, in_dims=(0, None)))
     impls = [H.Impl("numpy (loop over models)", lambda: np.stack([M.numpy_mlp(p, x) for p in models])),
              H.Impl("tp.compile(vmap)", lambda: ens_c(ps, xt))]
@@ -128,8 +184,9 @@ def ensemble(args, jax, torch) -> H.Suite:
         impls.append(H.Impl("torch.func.vmap", torch_ens))
     suite = H.Suite(f"ensemble of {k} MLPs {'-'.join(map(str, sizes))}, vmap over stacked params",
                     ref="numpy (loop over models)", rtol=1e-3, atol=1e-4)
+    suite.extra = _flops_columns(2 * n * sum(a * b for a, b in zip(sizes, sizes[1:])) * k, roof)
     suite.run_case(f"batch {n}", impls, args)
-    return suite
+    return [suite, roof]
 
 
 if __name__ == "__main__":
