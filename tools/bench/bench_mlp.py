@@ -149,7 +149,7 @@ def roofline(args, x: np.ndarray, w1: np.ndarray, T) -> H.Suite:
     suite = H.Suite(f"roofline: first layer alone, {k} x ({x.shape[0]}x{d} @ {d}x{h}), one thread",
                     ref="OpenBLAS sgemm loop (numpy)", rtol=1e-3, atol=1e-4)
     suite.extra = _flops_columns(flops, suite)
-    suite.run_case(f"{flops / 1e6:.1f} MFLOP (peak kernel {peak_flops / 1e6:.1f})", impls, args)
+    suite.run_case(f"{flops / 1e6:.4g} MFLOP (peak kernel {peak_flops / 1e6:.4g})", impls, args)
     return suite
 
 
