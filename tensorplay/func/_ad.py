@@ -550,13 +550,21 @@ class _LinearPlan:
         np.copyto(buf, src)
         return buf
 
-    def linear_call(self):
-        """The linear executable's fast call of a tuple of arrays (False: take the general path)."""
-        lin = self.lin
-        if lin is _UNKNOWN:
+    def bind(self, residuals: tuple):
+        """A function of the tangent arrays running the linear executable over `residuals` (its
+        `bound_call`: the residuals checked once), or False to take the general path."""
+        run = self.lin
+        if run is _UNKNOWN:
             run, fresh = runner(self.linear)
-            lin = self.lin = (getattr(run, "_fast", None) or (lambda xs: run(*xs))) if fresh else False
-        return lin
+            run = self.lin = run if fresh else False
+        if run is False:
+            return False
+        bound = getattr(run, "bound_call", None)
+        call = bound(residuals) if bound is not None else None
+        if call is None:
+            fast = getattr(run, "_fast", None) or (lambda xs: run(*xs))
+            return lambda *tangents: fast(residuals + tangents)
+        return call
 
 
 def _first_free(pool: list, free_refs: int | None):
@@ -642,29 +650,32 @@ def _plain_jvp_fn(plan: _LinearPlan, residuals: tuple) -> Callable:
         touts = run_graph(plan.linear, held + t_flat)
         return touts[0] if single else _pytree.tree_unflatten(plan.out_tree, touts)
 
+    call = None  # the bound linear call, made at the first fast call
+
     if n == 1 and single:
         ((shape, dt),) = sigs
 
         def jvp_fn(*tangents):
+            nonlocal call
             if len(tangents) == 1 and not state.stack:
                 t = tangents[0]
                 if t.__class__ is Tensor and t._trace is None:
                     a = t._data
                     if a.shape == shape and a.dtype is dt and not (ACTIVE[0] and needs_tape(tangents)):
-                        call = plan.lin
-                        if call is _UNKNOWN:
-                            call = plan.linear_call()
+                        if call is None:
+                            call = plan.bind(residuals)
                         if call is not False:
                             out = object.__new__(Tensor)
-                            out._data, out._trace, out._value = call(residuals + (a,))[0], None, None
+                            out._data, out._trace, out._value = call(a)[0], None, None
                             return out
             return general(tangents)
 
         return jvp_fn
 
     def jvp_fn(*tangents):
+        nonlocal call
         if len(tangents) == n and not state.stack and not (ACTIVE[0] and needs_tape(tangents)):
-            arrays = list(residuals)
+            arrays = []
             for t, (shape, dt) in zip(tangents, sigs):
                 if t.__class__ is not Tensor or t._trace is not None:
                     break
@@ -673,9 +684,10 @@ def _plain_jvp_fn(plan: _LinearPlan, residuals: tuple) -> Callable:
                     break
                 arrays.append(a)
             else:
-                call = plan.linear_call()
+                if call is None:
+                    call = plan.bind(residuals)
                 if call is not False:
-                    outs = call(tuple(arrays))
+                    outs = call(*arrays)
                     if single:
                         return _bare(outs[0])
                     return _pytree.tree_unflatten(plan.out_tree, [_bare(a) for a in outs])
