@@ -611,7 +611,7 @@ def _linearize_plain(func: Callable, primals: tuple):
             if key is not None:
                 _LIN_PLANS.put(key, plan)
     if plan is None or plan.forward is None:
-        tr = _traced_from(closed, primals, tensors)
+        tr = _traced_from(closed, primals, list(primals) + closed.capture_tensors())
         output, jvp_fn, _ = _linearize_call(func, primals, {}, tuple(range(len(primals))), False, "linearize", tr=tr)
         return output, jvp_fn
     arrays = [t._data for t in tensors]
