@@ -262,8 +262,9 @@ class Executable:
     def bound_call(self, prefix: tuple) -> Callable[..., list[np.ndarray]] | None:
         """The fast call with its first ``len(prefix)`` inputs fixed to the arrays `prefix`: a
         function of the remaining input arrays (positional) returning the outputs, as
-        ``self(*prefix, *rest)`` does. The prefix is checked once, here, and its arrays are
-        kept alive by the function (which does not keep the executable); the other inputs are
+        ``self(*prefix, *rest)`` does. The prefix is checked once, here; the function keeps its
+        arrays and this executable (its machine code) alive, and the executable does not keep the
+        function (no reference cycle); the other inputs are
         checked on every call as in the fast call, and anything else takes the general path.
         None when there is no fast call (threads, split reductions) or the prefix does not match
         the input signature exactly (C-contiguous arrays of the graph's types). The binding
@@ -284,17 +285,17 @@ class Executable:
         bind = binders.get(k)
         if bind is None:
             bind = binders[k] = self._binder(k)
-        return bind(prefix)
+        return bind(prefix, self)
 
     def _binder(self, k: int) -> Callable[[tuple], Callable | None]:
         """The generated `bound_call` for prefixes of `k` arrays, e.g. for k = 1 of two inputs::
 
-            def bind(prefix):
+            def bind(prefix, exe):
                 p0, = prefix
                 if p0.__class__ is not ND or p0.shape != S0 or p0.strides != T0 or p0.dtype != D0:
                     return None
                 P0 = id(p0)
-                def call(a1, _keep=prefix):
+                def call(a1, _keep=(prefix, exe)):
                     if (...a1...):
                         return me()._call(prefix + (a1,), None)
                     o0 = empty(O0, E0)
@@ -307,7 +308,7 @@ class Executable:
                      "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
         rest = [f"a{i}" for i in range(k, self._n_in)]
         fixed = [f"p{i}" for i in range(k)]
-        lines = ["def bind(prefix):"]
+        lines = ["def bind(prefix, exe):"]
         if fixed:
             lines.append(f"    {', '.join(fixed)}, = prefix")
             pre = []
@@ -318,7 +319,7 @@ class Executable:
                            f"or p{i}.dtype != D{i}")
             lines += [f"    if {' or '.join(pre)}:", "        return None"]
             lines += [f"    P{i} = id(p{i})" for i in range(k)]
-        lines.append(f"    def call({''.join(r + ', ' for r in rest)}_keep=prefix):")
+        lines.append(f"    def call({''.join(r + ', ' for r in rest)}_keep=(prefix, exe)):")
         checks = []
         for i in range(k, self._n_in):
             shape, dtype, strides = self._in_sig[i]
