@@ -459,9 +459,19 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
 
 
 # --- linearize called at top level ---------------------------------------------------------------
-_LIN_PLANS = _pipeline.LRU("linearize_plain")
+class _PlanCache(_pipeline.LRU):
+    """The LRU of `_LinearPlan`s; clearing it (`_pipeline.clear`, `tp.compiler.reset`) also forgets
+    the latest plan (`_LAST_PLAN`)."""
+
+    def clear(self) -> None:
+        _LAST_PLAN[0] = None
+        super().clear()
+
+
+_LIN_PLANS = _PlanCache("linearize_plain")
 _POOL_BYTES = 16 << 20   # per plan: at most this much of reusable residual copies (two per residual)
 _UNKNOWN = object()      # a plan's linear call before its first use
+_LAST_PLAN: list = [None]  # (key, plan) of the latest top-level linearize (a repeated call compares, not hashes)
 
 
 def _bare(array) -> Tensor:
@@ -490,8 +500,8 @@ class _LinearPlan:
       `types`, their TensorTypes (for the general check), `n_main` and `out_tree`, the result.
     """
 
-    __slots__ = ("forward", "take", "pools", "lock", "linear", "lin", "sigs", "types", "tree", "n_main",
-                 "out_tree")
+    __slots__ = ("forward", "executable", "take", "pools", "lock", "linear", "lin", "sigs", "types", "tree",
+                 "n_main", "out_tree")
 
     def __init__(self, tr: _Traced, parts, primals: tuple):
         fwd = parts.forward
@@ -509,6 +519,7 @@ class _LinearPlan:
         reduced = fwd if len(kept) == len(fwd.outputs) else Graph(fwd.inputs, fwd.nodes, kept, fwd.name, fwd.arg_attrs)
         run, fresh = runner(reduced)
         self.forward = (getattr(run, "_fast", None) or (lambda xs: run(*xs))) if fresh else None
+        self.executable = run  # (the fast call does not keep its executable, whose machine code it runs)
         copied = sum(fwd.outputs[n_main + k].type.size * fwd.outputs[n_main + k].dtype.itemsize
                      for k, t in enumerate(take) if t.__class__ is tuple)
         self.take = take
@@ -555,8 +566,11 @@ class _LinearPlan:
         `bound_call`: the residuals checked once), or False to take the general path."""
         run = self.lin
         if run is _UNKNOWN:
-            run, fresh = runner(self.linear)
-            run = self.lin = run if fresh else False
+            with self.lock:  # (one executable per plan: calls bound to it must not see it replaced and freed)
+                run = self.lin
+                if run is _UNKNOWN:
+                    run, fresh = runner(self.linear)
+                    run = self.lin = run if fresh else False
         if run is False:
             return False
         bound = getattr(run, "bound_call", None)
@@ -598,11 +612,15 @@ def _linearize_plain(func: Callable, primals: tuple):
     plan = None
     if (not closed.mutated and not any(closed.output_aliases) and static and not any(static)
             and not any(c.__class__ is not Tensor for c in caps) and not needs_tape(tensors)):
-        try:
-            key = (closed.structural_key(), closed.num_args, closed.out_tree, backend())
-            plan = _LIN_PLANS.get(key)
-        except TypeError:  # (an unhashable output tree node: not cached)
-            key = None
+        key = (closed.structural_key(), closed.num_args, closed.out_tree, backend())
+        last = _LAST_PLAN[0]
+        if last is not None and last[0] == key:  # (the same structure again: no hashing, no lock)
+            plan = last[1]
+        else:
+            try:
+                plan = _LIN_PLANS.get(key)
+            except TypeError:  # (an unhashable output tree node: not cached)
+                key = None
         if plan is None:
             tr = _traced_from(closed, primals, tensors)
             if tr.num_main == 0:
@@ -610,6 +628,8 @@ def _linearize_plain(func: Callable, primals: tuple):
             plan = _LinearPlan(tr, _split(tr, tuple(range(len(primals))), transposed=False), primals)
             if key is not None:
                 _LIN_PLANS.put(key, plan)
+        if key is not None:
+            _LAST_PLAN[0] = (key, plan)
     if plan is None or plan.forward is None:
         tr = _traced_from(closed, primals, list(primals) + closed.capture_tensors())
         output, jvp_fn, _ = _linearize_call(func, primals, {}, tuple(range(len(primals))), False, "linearize", tr=tr)

@@ -398,3 +398,41 @@ def test_bound_call_keeps_its_prefix_alive():
     gc.collect()
     for _ in range(3):
         np.testing.assert_array_equal(call(np.full(3, 2.0, np.float32))[0], [2.0, 4.0, 6.0])
+
+
+def test_alternating_structures_and_a_reset():
+    """The latest plan is compared before the LRU is consulted: alternating structures (and shapes,
+    and dtypes) each get their own plan; `tp.compiler.reset()` forgets it (the next call compiles)."""
+    x3, x4 = _t([0.1, 0.2, 0.3]), _t([0.1, 0.2, 0.3, 0.4])
+    x3d = _t([0.1, 0.2, 0.3], np.float64)
+    cases = [(lambda v: tp.sin(v) * v, x3, lambda a: np.cos(a) * a + np.sin(a)),
+             (lambda v: tp.cos(v) * v, x3, lambda a: -np.sin(a) * a + np.cos(a)),
+             (lambda v: tp.sin(v) * v, x4, lambda a: np.cos(a) * a + np.sin(a)),
+             (lambda v: tp.sin(v) * v, x3d, lambda a: np.cos(a) * a + np.sin(a))]
+    for _ in range(3):
+        for f, x, d in cases:
+            out, jvp_fn = linearize(f, x)
+            got = jvp_fn(tp.ones_like(x))
+            assert got.dtype is x.dtype and got.shape == x.shape
+            np.testing.assert_allclose(got.numpy(), d(x.numpy().astype(np.float64)), rtol=1e-5)
+    f, x, d = cases[0]
+    linearize(f, x)[1](x)
+    tp.compiler.reset()
+    c0 = codegen.compile_count()
+    np.testing.assert_allclose(linearize(f, x)[1](tp.ones_like(x)).numpy(), d(x.numpy().astype(np.float64)), rtol=1e-5)
+    assert codegen.compile_count() > c0
+
+
+def test_bound_call_keeps_its_executable_alive():
+    """A bound call runs the executable's machine code: dropping every other reference to the
+    executable (here: one made outside the compile cache) must not free that code."""
+    from tensorplay.ir import GraphBuilder, TensorType, float32
+
+    b = GraphBuilder()
+    x = b.add_input(TensorType((3,), float32))
+    y = b.add_input(TensorType((3,), float32))
+    exe = codegen.Executable(b.build([b.mul(x, y)]))
+    call = exe.bound_call((np.array([1.0, 2.0, 3.0], np.float32),))
+    del exe
+    gc.collect()
+    np.testing.assert_array_equal(call(np.full(3, 2.0, np.float32))[0], [2.0, 4.0, 6.0])
