@@ -622,9 +622,7 @@ def _linearize_plain(func: Callable, primals: tuple):
             except TypeError:  # (an unhashable output tree node: not cached)
                 key = None
         if plan is None:
-            tr = _traced_from(closed, primals, tensors)
-            if tr.num_main == 0:
-                _check_tensor_output(tr, "func must return tensors")
+            tr = _traced_from(closed, primals, tensors)  # (its output: tensors only, at least one)
             plan = _LinearPlan(tr, _split(tr, tuple(range(len(primals))), transposed=False), primals)
             if key is not None:
                 _LIN_PLANS.put(key, plan)
