@@ -259,6 +259,98 @@ class Executable:
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["call"]
 
+    def bound_call(self, prefix: tuple) -> Callable[..., list[np.ndarray]] | None:
+        """The fast call with its first ``len(prefix)`` inputs fixed to the arrays `prefix`: a
+        function of the remaining input arrays (positional) returning the outputs, as
+        ``self(*prefix, *rest)`` does. The prefix is checked once, here; the function keeps its
+        arrays and this executable (its machine code) alive, and the executable does not keep the
+        function (no reference cycle); the other inputs are
+        checked on every call as in the fast call, and anything else takes the general path.
+        None when there is no fast call (threads, split reductions) or the prefix does not match
+        the input signature exactly (C-contiguous arrays of the graph's types). The binding
+        code is generated once per prefix length, so a bound call costs a closure.
+        linearize's `jvp_fn` calls its linear graph this way, the residuals being the prefix.
+
+        >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+        >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32)); y = b.add_input(TensorType((2,), float32))
+        >>> exe = Executable(b.build([b.mul(x, y)]))
+        >>> call = exe.bound_call((np.array([2.0, 3.0], np.float32),))
+        >>> call(np.ones(2, np.float32))[0].tolist()
+        [2.0, 3.0]
+        """
+        k = len(prefix)
+        if self._fast is None or k > self._n_in:
+            return None
+        binders = self.__dict__.setdefault("_binders", {})
+        bind = binders.get(k)
+        if bind is None:
+            bind = binders[k] = self._binder(k)
+        return bind(prefix, self)
+
+    def _binder(self, k: int) -> Callable[[tuple], Callable | None]:
+        """The generated `bound_call` for prefixes of `k` arrays, e.g. for k = 1 of two inputs::
+
+            def bind(prefix, exe):
+                p0, = prefix
+                if p0.__class__ is not ND or p0.shape != S0 or p0.strides != T0 or p0.dtype != D0:
+                    return None
+                P0 = id(p0)
+                def call(a1, _keep=(prefix, exe)):
+                    if (...a1...):
+                        return me()._call(prefix + (a1,), None)
+                    o0 = empty(O0, E0)
+                    status = entry(P0, id(a1), id(o0))
+                    ...
+                    return [o0]
+                return call
+        """
+        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._entry, "me": weakref.ref(self),
+                     "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
+        rest = [f"a{i}" for i in range(k, self._n_in)]
+        fixed = [f"p{i}" for i in range(k)]
+        lines = ["def bind(prefix, exe):"]
+        if fixed:
+            lines.append(f"    {', '.join(fixed)}, = prefix")
+            pre = []
+            for i in range(k):
+                shape, dtype, strides = self._in_sig[i]
+                env[f"S{i}"], env[f"D{i}"], env[f"T{i}"] = shape, dtype, strides
+                pre.append(f"p{i}.__class__ is not ND or p{i}.shape != S{i} or p{i}.strides != T{i} "
+                           f"or p{i}.dtype != D{i}")
+            lines += [f"    if {' or '.join(pre)}:", "        return None"]
+            lines += [f"    P{i} = id(p{i})" for i in range(k)]
+        lines.append(f"    def call({''.join(r + ', ' for r in rest)}_keep=(prefix, exe)):")
+        checks = []
+        for i in range(k, self._n_in):
+            shape, dtype, strides = self._in_sig[i]
+            env[f"S{i}"], env[f"D{i}"], env[f"T{i}"] = shape, dtype, strides
+            checks.append(f"a{i}.__class__ is not ND or a{i}.shape != S{i} or a{i}.strides != T{i} "
+                          f"or (a{i}.dtype is not D{i} and a{i}.dtype != D{i})")
+        if checks:
+            lines += [f"        if {' or '.join(checks)}:",
+                      f"            return me()._call(prefix + ({''.join(r + ', ' for r in rest)}), None)"]
+        outs = []
+        for j, (shape, dtype) in enumerate(self._alloc):
+            env[f"O{j}"], env[f"E{j}"] = shape, dtype
+            lines.append(f"        o{j} = empty(O{j}, E{j})")
+            outs.append(f"o{j}")
+        ptrs = [f"P{i}" for i in range(k)] + [f"id({n})" for n in rest + outs]
+        if self._arena_bytes:
+            lines.append("        arena = pool.pop() if pool else empty(NB, U8)")
+            ptrs.append("id(arena)")
+        lines.append(f"        status = entry({', '.join(ptrs)})")
+        if self._arena_bytes:
+            lines.append("        pool.append(arena)")
+        lines += ["        if status:", "            raise me()._runtime_error(status)"]
+        result = []
+        for kind, i in self._recipe:
+            src = (f"p{i}" if i < k else f"a{i}") if kind == "input" else None
+            result.append(f"o{i}" if kind == "slot" else f"{src}.copy()" if kind == "input" else f"{result[i]}.copy()")
+        lines.append(f"        return [{', '.join(result)}]")
+        lines.append("    return call")
+        exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
+        return env["bind"]
+
     def __call__(self, *arrays: np.ndarray, out: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run the compiled graph; inputs must match `graph.in_types` exactly (TypeError otherwise).
 

@@ -20,7 +20,9 @@ the user's function and runs one cached executable for the whole chain.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
+from sys import getrefcount
 from typing import Any, Callable, Sequence
 
 from tensorplay.ir import Graph, dtypes
@@ -29,12 +31,15 @@ from tensorplay.ir.passes.reverse import grad_graph, split
 from tensorplay.ir.passes.simplify import simplify
 from tensorplay.ir.primitive import get_primitive
 
+import numpy as np
+
 from .. import _pytree
-from .._exec import runner
+from .._exec import backend, runner
 from ._errors import FuncTypeError, FuncValueError
 from .._tensor import Tensor
 from .._state import STATE
 from .._trace import ClosedGraph, bind, current_trace, trace_function
+from ..autograd._record import ACTIVE, needs_tape
 from . import _chunks, _pipeline
 from ._pipeline import run_graph
 
@@ -85,6 +90,7 @@ class _Traced:
     arg_trees: list[Any]
     num_main: int                  # graph outputs of the main result
     main_tree: Any
+    paired: bool = True            # traced as ``(output, aux)`` (`_trace`); False: the output alone
 
     @property
     def graph(self) -> Graph:
@@ -100,7 +106,8 @@ class _Traced:
     def split_outputs(self, tensors: Sequence[Tensor]) -> tuple[Any, Any]:
         """(main result, aux) from the tensors of *all* graph outputs, after storing the function's
         in-place writes (the outputs after its own, see `ClosedGraph.write_back`) into its inputs."""
-        return self.closed.unflatten_outputs(self.closed.write_back(self.inputs, list(tensors)))
+        out = self.closed.unflatten_outputs(self.closed.write_back(self.inputs, list(tensors)))
+        return out if self.paired else (out, None)
 
     def main_outputs(self) -> list:
         return self.graph.outputs[:self.num_main]
@@ -401,70 +408,6 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
-def _direct_jvp(linear: Graph, residuals: list, flat_types: list):
-    """`jvp_fn`'s call of the linear graph's executable itself, prepared at linearize time: a
-    function of the tangents returning the single result, or None when a call must take the
-    general path (a tangent that is not a concrete tensor of its primal's shape and dtype, which
-    the general path checks and reports; or a backend whose runner may return its inputs, the
-    interpreter, whose results the general path copies). The executable is looked up at the
-    first call (a linearization whose `jvp_fn` never runs compiles nothing)."""
-    arrays = [r._data for r in residuals]
-    sigs = [(t.shape, t.dtype.np) for t in flat_types]
-    new = object.__new__
-    made: list = []  # [run] once looked up, [None] when the runner is not fresh
-
-    def executable():
-        run, fresh = runner(linear)
-        made.append(run if fresh else None)
-        return made[0]
-
-    if len(sigs) == 1:  # one tangent (the common call), written out: the executable's own fast call
-        shape, dt = sigs[0]
-        head = tuple(arrays)
-        fast: list = []  # [the executable's call of a tuple of arrays] once looked up, [None]: not fresh
-
-        def direct1(tangents):
-            if len(tangents) != 1:
-                return None
-            t = tangents[0]
-            if t.__class__ is not Tensor or t._trace is not None:
-                return None
-            a = t._data
-            if a.shape != shape or (a.dtype is not dt and a.dtype != dt):
-                return None
-            if not fast:
-                run = executable()
-                fast.append(None if run is None else (getattr(run, "_fast", None) or (lambda xs: run(*xs))))
-            call = fast[0]
-            if call is None:
-                return None
-            out = new(Tensor)  # a fresh executable buffer of a graph dtype: what `Tensor._wrap` checks holds
-            out._data, out._trace, out._value = call(head + (a,))[0], None, None
-            return out
-
-        return direct1
-
-    def direct(tangents):
-        if len(tangents) != len(sigs):
-            return None
-        given = list(arrays)
-        for t, (shape, dt) in zip(tangents, sigs):
-            if t.__class__ is not Tensor or t._trace is not None:
-                return None
-            a = t._data
-            if a.shape != shape or a.dtype != dt:
-                return None
-            given.append(a)
-        run = made[0] if made else executable()
-        if run is None:
-            return None
-        out = new(Tensor)  # a fresh executable buffer of a graph dtype: what `Tensor._wrap` checks holds
-        out._data, out._trace, out._value = run(*given)[0], None, None
-        return out
-
-    return direct
-
-
 def _match_types(tensors: tuple, types: list) -> bool:
     """`tensors` are tensors of exactly `types` (the fast check of `jvp_fn`'s tangents)."""
     if len(tensors) != len(types):
@@ -482,9 +425,11 @@ def _with_static(tr: _Traced, main_tensors: Sequence) -> list:
 
 
 def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool, transform: str,
-                    allow_random: bool = True):
-    """(output, jvp_fn, aux): the primal graph runs now; `jvp_fn(*tangents)` runs the linear graph."""
-    tr = _trace(func, args, kwargs, transform, has_aux, argnums)
+                    allow_random: bool = True, tr: _Traced | None = None):
+    """(output, jvp_fn, aux): the primal graph runs now; `jvp_fn(*tangents)` runs the linear graph.
+    `tr` is the function already traced (by `_linearize_plain`), else it is traced here."""
+    if tr is None:
+        tr = _trace(func, args, kwargs, transform, has_aux, argnums)
     _check_tensor_output(tr, "func must return tensors")
     if not allow_random:
         _reject_random(tr)
@@ -501,15 +446,7 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
     ordered = list(argnums) == sorted(argnums)
     single = tr.main_tree.kind == "leaf" and tr.num_main == 1
 
-    direct = None  # the executable itself, for concrete tangents at top level
-    if flat_types is not None and ordered and single and not STATE.stack and all(r._trace is None for r in residuals):
-        direct = _direct_jvp(linear, residuals, flat_types)
-
     def jvp_fn(*tangents):
-        if direct is not None and not STATE.stack:
-            out = direct(tangents)
-            if out is not None:
-                return out
         if flat_types is not None and ordered and _match_types(tangents, flat_types):
             t_flat = list(tangents)
         else:
@@ -519,6 +456,262 @@ def _linearize_call(func, args, kwargs, argnums: tuple[int, ...], has_aux: bool,
         return touts[0] if single else _pytree.tree_unflatten(tr.main_tree, _with_static(tr, touts))
 
     return output, jvp_fn, aux
+
+
+# --- linearize called at top level ---------------------------------------------------------------
+class _PlanCache(_pipeline.LRU):
+    """The LRU of `_LinearPlan`s; clearing it (`_pipeline.clear`, `tp.compiler.reset`) also forgets
+    the latest plan (`_LAST_PLAN`)."""
+
+    def clear(self) -> None:
+        _LAST_PLAN[0] = None
+        super().clear()
+
+
+_LIN_PLANS = _PlanCache("linearize_plain")
+_POOL_BYTES = 16 << 20   # per plan: at most this much of reusable residual copies (two per residual)
+_UNKNOWN = object()      # a plan's linear call before its first use
+_LAST_PLAN: list = [None]  # (key, plan) of the latest top-level linearize (a repeated call compares, not hashes)
+
+
+def _bare(array) -> Tensor:
+    """A concrete tensor of a fresh executable buffer (of a graph dtype: what `Tensor._wrap`
+    checks holds), made without noting it as local to an active trace."""
+    t = object.__new__(Tensor)
+    t._data, t._trace, t._value = array, None, None
+    return t
+
+
+class _LinearPlan:
+    """What a top-level `linearize` needs for one structure of the traced function (with all
+    primals tensors, no static outputs, writes, output aliases or random draws), made at its
+    first call and kept in `_LIN_PLANS`:
+
+    - `forward`: the fast call of the forward executable, built without the residuals that are
+      its own inputs (the weights a layer passes through: the graph would copy them into fresh
+      buffers, which page-fault on every call). `take[k]` says where residual k comes from: an
+      int j is forward output j, ``(i,)`` a copy of input i, made into a buffer of `pools`
+      reused once no jvp_fn holds it (the spec: jvp_fn sees the values at linearize time, so a
+      later in-place write to a weight or primal must not reach it);
+    - `linear`, the linear graph, and `lin`, the fast call of its executable (looked up at the
+      first jvp_fn call of any linearization of this structure; False for a backend whose
+      runner may return its inputs, the interpreter, whose results the general path copies);
+    - `sigs`, the (shape, numpy dtype) of each primal, the tangents' fast check;
+      `types`, their TensorTypes (for the general check), `n_main` and `out_tree`, the result.
+    """
+
+    __slots__ = ("forward", "executable", "take", "pools", "lock", "linear", "lin", "sigs", "types", "tree",
+                 "n_main", "out_tree")
+
+    def __init__(self, tr: _Traced, parts, primals: tuple):
+        fwd = parts.forward
+        n_main = tr.num_main
+        where = {v: i for i, v in enumerate(fwd.inputs)}
+        kept, take, pools = list(fwd.outputs[:n_main]), [], []
+        for v in fwd.outputs[n_main:]:
+            i = where.get(v)
+            if i is None:
+                take.append(len(kept))
+                kept.append(v)
+            else:
+                take.append((i,))
+                pools.append([])
+        reduced = fwd if len(kept) == len(fwd.outputs) else Graph(fwd.inputs, fwd.nodes, kept, fwd.name, fwd.arg_attrs)
+        run, fresh = runner(reduced)
+        self.forward = (getattr(run, "_fast", None) or (lambda xs: run(*xs))) if fresh else None
+        self.executable = run  # (the fast call does not keep its executable, whose machine code it runs)
+        copied = sum(fwd.outputs[n_main + k].type.size * fwd.outputs[n_main + k].dtype.itemsize
+                     for k, t in enumerate(take) if t.__class__ is tuple)
+        self.take = take
+        self.pools = pools if 2 * copied <= _POOL_BYTES else None
+        self.lock = threading.Lock()
+        self.linear = parts.second
+        self.lin = _UNKNOWN
+        self.sigs = tuple((p._data.shape, p._data.dtype) for p in primals)
+        self.types = [p._type() for p in primals]
+        self.tree = _pytree.tree_flatten(tuple(primals))[1]
+        self.n_main = n_main
+        self.out_tree = tr.main_tree
+
+    def residuals(self, outs: list, arrays: list) -> tuple:
+        """The residual arrays of one linearization: forward outputs, and copies of inputs."""
+        res, k = [], 0
+        for t in self.take:
+            if t.__class__ is int:
+                res.append(outs[t])
+            else:
+                res.append(self._copy(k, arrays[t[0]]))
+                k += 1
+        return tuple(res)
+
+    def _copy(self, k: int, src):
+        """A C-contiguous copy of `src` in a buffer of pool `k` that nothing else references (a
+        dropped jvp_fn's), else in a new one (kept in the pool while it has fewer than two)."""
+        pool = self.pools[k] if self.pools is not None else None
+        buf = None
+        if pool is not None:
+            with self.lock:  # (claiming is taking a reference: another thread then sees it in use)
+                buf = _first_free(pool, _FREE_REFS)
+                if buf is None:
+                    buf = np.empty(src.shape, src.dtype)
+                    if len(pool) < 2:
+                        pool.append(buf)
+        if buf is None:
+            return src.copy(order="C")
+        np.copyto(buf, src)
+        return buf
+
+    def bind(self, residuals: tuple):
+        """A function of the tangent arrays running the linear executable over `residuals` (its
+        `bound_call`: the residuals checked once), or False to take the general path."""
+        run = self.lin
+        if run is _UNKNOWN:
+            with self.lock:  # (one executable per plan: calls bound to it must not see it replaced and freed)
+                run = self.lin
+                if run is _UNKNOWN:
+                    run, fresh = runner(self.linear)
+                    run = self.lin = run if fresh else False
+        if run is False:
+            return False
+        bound = getattr(run, "bound_call", None)
+        call = bound(residuals) if bound is not None else None
+        if call is None:
+            fast = getattr(run, "_fast", None) or (lambda xs: run(*xs))
+            return lambda *tangents: fast(residuals + tangents)
+        return call
+
+
+def _first_free(pool: list, free_refs: int | None):
+    """The first array of `pool` nothing but the pool references (its reference count is
+    `free_refs`), or None; with `free_refs` None, the count of the first array (the calibration:
+    the same code, so the same count of references the loop itself holds)."""
+    for b in pool:
+        n = getrefcount(b)
+        if free_refs is None:
+            return n
+        if n == free_refs:
+            return b
+    return None
+
+
+_FREE_REFS = _first_free([np.empty(0)], None)
+
+
+def _linearize_plain(func: Callable, primals: tuple):
+    """`linearize(func, *primals)` at top level with concrete tensor primals: the function is
+    traced (every call: fresh Python semantics), then everything else comes from its
+    `_LinearPlan`, keyed by the trace's structure. Calls the plan does not cover go the general
+    way, with this trace (the function runs once per linearize)."""
+    for p in primals:
+        if p.__class__ is not Tensor or p._trace is not None or p._data.dtype.kind != "f":
+            return None  # (the general path checks and reports them)
+    closed = trace_function(func, primals, None, transform="linearize", name=getattr(func, "__name__", None))
+    caps = closed.captures
+    tensors = list(primals) + caps if caps else list(primals)
+    static = closed.out_static
+    plan = None
+    if (not closed.mutated and not any(closed.output_aliases) and static and not any(static)
+            and not any(c.__class__ is not Tensor for c in caps) and not needs_tape(tensors)):
+        key = (closed.structural_key(), closed.num_args, closed.out_tree, backend())
+        last = _LAST_PLAN[0]
+        if last is not None and last[0] == key:  # (the same structure again: no hashing, no lock)
+            plan = last[1]
+        else:
+            try:
+                plan = _LIN_PLANS.get(key)
+            except TypeError:  # (an unhashable output tree node: not cached)
+                key = None
+        if plan is None:
+            tr = _traced_from(closed, primals, tensors)  # (its output: tensors only, at least one)
+            plan = _LinearPlan(tr, _split(tr, tuple(range(len(primals))), transposed=False), primals)
+            if key is not None:
+                _LIN_PLANS.put(key, plan)
+        if key is not None:
+            _LAST_PLAN[0] = (key, plan)
+    if plan is None or plan.forward is None:
+        tr = _traced_from(closed, primals, list(primals) + closed.capture_tensors())
+        output, jvp_fn, _ = _linearize_call(func, primals, {}, tuple(range(len(primals))), False, "linearize", tr=tr)
+        return output, jvp_fn
+    arrays = [t._data for t in tensors]
+    outs = plan.forward(tuple(arrays))
+    n_main = plan.n_main
+    if n_main == 1 and plan.out_tree.kind == "leaf":
+        output = _bare(outs[0])
+    else:
+        output = _pytree.tree_unflatten(plan.out_tree, [_bare(a) for a in outs[:n_main]])
+    return output, _plain_jvp_fn(plan, plan.residuals(outs, arrays))
+
+
+def _traced_from(closed: ClosedGraph, primals: tuple, inputs: list) -> _Traced:
+    """The `_Traced` of `closed`, `func` traced on tensor `primals` as they are (no aux pair)."""
+    n_main = sum(s is None for s in closed.out_static)
+    return _Traced(closed, "linearize", inputs, [[i] for i in range(len(primals))],
+                   [_pytree.LEAF] * len(primals), n_main, closed.out_tree, paired=False)
+
+
+def _plain_jvp_fn(plan: _LinearPlan, residuals: tuple) -> Callable:
+    """jvp_fn of one top-level linearization: concrete tangents of the primals' shapes and dtypes
+    go to the linear executable's fast call over the `residuals` arrays; anything else (traced
+    tangents under a transform, other layouts, the errors) takes the general path."""
+    sigs, n = plan.sigs, len(plan.sigs)
+    single = plan.n_main == 1 and plan.out_tree.kind == "leaf"
+    state = STATE
+    held: list = []  # the residuals as tensors, made on the first general call
+
+    def general(tangents):
+        if _match_types(tangents, plan.types):
+            t_flat = list(tangents)
+        else:
+            t_flat = _check_like("linearize", "tangents", tuple(tangents), plan.types, plan.tree, "primals")
+        if not held:
+            held.extend(_bare(r) for r in residuals)
+        touts = run_graph(plan.linear, held + t_flat)
+        return touts[0] if single else _pytree.tree_unflatten(plan.out_tree, touts)
+
+    call = None  # the bound linear call, made at the first fast call
+
+    if n == 1 and single:
+        ((shape, dt),) = sigs
+
+        def jvp_fn(*tangents):
+            nonlocal call
+            if len(tangents) == 1 and not state.stack:
+                t = tangents[0]
+                if t.__class__ is Tensor and t._trace is None:
+                    a = t._data
+                    if a.shape == shape and a.dtype is dt and not (ACTIVE[0] and needs_tape(tangents)):
+                        if call is None:
+                            call = plan.bind(residuals)
+                        if call is not False:
+                            out = object.__new__(Tensor)
+                            out._data, out._trace, out._value = call(a)[0], None, None
+                            return out
+            return general(tangents)
+
+        return jvp_fn
+
+    def jvp_fn(*tangents):
+        nonlocal call
+        if len(tangents) == n and not state.stack and not (ACTIVE[0] and needs_tape(tangents)):
+            arrays = []
+            for t, (shape, dt) in zip(tangents, sigs):
+                if t.__class__ is not Tensor or t._trace is not None:
+                    break
+                a = t._data
+                if a.shape != shape or a.dtype is not dt:
+                    break
+                arrays.append(a)
+            else:
+                if call is None:
+                    call = plan.bind(residuals)
+                if call is not False:
+                    outs = call(*arrays)
+                    if single:
+                        return _bare(outs[0])
+                    return _pytree.tree_unflatten(plan.out_tree, [_bare(a) for a in outs])
+        return general(tangents)
+
+    return jvp_fn
 
 
 def _split(tr: _Traced, argnums: Sequence[int], transposed: bool):
@@ -542,6 +735,10 @@ def linearize(func: Callable, *primals):
     >>> jvp_fn(tp.tensor([1.0, 0.0]))
     tensor([2., 0.])
     """
+    if primals and not STATE.stack:
+        got = _linearize_plain(func, primals)
+        if got is not None:
+            return got
     output, jvp_fn, _ = _linearize_call(func, primals, {}, tuple(range(len(primals))), False, "linearize")
     return output, jvp_fn
 
