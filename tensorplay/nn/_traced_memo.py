@@ -41,8 +41,9 @@ def memo_composite(fn: Callable) -> Callable:
     `operands` are the tensors `fn` reads (among `args`); `key` is a hashable value that, with the
     operands' types, determines what `fn` emits (its static options and any decision it takes from
     known values; None: do not memoise this call). A hit appends the recorded nodes on the current
-    operands; eager calls, gradients off, operands of another trace and operands that are written
-    views run `fn` as it is.
+    operands (a concrete operand is captured first, as the op layer would at its first use); eager
+    calls, gradients off, operands of an enclosing trace, concrete views and views of storage
+    written since run `fn` as it is.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import grad
@@ -61,12 +62,17 @@ def memo_composite(fn: Callable) -> Callable:
         vals = []
         types = []
         for t in operands:
-            if t.__class__ is not Tensor or t._trace is not top:
+            if t.__class__ is not Tensor:
                 return fn(*args, **kwargs)
-            base = t._base
-            if base is not None and t._stamp != base._stamp:  # a view of a storage written since
-                return fn(*args, **kwargs)
-            v = t._value
+            if t._trace is not top:
+                if t._trace is not None or t._base is not None:
+                    return fn(*args, **kwargs)
+                v = top.lift(t)  # a concrete tensor from outside: captured (before the memo's range)
+            else:
+                base = t._base
+                if base is not None and t._stamp != base._stamp:  # a view of a storage written since
+                    return fn(*args, **kwargs)
+                v = t._value
             vals.append(v)
             types.append(v.type)
         full_key = (key, tuple(types))
@@ -120,7 +126,7 @@ def _learn(top, n0: int, s0: int, operands: list, out, fixed_before: dict, scala
             a = v.node.attrs
             prog.append((_FIXED, a["shape"], a["dtype"], a["value"]))
         else:
-            s = scalars_before.get(id(v))
+            s = scalars_before.get(id(v)) or scalars.get(id(v))  # (a 0-d scalar is its input: no node)
             if s is None:
                 return None
             prog.append((_SCALAR, _scalar_args(top, s)))
