@@ -32,7 +32,7 @@ from ..ops import shape as _sh
 from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, fixed, get_default_dtype, iota, widened
 from ..ops.creation import rand
 from .._state import STATE
-from ._traced_memo import memo_composite
+from .._traced_memo import memo_composite
 from ._functional_base import (_batched, _conv, _dropout_input, _ntuple, _out_size, _pad_dims, _reduce_loss,
                                _softmax_dim, _windows, dropout, linear, one_hot, softmax)
 

@@ -13,7 +13,7 @@ import tensorplay.nn.functional as F
 from tensorplay._trace import trace_function
 from tensorplay.func import grad, vmap
 from tensorplay.ir import TensorType, dtypes
-from tensorplay.nn import _traced_memo as TM
+from tensorplay import _traced_memo as TM
 from tests.nn.test_losses_known_targets import _ce_oracle
 
 RNG = np.random.default_rng(11)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .._state import STATE
-from .._tensor import Tensor
+from ._state import STATE
+from ._tensor import Tensor
 from tensorplay.ir import Value
 from tensorplay.ir import values as _ir_values
 from tensorplay.ir.core import Node
-from ..compiler import register_reset
+from .compiler import register_reset
 
 __all__ = ["memo_composite", "clear"]
 
