@@ -31,6 +31,8 @@ from ..ops import reduction as _red
 from ..ops import shape as _sh
 from ..ops._common import as_tensor_operand, constant, convert, ebind, filled, fixed, get_default_dtype, iota, widened
 from ..ops.creation import rand
+from .._state import STATE
+from .._traced_memo import memo_composite
 from ._functional_base import (_batched, _conv, _dropout_input, _ntuple, _out_size, _pad_dims, _reduce_loss,
                                _softmax_dim, _windows, dropout, linear, one_hot, softmax)
 
@@ -586,6 +588,25 @@ def _reduce_weighted(loss: Tensor, wt: Tensor, reduction: str, unbatched: bool, 
     raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction (expected 'mean', 'sum' or 'none')")
 
 
+def _loss_key(x, t, weight, size_average, ignore_index, reduce, reduction, label_smoothing):
+    """The memo key of a traced `cross_entropy` / `nll_loss` call (see `_traced_memo`), or None to
+    trace it through the op layer: the options (exactly: classes and float bits), the default
+    dtype, and the one decision taken from known values, whether the class-index targets are all
+    in range and none ignored (`_in_range`). Deprecated or unusual arguments take the op layer."""
+    if x.__class__ is not Tensor or t.__class__ is not Tensor or x.ndim == 0 or size_average is not None \
+            or reduce is not None or (weight is not None and weight.__class__ is not Tensor) \
+            or ignore_index.__class__ is not int or reduction.__class__ is not str:
+        return None
+    ls = label_smoothing
+    if ls.__class__ is float:
+        ls = ls.hex()
+    elif ls.__class__ is not int:
+        return None
+    clean = False if t.dtype.is_floating_point else _in_range(known_array(t), x.shape[0 if x.ndim == 1 else 1],
+                                                              ignore_index)
+    return (weight is None, ignore_index, reduction, ls, clean, get_default_dtype())
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean") -> Tensor:
     """Negative log likelihood of class indices `target` under log-probabilities `input` ``(N, C, *)`` or ``(C,)``.
@@ -599,6 +620,15 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     >>> F.nll_loss(tp.tensor([[-1.0, -2.0], [-3.0, -4.0]]), tp.tensor([0, 1]))
     tensor(2.5000)
     """
+    if STATE.stack:
+        key = _loss_key(input, target, weight, size_average, ignore_index, reduce, reduction, 0.0)
+        if key is not None:
+            return _NLL_MEMO(key, (input, target) if weight is None else (input, target, weight), input, target,
+                             weight, size_average, ignore_index, reduce, reduction)
+    return _nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction)
+
+
+def _nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction):
     if size_average is not None or reduce is not None:
         raise TypeError("nll_loss: size_average and reduce are deprecated; use reduction=")
     x, t = as_tensor_operand(input), as_tensor_operand(target)
@@ -626,6 +656,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     >>> F.cross_entropy(logits, tp.tensor([0]))
     tensor(0.2395)
     """
+    if STATE.stack:
+        key = _loss_key(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+        if key is not None:
+            return _CE_MEMO(key, (input, target) if weight is None else (input, target, weight), input, target,
+                            weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+    return _cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+
+
+def _cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing):
     if size_average is not None or reduce is not None:
         raise TypeError("cross_entropy: size_average and reduce are deprecated; use reduction=")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -679,6 +718,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         smooth = ew.div(_red.sum(smooth), _count(smooth) if wt is None else _red.sum(wt))
     return ew.add(ew.mul(nll, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / C))
 
+
+_CE_MEMO = memo_composite(_cross_entropy)
+_NLL_MEMO = memo_composite(_nll_loss)
 
 from ._norm_resize import (adaptive_avg_pool1d, adaptive_avg_pool2d, group_norm, instance_norm,  # noqa: E402
                            interpolate)

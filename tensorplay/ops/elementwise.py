@@ -13,7 +13,9 @@ import numpy as np
 from tensorplay.ir import REGISTRY as _P, dtypes
 
 from .._tensor import Tensor
+from .._state import STATE
 from .._trace import memo_traced_op
+from .._traced_memo import memo_composite
 from ._table import op
 from ._common import (_SCALARS, as_tensor_operand, broadcast_shapes, constant, convert, copy, dtype_of, ebind,
                       filled, fixed, get_default_dtype, prepare, result_type, shape_of)
@@ -195,6 +197,12 @@ def round(input, *, decimals: int = 0):
 
 def relu(input):
     """max(input, 0) elementwise; as in PyTorch its derivative at 0 is 0 (a select, not a max)."""
+    if STATE.stack and input.__class__ is Tensor:  # traced: replay its 3 nodes (pbig, `_traced_memo`)
+        return _RELU_MEMO(_MEMO_KEY, (input,), input)
+    return _relu(input)
+
+
+def _relu(input):
     x = _tensor_arg(input)
     d = dtype_of(x)
     _no_bool(d, "relu")
@@ -216,10 +224,22 @@ def _scaled(b: Tensor, alpha, dtype, op: str) -> Tensor:
 
 def add(input, other, *, alpha=1):
     """input + alpha * other, with broadcasting and type promotion (logical or for bools)."""
+    if STATE.stack and input.__class__ is Tensor and other.__class__ is Tensor and alpha.__class__ is int \
+            and alpha == 1:  # traced: replay the broadcast + add (pbig, `_traced_memo`)
+        return _ADD_MEMO(_MEMO_KEY, (input, other), input, other)
+    return _add(input, other, alpha=alpha)
+
+
+def _add(input, other, *, alpha=1):
     a, b, dtype = _operands(input, other, "add")
     if type(alpha) is not int or alpha != 1:
         b = _scaled(b, alpha, dtype, "add")
     return ebind(_P["or"] if dtype.is_bool else _P["add"], a, b)
+
+
+_MEMO_KEY = ("elementwise",)  # (the operands' types determine what relu and a tensor-tensor add emit)
+_RELU_MEMO = memo_composite(_relu)
+_ADD_MEMO = memo_composite(_add)
 
 
 def sub(input, other, *, alpha=1):
