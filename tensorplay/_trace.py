@@ -1126,6 +1126,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
 
     `flat` is ``(leaves, in_tree)`` when the caller has flattened ``(args, kwargs)`` already and
     every leaf is a tensor (the pipeline cache's call path): the arguments are not walked again.
+    ``(leaves, in_tree, types)`` also gives each leaf's type (`Tensor._type`), which the caller
+    vouches for: every leaf a concrete C-contiguous tensor of that type (a cached signature's).
 
     >>> import tensorplay as tp
     >>> closed = trace_function(lambda x, ws: ws[0] * x + ws[1], (tp.ones(2), [tp.ones(2), tp.ones(2)]))
@@ -1133,8 +1135,11 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     (3, ['mul', 'add'])
     """
     kwargs = kwargs or {}
+    known = None
     if flat is not None:
-        leaves, in_tree = flat
+        leaves, in_tree = flat[0], flat[1]
+        if len(flat) > 2:
+            known = flat[2]
         tensor_pos = range(len(leaves))
         all_tensors = True
     elif not kwargs and all(a.__class__ is Tensor for a in args):  # the common call: tensors only
@@ -1167,7 +1172,22 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         arg_types = _ARG_TYPES
         by_dtype = _ARG_TYPES_BY_DTYPE
         arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
-        for k, i in enumerate(tensor_pos):
+        rest = tensor_pos
+        if known is not None and in_types is None:  # the signature's exact types: nothing to look up
+            i = 0
+            for leaf, typ in zip(leaves, known):
+                v = _new_value(Value)
+                v.type, v.node, v.id = typ, None, next(_value_ids)
+                arg_values.append(v)
+                t = _new_tensor(Tensor)
+                t._data, t._trace, t._value = None, trace, v
+                arg_tensors.append(t)
+                if concrete:
+                    sources[v] = leaf
+                traced_leaves[i] = t
+                i += 1
+            rest = ()
+        for k, i in enumerate(rest):
             leaf = leaves[i]
             if in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
                 data = leaf._data

@@ -309,11 +309,14 @@ class _Signature:
     None until needed). Cached entries are keyed by ``(signature, trace key)``, so a hit hashes the
     argument signature once and the trace's key once."""
 
-    __slots__ = ("tree", "mapped", "__weakref__")
+    __slots__ = ("tree", "mapped", "types", "__weakref__")
 
-    def __init__(self, tree):
+    def __init__(self, tree, types: list | None = None):
         self.tree = tree
         self.mapped = None
+        # the leaves' TensorTypes, given when the key fixes them (the fast walk: concrete
+        # C-contiguous tensors, keyed by shape and dtype): the trace looks no type up
+        self.types = types
 
 
 _PLANS: dict = {}  # chain (tuple of Transforms) -> _Plan
@@ -342,7 +345,7 @@ def _signature(plan: _Plan, args: tuple, kwargs: dict, name: str):
             key = tuple(key)
             sig = _SIGNATURES.get(key)
             if sig is None:
-                sig = _Signature(_pytree.tree_flatten((tuple(args), kwargs))[1])
+                sig = _Signature(_pytree.tree_flatten((tuple(args), kwargs))[1], [t._type() for t in tensors])
                 _SIGNATURES.put(key, sig)
             return sig, tensors
     try:
@@ -395,7 +398,8 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     positions = None
     if per_sample is None:
         user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
-                              flat=None if tree is False else (tensors, tree))
+                              flat=None if tree is False else (tensors, tree) if sig.types is None
+                              else (tensors, tree, sig.types))
     else:
         if tree is False:
             flat = None
