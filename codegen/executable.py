@@ -239,23 +239,7 @@ class Executable:
             lines.append(f"    {', '.join(ins)}, = arrays")
         if checks:
             lines += [f"    if {' or '.join(checks)}:", "        return me()._call(arrays, None)"]
-        outs = []
-        for j, (shape, dtype) in enumerate(self._alloc):
-            env[f"O{j}"], env[f"E{j}"] = shape, dtype
-            lines.append(f"    o{j} = empty(O{j}, E{j})")
-            outs.append(f"o{j}")
-        ptrs = [f"id({n})" for n in ins + outs]
-        if self._arena_bytes:
-            lines.append("    arena = pool.pop() if pool else empty(NB, U8)")
-            ptrs.append("id(arena)")
-        lines.append(f"    status = entry({', '.join(ptrs)})")
-        if self._arena_bytes:
-            lines.append("    pool.append(arena)")
-        lines += ["    if status:", "        raise me()._runtime_error(status)"]
-        result = []
-        for kind, i in self._recipe:
-            result.append(f"o{i}" if kind == "slot" else f"a{i}.copy()" if kind == "input" else f"{result[i]}.copy()")
-        lines.append(f"    return [{', '.join(result)}]")
+        self._emit_run(lines, env, "    ", [f"id({n})" for n in ins], ins)
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["call"]
 
@@ -286,6 +270,29 @@ class Executable:
         if bind is None:
             bind = binders[k] = self._binder(k)
         return bind(prefix, self)
+
+    def _emit_run(self, lines: list[str], env: dict, pad: str, in_ptrs: list[str], in_names: list[str]) -> None:
+        """Append the body the generated calls share: allocate the outputs, take a scratch arena
+        from the pool, run the entry on `in_ptrs` (the inputs' pointer expressions), raise its
+        status, and return the outputs by the recipe (`in_names[i]` names input i for its copies)."""
+        outs = []
+        for j, (shape, dtype) in enumerate(self._alloc):
+            env[f"O{j}"], env[f"E{j}"] = shape, dtype
+            lines.append(f"{pad}o{j} = empty(O{j}, E{j})")
+            outs.append(f"o{j}")
+        ptrs = in_ptrs + [f"id({n})" for n in outs]
+        if self._arena_bytes:
+            lines.append(f"{pad}arena = pool.pop() if pool else empty(NB, U8)")
+            ptrs.append("id(arena)")
+        lines.append(f"{pad}status = entry({', '.join(ptrs)})")
+        if self._arena_bytes:
+            lines.append(f"{pad}pool.append(arena)")
+        lines += [f"{pad}if status:", f"{pad}    raise me()._runtime_error(status)"]
+        result = []
+        for kind, i in self._recipe:
+            result.append(f"o{i}" if kind == "slot" else f"{in_names[i]}.copy()" if kind == "input"
+                          else f"{result[i]}.copy()")
+        lines.append(f"{pad}return [{', '.join(result)}]")
 
     def _binder(self, k: int) -> Callable[[tuple], Callable | None]:
         """The generated `bound_call` for prefixes of `k` arrays, e.g. for k = 1 of two inputs::
@@ -329,24 +336,7 @@ class Executable:
         if checks:
             lines += [f"        if {' or '.join(checks)}:",
                       f"            return me()._call(prefix + ({''.join(r + ', ' for r in rest)}), None)"]
-        outs = []
-        for j, (shape, dtype) in enumerate(self._alloc):
-            env[f"O{j}"], env[f"E{j}"] = shape, dtype
-            lines.append(f"        o{j} = empty(O{j}, E{j})")
-            outs.append(f"o{j}")
-        ptrs = [f"P{i}" for i in range(k)] + [f"id({n})" for n in rest + outs]
-        if self._arena_bytes:
-            lines.append("        arena = pool.pop() if pool else empty(NB, U8)")
-            ptrs.append("id(arena)")
-        lines.append(f"        status = entry({', '.join(ptrs)})")
-        if self._arena_bytes:
-            lines.append("        pool.append(arena)")
-        lines += ["        if status:", "            raise me()._runtime_error(status)"]
-        result = []
-        for kind, i in self._recipe:
-            src = (f"p{i}" if i < k else f"a{i}") if kind == "input" else None
-            result.append(f"o{i}" if kind == "slot" else f"{src}.copy()" if kind == "input" else f"{result[i]}.copy()")
-        lines.append(f"        return [{', '.join(result)}]")
+        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [f"id({n})" for n in rest], fixed + rest)
         lines.append("    return call")
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["bind"]
