@@ -76,6 +76,10 @@ def memo_composite(fn: Callable) -> Callable:
             vals.append(v)
             types.append(v.type)
         full_key = (key, tuple(types))
+        if len(vals) > 1 and len({id(v) for v in vals}) < len(vals):
+            # an operand passed twice (add(x, x)): the recorded nodes read it through one position,
+            # so the aliasing pattern is part of the key
+            full_key += (tuple([next(i for i, u in enumerate(vals) if u is v) for v in vals]),)
         try:
             prog = memo.get(full_key)
         except TypeError:  # an unhashable option

@@ -74,3 +74,20 @@ def test_eager_add_relu_and_alpha_unchanged():
     for _ in range(2):
         with pytest.raises((TypeError, ValueError)):
             grad(lambda x: (x + tp.ones(4)).sum())(tp.ones(3))
+
+
+def test_an_operand_passed_twice_is_part_of_the_memo_key():
+    # add(x, x) records one operand read twice; a later add(a, b) of the same types must not
+    # replay it (it would read one operand for both), and the reverse order must not either
+    import numpy as np
+    import tensorplay as tp
+    from tensorplay import _traced_memo
+    _traced_memo.clear()
+    a_np, b_np = np.array([1.0, -2.0, 3.0], np.float32), np.array([0.5, 4.0, -1.0], np.float32)
+    a, b = tp.from_numpy(a_np.copy()), tp.from_numpy(b_np.copy())
+    assert np.array_equal(tp.compile(lambda x: tp.add(x, x))(a).numpy(), a_np + a_np)
+    assert np.array_equal(tp.compile(lambda x, y: tp.add(x, y))(a, b).numpy(), a_np + b_np)
+    assert np.array_equal(tp.compile(lambda x, y: tp.add(tp.add(y, x), x))(a, b).numpy(), b_np + a_np + a_np)
+    _traced_memo.clear()
+    assert np.array_equal(tp.compile(lambda x, y: tp.add(x, y))(a, b).numpy(), a_np + b_np)
+    assert np.array_equal(tp.compile(lambda x: tp.add(x, x))(a).numpy(), a_np + a_np)
