@@ -1172,10 +1172,20 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         arg_types = _ARG_TYPES
         by_dtype = _ARG_TYPES_BY_DTYPE
         arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
-        rest = tensor_pos
-        if known is not None and in_types is None:  # the signature's exact types: nothing to look up
-            i = 0
-            for leaf, typ in zip(leaves, known):
+        use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
+        for k, i in enumerate(tensor_pos):
+            leaf = leaves[i]
+            typ = None
+            if use_known:
+                typ = known[k]
+            elif in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
+                data = leaf._data
+                dt = data.dtype
+                by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
+                hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
+                if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
+                    typ = hit[0]
+            if typ is not None:
                 v = _new_value(Value)
                 v.type, v.node, v.id = typ, None, next(_value_ids)
                 arg_values.append(v)
@@ -1185,27 +1195,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                 if concrete:
                     sources[v] = leaf
                 traced_leaves[i] = t
-                i += 1
-            rest = ()
-        for k, i in enumerate(rest):
-            leaf = leaves[i]
-            if in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
-                data = leaf._data
-                dt = data.dtype
-                by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
-                hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
-                if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
-                    typ = hit[0]
-                    v = _new_value(Value)
-                    v.type, v.node, v.id = typ, None, next(_value_ids)
-                    arg_values.append(v)
-                    t = _new_tensor(Tensor)
-                    t._data, t._trace, t._value = None, trace, v
-                    arg_tensors.append(t)
-                    if concrete:
-                        sources[v] = leaf
-                    traced_leaves[i] = t
-                    continue
+                continue
             typ = in_types[k] if in_types is not None else None
             data = leaf._data
             if leaf._trace is None:  # a concrete caller tensor (the common case): its type, memoised
