@@ -683,9 +683,7 @@ def _plain_jvp_fn(plan: _LinearPlan, residuals: tuple) -> Callable:
                         if call is None:
                             call = plan.bind(residuals)
                         if call is not False:
-                            out = object.__new__(Tensor)
-                            out._data, out._trace, out._value = call(a)[0], None, None
-                            return out
+                            return _bare(call(a)[0])
             return general(tangents)
 
         return jvp_fn
