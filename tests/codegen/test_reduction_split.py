@@ -53,7 +53,14 @@ def test_split_reduction_matches_the_interpreter(prim, dtype, monkeypatch):
     if dtype.is_floating_point:
         exact = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max,
                  "reduce_min": np.min}[prim](x.astype(np.float64))
-        np.testing.assert_allclose(got[0], exact, rtol=1e-6 if dtype is dt.float32 else 1e-12, atol=1e-3)
+        if prim == "reduce_prod":
+            # Rounding a product of values near 1 is biased, and the bias grows with the number of
+            # partial products, i.e. with the host's vector width and interleave: only the a-priori
+            # bound of N roundings, (1 + u)^N - 1 ~ N u, holds on every host.
+            rtol = N * np.finfo(dtype.np).eps / 2
+        else:
+            rtol = 1e-6 if dtype is dt.float32 else 1e-12
+        np.testing.assert_allclose(got[0], exact, rtol=rtol, atol=1e-3 if prim != "reduce_prod" else 0)
         np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-2)
     else:
         assert got[0] == want  # integer sums and products wrap the same in any order
