@@ -162,10 +162,11 @@ class JitModule:
     def asm(self) -> str:
         """Host assembly of the optimised module (re-emitted on demand, part by part)."""
         out = []
+        tm = engine().tm  # before taking _lock: the first engine() takes it itself
         for part in re.split(r"(?m)^(?=; ModuleID)", self.llvm_ir):
             if part.strip():
                 with _parsed(part) as mod, _lock:
-                    out.append(engine().tm.emit_assembly(mod))
+                    out.append(tm.emit_assembly(mod))
         return "\n".join(out)
 
     def release(self) -> None:
