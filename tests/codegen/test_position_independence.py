@@ -107,3 +107,32 @@ def test_blas_is_exempt_and_not_chosen_for_small_batched_products():
         w = b.add_input(TensorType((4, 2), dt.float32))
         g = b.build([b.dot_general(x, w, batch=((), ()), contract=((2,), (0,)))])
         assert dot.blas_plan(g.nodes[0]) is None
+
+
+# The batch axis last (vmap with in_dims=1 keeps it there): an outer reduced axis accumulates into
+# the output; its order must not depend on how many kept elements there are.
+TRAILING_BATCH = {
+    "sum_leading_3": ((3,), lambda b, x: b.reduce_sum(x, axes=(0,))),
+    "sum_leading_2x3": ((2, 3), lambda b, x: b.reduce_sum(x, axes=(0, 1))),
+    "prod_leading_5": ((5,), lambda b, x: b.reduce_prod(x, axes=(0,))),
+    "sum_of_squares_leading_3": ((3,), lambda b, x: b.reduce_sum(b.mul(x, x), axes=(0,))),
+}
+
+
+@pytest.mark.parametrize("name", list(TRAILING_BATCH))
+def test_elements_do_not_depend_on_a_trailing_batch_size(name):
+    lead, build = TRAILING_BATCH[name]
+    big = max(SIZES)
+    x = np.random.default_rng(1).standard_normal(lead + (big,)).astype(np.float32)
+
+    def run(cols):
+        b = ir.GraphBuilder(name)
+        g = b.build([build(b, b.add_input(TensorType(lead + (cols.shape[-1],), dt.float32)))])
+        return codegen.compile_graph(g)(np.ascontiguousarray(cols))[0]
+
+    want = run(x)
+    for n in SIZES:
+        for start in range(0, big - n + 1, n):
+            got = run(x[..., start:start + n])
+            np.testing.assert_array_equal(got.view(np.int32), want[..., start:start + n].view(np.int32),
+                                          err_msg=f"{name}: columns {start}:{start + n} compiled at size {n}")
