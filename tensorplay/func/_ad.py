@@ -40,7 +40,7 @@ from .._tensor import Tensor
 from .._state import STATE
 from .._trace import ClosedGraph, bind, current_trace, trace_function
 from ..autograd._record import ACTIVE, needs_tape
-from . import _chunks, _pipeline
+from . import _built, _chunks, _pipeline
 from ._pipeline import run_graph
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
@@ -228,14 +228,20 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     >>> g, v
     (tensor([2., 4.]), tensor(5.))
     """
+    key = ("grad_and_value", argnums, has_aux) if _built.int_argnums(argnums) and has_aux.__class__ is bool else None
+    if key is not None:
+        made = _built.lookup(func, key)
+        if made is not None:
+            return made
     transform = f"grad_and_value({_argnums_str(argnums)})"
 
     def call(*args, **kwargs):
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, transform, args, kwargs)
         return (grads, (value, aux)) if has_aux else (grads, value)
 
-    return _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, bool(has_aux)), lambda: transform,
+    made = _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, bool(has_aux)), lambda: transform,
                                                           lambda: lambda g: grad_and_value(g, argnums, has_aux)))
+    return made if key is None else _built.remember(func, key, made)
 
 
 def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -254,6 +260,11 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     >>> grad(grad(tp.sin))(tp.tensor(0.0))
     tensor(-0.)
     """
+    key = ("grad", argnums, has_aux) if _built.int_argnums(argnums) and has_aux.__class__ is bool else None
+    if key is not None:
+        made = _built.lookup(func, key)
+        if made is not None:
+            return made
     spec = _spec("grad", (argnums, bool(has_aux)), lambda: f"grad({_argnums_str(argnums)})",
                  lambda: lambda g: grad(g, argnums, has_aux))
 
@@ -261,7 +272,8 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
         grads, value, aux = _grad_and_value_call(func, argnums, has_aux, spec.name, args, kwargs)
         return (grads, aux) if has_aux else grads
 
-    return _transform(call, func, "grad", spec)
+    made = _transform(call, func, "grad", spec)
+    return made if key is None else _built.remember(func, key, made)
 
 
 def _wraps(wrapper, func, what: str):
@@ -803,6 +815,12 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     tensor([[2., 0.],
             [0., 4.]])
     """
+    key = (("jacrev", argnums, has_aux, chunk_size) if executor is None and _built.int_argnums(argnums)
+           and has_aux.__class__ is bool and (chunk_size is None or chunk_size.__class__ is int) else None)
+    if key is not None:
+        made = _built.lookup(func, key)
+        if made is not None:
+            return made
     transform = f"jacrev({_argnums_str(argnums)})"
     _chunks.check_options(transform, chunk_size, executor, None, allow_auto=False)
 
@@ -838,9 +856,10 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     one_graph = _traced_as_one_graph(jac_fn, func, transform)
     if executor is not None:  # not a cacheable chain: at top level the rows run on the executor
         return _wraps(lambda *args, **kwargs: (one_graph if STATE.stack else jac_fn)(*args, **kwargs), func, "jacrev")
-    return _transform(one_graph, func, "jacrev",
+    made = _transform(one_graph, func, "jacrev",
                       _spec("jacrev", (argnums, bool(has_aux), chunk_size), lambda: transform,
                             lambda: lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size)))
+    return made if key is None else _built.remember(func, key, made)
 
 
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
@@ -857,6 +876,12 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
     tensor([[4., 1.],
             [2., 5.]])
     """
+    key = (("jacfwd", argnums, has_aux, randomness) if _built.int_argnums(argnums) and has_aux.__class__ is bool
+           and randomness.__class__ is str else None)
+    if key is not None:
+        made = _built.lookup(func, key)
+        if made is not None:
+            return made
     transform = f"jacfwd({_argnums_str(argnums)})"
     _check_randomness(randomness, transform)
 
@@ -902,9 +927,10 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         jac = _with_tensors(out_tree, out_leaves, jac_leaves)
         return (jac, aux) if has_aux else jac
 
-    return _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
+    made = _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
                       _spec("jacfwd", (argnums, bool(has_aux), randomness), lambda: transform,
                             lambda: lambda g: jacfwd(g, argnums, has_aux, randomness=randomness)))
+    return made if key is None else _built.remember(func, key, made)
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
@@ -920,6 +946,11 @@ def hessian(func: Callable, argnums=0) -> Callable:
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
+    key = ("hessian", argnums) if _built.int_argnums(argnums) else None
+    if key is not None:
+        made = _built.lookup(func, key)
+        if made is not None:
+            return made
     name = f"hessian({_argnums_str(argnums)})"
 
     def call(*args, **kwargs):
@@ -933,7 +964,8 @@ def hessian(func: Callable, argnums=0) -> Callable:
             inner = _cheaper_nesting(g, argnums, args, kwargs, name)
         return jacfwd(inner(g, argnums), argnums, randomness="same")(*args, **kwargs)
 
-    return _transform(call, func, "hessian", _spec("hessian", (argnums,), lambda: name, lambda: lambda g: hessian(g, argnums)))
+    made = _transform(call, func, "hessian", _spec("hessian", (argnums,), lambda: name, lambda: lambda g: hessian(g, argnums)))
+    return made if key is None else _built.remember(func, key, made)
 
 
 _NESTING = _pipeline.LRU("hessian_nesting")

@@ -52,7 +52,7 @@ from .._state import STATE
 from .._tensor import Tensor
 from .._trace import RandomKey, bind, call_graph, trace_function, transform_stack
 from .._views import owning_trace, own_outputs
-from . import _chunks, _pipeline
+from . import _built, _chunks, _pipeline
 
 __all__ = ["vmap", "chunk_vmap"]
 
@@ -90,6 +90,12 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     >>> vmap(dot, chunk_size="auto", max_memory="1MB")(x, y)
     tensor([ 3., 12., 21., 30.])
     """
+    plain = (chunk_size is None and executor is None and max_memory is None and randomness.__class__ is str
+             and _frozen_dims(in_dims) and _frozen_dims(out_dims))  # (a wrapper kept on `func` holds them)
+    if plain:  # (frozen dims are exact ints, None and tuples: hashable, and keyed apart as they behave)
+        made = _built.lookup(func, ("vmap", in_dims, out_dims, randomness))
+        if made is not None:
+            return made
     _check_options("vmap", func, randomness)
     budget = _chunks.check_options("vmap", chunk_size, executor, max_memory)
 
@@ -122,7 +128,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     spec = _pipeline.spec(key, lambda: (_vmap_name(key[1], in_dims), lambda g: vmap(g, in_dims, out_dims, randomness)))
     inner, user_fn = _pipeline.transform_chain(func)
     _copy_metadata(wrapped, func)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
-    return wrapped
+    return _built.remember(func, ("vmap", in_dims, out_dims, randomness), wrapped) if plain else wrapped
 
 
 def _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, budget, key, call, per_sample):
@@ -276,11 +282,25 @@ def _unchained(wrapped):
     (a vmap is not the grad it maps)."""
     wrapped.__dict__.pop("_tp_transform", None)
     wrapped.__dict__.pop("_tp_chain", None)
+    wrapped.__dict__.pop(_built.ATTR, None)
     return wrapped
 
 
+def _frozen_dims(d) -> bool:
+    """Whether in_dims / out_dims `d` cannot change after the call: None, ints and tuples of those."""
+    c = d.__class__
+    if d is None or c is int:
+        return True
+    if c is tuple:
+        for x in d:
+            if not (x is None or x.__class__ is int or (x.__class__ is tuple and _frozen_dims(x))):
+                return False
+        return True
+    return False
+
+
 _FunctionType = type(_unchained)
-_TRANSFORM_ATTRS = ("_tp_transform", "_tp_chain")
+_TRANSFORM_ATTRS = ("_tp_transform", "_tp_chain", _built.ATTR)
 _WRAPS_AS_WRITTEN = (functools.WRAPPER_ASSIGNMENTS == ("__module__", "__name__", "__qualname__", "__doc__",
                                                      "__annotations__")
                      and functools.WRAPPER_UPDATES == ("__dict__",))  # else (another Python) functools.wraps
