@@ -321,9 +321,9 @@ class GemmPlan:
         than OpenBLAS: float32 on a host with FMA, two or more calls that all share the lhs (it is
         packed once; a single call is no faster than OpenBLAS), an untransposed rhs (a transposed
         one with a loop of calls does not arise from contiguous operands: its free axes merge into
-        one gemm), n a multiple of the tile's 16 columns, m >= 12, and both packed operands at
-        most 1 MB. Shapes and dtype only: never
-        timing.
+        one gemm), n a multiple of the 256-bit tile's 16 columns, m >= 12, and both packed operands
+        at most 1 MB (for either tile: the tile, chosen in `emit_dot_generated`, never changes the
+        path). Shapes, dtype and host only: never timing.
 
         >>> ens = GemmPlan(((10, 0, 100352, 128),), 64, 128, 784, False, 784, False, 128, 1280)
         >>> ens.generated_kernel(dt.float32, host_fma=True), ens.generated_kernel(dt.float64, host_fma=True)

@@ -8,12 +8,15 @@ their lhs (vmap over stacked weights with a shared batch: the ensemble's first l
 - Each call packs its B into NR-column panels (`Bp[j // NR][k][j % NR]`) with one streaming pass;
   reading B in place (rows 512 bytes apart for n = 128) put a panel's k rows into 8 of the 64 L1
   sets, and the micro-kernel ran no faster than OpenBLAS.
-- The micro-kernel keeps an MR x NR tile of C in MR * NV `<8 x float>` registers (6 x 16: 12
-  accumulators, 2 B vectors and 1 broadcast of the 16 ymm registers) over the whole k loop.
+- The micro-kernel keeps an MR x NR tile of C in MR * NV vector registers over the whole k loop
+  (`Tile`; `choose_tile` picks it from the host's features and the shape at compile time):
+  6 x 16 floats in `<8 x float>` (12 accumulators, 2 B vectors and 1 broadcast of the 16 ymm
+  registers), or on an AVX-512 host 8 x 32 floats in `<16 x float>` (16 of the 32 zmm).
 
 Rounding: every element is one chain of `llvm.fma` over k in order, starting from 0: the same
-bits as the axpy-form loop nest (`dot.emit_dot_loops`) and the same whatever m, n, the tile or the
-call's position in the loop (position independent, unlike OpenBLAS). `llvm.fma` is one instruction
+bits as the axpy-form loop nest (`dot.emit_dot_loops`) and the same whatever m, n, the tile (so
+the host's vector width) or the call's position in the loop (position independent, unlike
+OpenBLAS). `llvm.fma` is one instruction
 only where the host has FMA, so `GemmPlan.generated_kernel` takes this path only there.
 
 Measured (ctypes, same process, 80 interleaved samples, 2-core Zen 3, one thread; 2026-12-02,
