@@ -321,9 +321,9 @@ class GemmPlan:
         than OpenBLAS: float32 on a host with FMA, two or more calls that all share the lhs (it is
         packed once; a single call is no faster than OpenBLAS), an untransposed rhs (a transposed
         one with a loop of calls does not arise from contiguous operands: its free axes merge into
-        one gemm), n a multiple of the tile's 16 columns, m >= 12, and both packed operands at
-        most 1 MB. Shapes and dtype only: never
-        timing.
+        one gemm), n a multiple of the 256-bit tile's 16 columns, m >= 12, and both packed operands
+        at most 1 MB (for either tile: the tile, chosen in `emit_dot_generated`, never changes the
+        path). Shapes, dtype and host only: never timing.
 
         >>> ens = GemmPlan(((10, 0, 100352, 128),), 64, 128, 784, False, 784, False, 128, 1280)
         >>> ens.generated_kernel(dt.float32, host_fma=True), ens.generated_kernel(dt.float64, host_fma=True)
@@ -334,7 +334,8 @@ class GemmPlan:
         return (dtype is dt.float32 and host_fma and calls >= 2 and all(ls == 0 for _, ls, _, _ in self.loops)
                 and not self.trans_b and self.n % gemm_kernel.NR == 0 and self.m >= 2 * gemm_kernel.MR
                 and self.k * self.n <= GENERATED_MAX_PANEL
-                and gemm_kernel.lhs_panel_elements(self.m, self.k) <= GENERATED_MAX_PANEL)
+                and max(gemm_kernel.lhs_panel_elements(self.m, self.k, t)
+                        for t in (gemm_kernel.AVX2_TILE, gemm_kernel.AVX512_TILE)) <= GENERATED_MAX_PANEL)
 
 
 @dataclass(frozen=True)
@@ -528,21 +529,23 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
 
 def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     """The plan's gemm calls as the generated kernel (`gemm_kernel`): the shared lhs packed once,
-    then per point of the loop nest the rhs packed and the register tiles computed."""
+    then per point of the loop nest the rhs packed and the register tiles computed, in the tile
+    the host and shape choose (`gemm_kernel.choose_tile`)."""
     b = ctx.b
     lhs, rhs = node.inputs
     out = node.out
-    ap = _malloc(b, 4 * gemm_kernel.lhs_panel_elements(plan.m, plan.k))
+    tile = gemm_kernel.choose_tile(plan.m, plan.n)
+    ap = _malloc(b, 4 * gemm_kernel.lhs_panel_elements(plan.m, plan.k, tile))
     bp = _malloc(b, 4 * plan.k * plan.n)
-    gemm_kernel.pack_lhs(b, ctx.buffers[lhs], ap, plan.m, plan.k, plan.trans_a, plan.lda)
+    gemm_kernel.pack_lhs(b, ctx.buffers[lhs], ap, plan.m, plan.k, plan.trans_a, plan.lda, tile)
     with u.loop_nest(b, tuple(e for e, *_ in plan.loops), "gemm", unroll_outer=False) as ivs:
         def at(v, which):
             off = u.i64(0)
             for iv, loop in zip(ivs, plan.loops):
                 off = u.iadd(b, off, u.imul(b, iv, loop[which] * 4))
             return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
-        gemm_kernel.pack_rhs(b, at(rhs, 2), bp, plan.k, plan.n, plan.ldb)
-        gemm_kernel.emit_gemm_tiles(b, ap, bp, at(out, 3), plan.m, plan.n, plan.k, plan.ldc)
+        gemm_kernel.pack_rhs(b, at(rhs, 2), bp, plan.k, plan.n, plan.ldb, tile)
+        gemm_kernel.emit_gemm_tiles(b, ap, bp, at(out, 3), plan.m, plan.n, plan.k, plan.ldc, tile)
     _free(b, bp)
     _free(b, ap)
 

@@ -8,12 +8,15 @@ their lhs (vmap over stacked weights with a shared batch: the ensemble's first l
 - Each call packs its B into NR-column panels (`Bp[j // NR][k][j % NR]`) with one streaming pass;
   reading B in place (rows 512 bytes apart for n = 128) put a panel's k rows into 8 of the 64 L1
   sets, and the micro-kernel ran no faster than OpenBLAS.
-- The micro-kernel keeps an MR x NR tile of C in MR * NV `<8 x float>` registers (6 x 16: 12
-  accumulators, 2 B vectors and 1 broadcast of the 16 ymm registers) over the whole k loop.
+- The micro-kernel keeps an MR x NR tile of C in MR * NV vector registers over the whole k loop
+  (`Tile`; `choose_tile` picks it from the host's features and the shape at compile time):
+  6 x 16 floats in `<8 x float>` (12 accumulators, 2 B vectors and 1 broadcast of the 16 ymm
+  registers), or on an AVX-512 host 8 x 32 floats in `<16 x float>` (16 of the 32 zmm).
 
 Rounding: every element is one chain of `llvm.fma` over k in order, starting from 0: the same
-bits as the axpy-form loop nest (`dot.emit_dot_loops`) and the same whatever m, n, the tile or the
-call's position in the loop (position independent, unlike OpenBLAS). `llvm.fma` is one instruction
+bits as the axpy-form loop nest (`dot.emit_dot_loops`) and the same whatever m, n, the tile (so
+the host's vector width) or the call's position in the loop (position independent, unlike
+OpenBLAS). `llvm.fma` is one instruction
 only where the host has FMA, so `GemmPlan.generated_kernel` takes this path only there.
 
 Measured (ctypes, same process, 80 interleaved samples, 2-core Zen 3, one thread; 2026-12-02,
@@ -22,6 +25,8 @@ OpenBLAS sgemm 2.73 ms median, this kernel 2.23 ms (0.82x); a single 64x784x128 
 128^3 1.05x of OpenBLAS (no shared A to pack once: not taken).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from llvmlite import ir
 
@@ -37,9 +42,66 @@ _F32 = u.F32
 _VEC = ir.VectorType(_F32, LANES)
 
 
+@dataclass(frozen=True)
+class Tile:
+    """A register tile of C: `mr` rows of `nv` vectors of `lanes` floats (`nr` = nv * lanes columns).
+
+    >>> AVX2_TILE.nr, AVX512_TILE.nr, AVX512_TILE.mr * AVX512_TILE.nv
+    (16, 32, 16)
+    """
+    mr: int
+    nv: int
+    lanes: int
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.lanes
+
+    @property
+    def vec(self) -> ir.VectorType:
+        return ir.VectorType(_F32, self.lanes)
+
+
+# 6 x 16 floats in 256-bit registers: 12 accumulators, 2 B vectors and 1 broadcast of 16 ymm.
+AVX2_TILE = Tile(MR, NV, LANES)
+# 8 x 32 floats in 512-bit registers (16 accumulators of 32 zmm): per k step 2 B loads and 8
+# broadcasts feed 16 FMAs of 16 lanes, against 8 loads per 12 FMAs of 8 lanes for AVX2_TILE.
+# Zen 4, 10 x 64x784 @ 784x128 with the B pack (ctypes, same process, 2026-12-03): 1.36 ms
+# against 1.50 ms; 6 x 32 and 16 x 16 floats ran at 1.45 / 1.36, 12 x 32 at 1.55.
+AVX512_TILE = Tile(8, 2, 16)
+
+
+def host_avx512() -> bool:
+    """Whether the host has AVX-512F (512-bit vectors in registers; without it LLVM splits a
+    `<16 x float>` into two halves and the wide tile has no point).
+
+    >>> isinstance(host_avx512(), bool)
+    True
+    """
+    return "+avx512f" in set(jit.engine().features.split(","))
+
+
+def choose_tile(m: int, n: int, avx512: bool | None = None) -> Tile:
+    """The register tile for an m x n product that `GemmPlan.generated_kernel` takes (n a multiple
+    of AVX2_TILE.nr, m >= 2 * AVX2_TILE.mr): the 512-bit tile on an AVX-512 host when n is a
+    multiple of its 32 columns and m fills two of its row panels, else the 256-bit one. Every
+    element is the same fma chain whatever the tile, so the choice cannot change a bit.
+
+    >>> choose_tile(64, 128, avx512=True), choose_tile(64, 128, avx512=False)
+    (Tile(mr=8, nv=2, lanes=16), Tile(mr=6, nv=2, lanes=8))
+    >>> choose_tile(64, 48, avx512=True) == AVX2_TILE
+    True
+    """
+    avx512 = host_avx512() if avx512 is None else avx512
+    if avx512 and n % AVX512_TILE.nr == 0 and m >= 2 * AVX512_TILE.mr:
+        return AVX512_TILE
+    return AVX2_TILE
+
+
 def _fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
-    name = f"llvm.fma.v{LANES}f32"
-    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(_VEC, [_VEC] * 3), name)
+    vt = x.type
+    name = f"llvm.fma.v{vt.count}f32"
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(vt, [vt] * 3), name)
     return b.call(fn, [x, y, z])
 
 
@@ -47,15 +109,17 @@ def _at(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
     return b.gep(base, [index], inbounds=True, source_etype=_F32)
 
 
-def _splat(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    undef = ir.Constant(_VEC, ir.Undefined)
+def _splat(b: ir.IRBuilder, x: ir.Value, vt: ir.VectorType = _VEC) -> ir.Value:
+    undef = ir.Constant(vt, ir.Undefined)
     one = b.insert_element(undef, x, u.i64(0))
-    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
 
 
-def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: bool, lda: int) -> None:
+def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: bool, lda: int,
+             tile: Tile = AVX2_TILE) -> None:
     """Ap[i // MR][kk][i % MR] = A[i, kk] (A row-major with leading dimension lda, or its
-    transpose); the rows of the last panel past m are zeros."""
+    transpose; MR = tile.mr); the rows of the last panel past m are zeros."""
+    MR = tile.mr
     with u.for_range(b, m, "pa.i") as i:
         panel = u.iadd(b, u.imul(b, b.udiv(i, u.i64(MR)), MR * k), b.urem(i, u.i64(MR)))
         with u.for_range(b, k, "pa.k") as kk:
@@ -69,13 +133,15 @@ def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: 
                 b.store(u.const(_F32, 0.0), _at(b, ap, u.iadd(b, panel, u.imul(b, kk, MR))))
 
 
-def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, ldb: int) -> None:
+def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, ldb: int,
+             tile: Tile = AVX2_TILE) -> None:
     """Bp[j // NR][kk][j % NR] = B[kk, j] (B row-major with leading dimension ldb, n a multiple of
-    NR), read a row at a time: one streaming pass."""
+    NR = tile.nr), read a row at a time: one streaming pass."""
+    NV, LANES, NR, vt = tile.nv, tile.lanes, tile.nr, tile.vec
     with u.for_range(b, k, "pb.k") as kk:
         with u.for_range(b, n // LANES, "pb.v") as v:
             src = u.iadd(b, u.imul(b, kk, ldb), u.imul(b, v, LANES))
-            x = b.load(_at(b, bm, src), typ=_VEC, align=4)
+            x = b.load(_at(b, bm, src), typ=vt, align=4)
             dst = u.iadd(b, u.iadd(b, u.imul(b, b.udiv(v, u.i64(NV)), k * NR), u.imul(b, kk, NR)),
                          u.imul(b, b.urem(v, u.i64(NV)), LANES))
             b.store(x, _at(b, bp, dst), align=4)
@@ -107,22 +173,23 @@ def _k_loop(b: ir.IRBuilder, prefix: str, k: int, vt: ir.VectorType, count: int,
 
 
 def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Value, nb: ir.Value,
-           m: int, k: int, ldc: int) -> None:
+           m: int, k: int, ldc: int, tile: Tile = AVX2_TILE) -> None:
     """C[mb*MR : mb*MR+MR, nb*NR : nb*NR+NR] = the MR x NR tile over the whole k (rows < m stored)."""
+    MR, NV, LANES, NR, vt = tile.mr, tile.nv, tile.lanes, tile.nr, tile.vec
     a_panel = _at(b, ap, u.imul(b, mb, MR * k))
     b_panel = _at(b, bp, u.imul(b, nb, NR * k))
 
     def step(kk, accs):
         row_b = u.imul(b, kk, NR)
-        bv = [b.load(_at(b, b_panel, u.iadd(b, row_b, u.i64(v * LANES))), typ=_VEC, align=4) for v in range(NV)]
+        bv = [b.load(_at(b, b_panel, u.iadd(b, row_b, u.i64(v * LANES))), typ=vt, align=4) for v in range(NV)]
         row_a = u.imul(b, kk, MR)
         new = []
         for r in range(MR):
-            a = _splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32))
+            a = _splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32), vt)
             new += [_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
         return new
 
-    accs = _k_loop(b, "mk", k, _VEC, MR * NV, step)
+    accs = _k_loop(b, "mk", k, vt, MR * NV, step)
     col = u.imul(b, nb, NR)
     for r in range(MR):
         row = u.iadd(b, u.imul(b, mb, MR), u.i64(r))
@@ -139,9 +206,10 @@ def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Valu
 
 
 def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m: int, n: int, k: int,
-                    ldc: int) -> None:
-    """C (m x n, leading dimension ldc) = packed A @ packed B, one register tile at a time; each
-    NR-column panel of B (k * 64 bytes) stays in L1/L2 while every row panel of A passes over it.
+                    ldc: int, tile: Tile = AVX2_TILE) -> None:
+    """C (m x n, leading dimension ldc) = packed A @ packed B, one register tile at a time (A and B
+    packed with the same `tile`); each NR-column panel of B (k * NR * 4 bytes) stays in L1/L2 while
+    every row panel of A passes over it.
 
     A whole product, packing included (what `dot.emit_dot_generated` emits per gemm call):
 
@@ -162,9 +230,9 @@ def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m:
     >>> bool((out == x.sum(1, keepdims=True)).all())
     True
     """
-    with u.for_range(b, n // NR, "mk.nb", unroll=False) as nb:
-        with u.for_range(b, -(-m // MR), "mk.mb", unroll=False) as mb:
-            _micro(b, ap, bp, c, mb, nb, m, k, ldc)
+    with u.for_range(b, n // tile.nr, "mk.nb", unroll=False) as nb:
+        with u.for_range(b, -(-m // tile.mr), "mk.mb", unroll=False) as mb:
+            _micro(b, ap, bp, c, mb, nb, m, k, ldc, tile)
 
 
 def host_supported() -> bool:
@@ -178,13 +246,13 @@ def host_supported() -> bool:
     return {"+avx", "+fma"} <= features
 
 
-def lhs_panel_elements(m: int, k: int) -> int:
-    """Floats of packed A: m rounded up to whole MR-row panels, times k.
+def lhs_panel_elements(m: int, k: int, tile: Tile = AVX2_TILE) -> int:
+    """Floats of packed A: m rounded up to whole tile.mr-row panels, times k.
 
-    >>> lhs_panel_elements(64, 784) == 66 * 784
-    True
+    >>> lhs_panel_elements(64, 784) == 66 * 784, lhs_panel_elements(64, 784, AVX512_TILE) == 64 * 784
+    (True, True)
     """
-    return -(-m // MR) * MR * k
+    return -(-m // tile.mr) * tile.mr * k
 
 
 # --- small products read in place (the loop nest's bits, register tiles) -------------------------

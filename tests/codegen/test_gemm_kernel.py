@@ -192,3 +192,68 @@ def test_docstring_examples_run():
     for module, least in ((gemm_kernel, 3), (dot, 2)):
         result = doctest.testmod(module)
         assert result.attempted >= least and result.failed == 0, module.__name__
+
+
+# Cases where both tiles apply (n a multiple of 32, m >= 16): m remainders 1 and 7 of the 8-row tile,
+# A^T, two loop axes, k = 3.
+TILE_CASES = [
+    ((17, 5), (2, 5, 64), ((1,), (1,)), ((), ())),
+    ((23, 9), (3, 9, 32), ((1,), (1,)), ((), ())),
+    ((3, 16), (2, 3, 96), ((0,), (1,)), ((), ())),
+    ((64, 40), (2, 2, 40, 128), ((1,), (2,)), ((), ())),
+]
+
+
+def _forced(monkeypatch, avx512):
+    """Force the host feature query of the tile choice; record the tiles emitted."""
+    monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: avx512)
+    chosen = []
+    real = gemm_kernel.choose_tile
+    monkeypatch.setattr(gemm_kernel, "choose_tile", lambda m, n: chosen.append(real(m, n)) or chosen[-1])
+    return chosen
+
+
+@needs_kernel
+@pytest.mark.parametrize("avx512", [False, True], ids=["avx2_tile", "avx512_tile"])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("case", TILE_CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_each_host_tile_matches_interpreter_and_loop_nest(case, strided, avx512, monkeypatch):
+    """Each tile, forced whatever this host has (a 512-bit vector is split in two on an AVX2 host:
+    slower, same values), against the interpreter and bit for bit against the axpy loop nest."""
+    g = _graph(*case)
+    args = _args(case, seed=7, strided=strided)
+    chosen = _forced(monkeypatch, avx512)
+    exe, got, emitted = _run(g, args, 0, monkeypatch)
+    want_tile = gemm_kernel.AVX512_TILE if avx512 else gemm_kernel.AVX2_TILE
+    assert emitted == 1 and chosen == [want_tile]
+    assert ("llvm.fma.v16f32" in exe.llvm_ir) == avx512
+    want = ir.interpret(g, [np.ascontiguousarray(a) for a in args])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    _, loops, emitted_loops = _run(g, args, float("inf"), monkeypatch)
+    assert emitted_loops == 0
+    np.testing.assert_array_equal(got, loops)
+
+
+@needs_kernel
+def test_the_two_tiles_give_the_same_bits(monkeypatch):
+    case = ((64, 784), (3, 784, 128), ((1,), (1,)), ((), ()))
+    g = _graph(*case)
+    args = _args(case, seed=8)
+    outs = []
+    for avx512 in (False, True):
+        chosen = _forced(monkeypatch, avx512)
+        outs.append(_run(g, args, 0, monkeypatch)[1])
+        assert chosen == [gemm_kernel.AVX512_TILE if avx512 else gemm_kernel.AVX2_TILE]
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_tile_choice_is_host_and_shape_only():
+    wide, narrow = gemm_kernel.AVX512_TILE, gemm_kernel.AVX2_TILE
+    assert gemm_kernel.choose_tile(64, 128, avx512=True) == wide
+    assert gemm_kernel.choose_tile(64, 128, avx512=False) == narrow
+    assert gemm_kernel.choose_tile(64, 48, avx512=True) == narrow   # n not a multiple of 32
+    assert gemm_kernel.choose_tile(15, 64, avx512=True) == narrow   # m < two 8-row panels
+    assert gemm_kernel.choose_tile(16, 64, avx512=True) == wide
+    # packed A fits the rule's bound for either tile (m = 25: 30 rows of the 6-row tile, 32 of the 8-row one)
+    assert gemm_kernel.lhs_panel_elements(25, 10, wide) == 320
+    assert gemm_kernel.lhs_panel_elements(25, 10, narrow) == 300

@@ -146,7 +146,10 @@ def roofline(args, x: np.ndarray, w1: np.ndarray, T) -> H.Suite:
     impls = [H.Impl("OpenBLAS sgemm loop (numpy)", blas),
              H.Impl("tp.compile(vmap(x @ w))", lambda: layer(wt, xt)),
              H.Impl(PEAK_IMPL, peak, check=False)]
-    suite = H.Suite(f"roofline: first layer alone, {k} x ({x.shape[0]}x{d} @ {d}x{h}), one thread",
+    tile = gemm_kernel.choose_tile(x.shape[0], h) if gemm_kernel.host_supported() else None
+    tile = f"{tile.mr}x{tile.nr} floats in {32 * tile.lanes}-bit registers" if tile else "none (no FMA)"
+    suite = H.Suite(f"roofline: first layer alone, {k} x ({x.shape[0]}x{d} @ {d}x{h}), one thread, "
+                    f"generated gemm tile {tile}",
                     ref="OpenBLAS sgemm loop (numpy)", rtol=1e-3, atol=1e-4)
     suite.extra = _flops_columns(flops, suite)
     suite.run_case(f"{flops / 1e6:.4g} MFLOP (peak kernel {peak_flops / 1e6:.4g})", impls, args)
