@@ -19,8 +19,8 @@ expm1      same reduction, 2^k(expm1(r)+1)-1     2        2
 log        m in [sqrt(1/2),sqrt(2)): f64 atanh   1        1
            series (fdlibm), f32 poly in m-1
 log1p      log of u=1+x plus (x-(u-1))/u         1        1
-sin, cos   k*pi/2 reduction (3-part FMA) in f64; 1.5      1
-           f32 below 2^13: in f32 to a float pair
+sin, cos   k*pi/2 reduction in f64 (3-part FMA)  1.5      1
+           then a float32 polynomial for f32
 tan        sin/cos quotient                      1 (f64)  2.5
 tanh       expm1(2|x|) / (expm1(2|x|)+2)         2.5      2.5
 logistic   1/(1+exp(-|x|)), mirrored for x<0     2.5      2.5
@@ -42,16 +42,13 @@ The table is checked against the `@bound` declarations by
 
 Domains: the IEEE special values (0, -0, inf, nan) give what C99/numpy give.
 sin/cos/tan keep their bound over the whole float range. Below `CODY_WAITE_LIMIT`
-(2^50; float32: `CODY_WAITE_LIMIT_F32` = 2^30) the argument is reduced by a pi/2 split
-in two or three doubles (Cody-Waite); at and above it by the exact Payne-Hanek
-reduction of `trig_reduce`, which costs ~60 instructions per element. float32 sin/cos
-below `TRIG_F32_LIMIT` (2^13) reduce in float32 registers instead (no conversions to
-and from double, which cost Zen 4 ~40 % of a float32 sin). A kernel does not pay for
-the slower reductions unless it must: it first runs with the fast one only (float32
-sin/cos: the float32 one), ORing "some lane needs more" into a flag, and re-runs with
-the full one when the flag is set (`fast_trig`, used by `module`). A kernel's outputs
-never alias its inputs, so the re-run overwrites the same results, identical in every
-lane that did not need it.
+(2^50) the argument is reduced by a 3-part pi/2 (Cody-Waite); at and above it by
+the exact Payne-Hanek reduction of `trig_reduce`, which costs ~60 instructions
+per element. A kernel does not pay for it unless it must: it first runs with
+the fast reduction only, ORing "some |x| >= 2^50" into a flag, and re-runs with
+the full one when the flag is set (`fast_trig`, used by `module`). A
+kernel's outputs never alias its inputs, so the re-run overwrites the same
+results, identical in every lane that did not need it.
 """
 from __future__ import annotations
 
@@ -503,79 +500,26 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
     ax = mx.abs(x)
     small = mx.cmp("<", ax, CODY_WAITE_LIMIT if t == u.F64 else CODY_WAITE_LIMIT_F32)
     huge = b.and_(b.not_(small), mx.cmp("<", ax, math.inf))  # finite, needs Payne-Hanek
-    precise = t == u.F64
-    flag = _FAST_TRIG_FLAG.get()
-    if t == u.F32 and which != "tan":
-        return _trig_f32(b, x, which, flag, small, huge)
     xs = _widen(b, mx.sel(small, x, 0.0))
+    precise = t == u.F64
     q, r, r_lo = _trig_reduce(m64, xs, precise)
+    flag = _FAST_TRIG_FLAG.get()
     if flag is not None:
         b.store(b.or_(b.load(flag, typ=u.I1), huge), flag)
     else:
-        q, r, r_lo = _exact_lanes(b, x, huge, q, r, r_lo, precise)
+        q_ph, r_ph, r_lo_ph = payne_hanek(b, m64.sel(huge, _widen(b, x), CODY_WAITE_LIMIT))
+        q = b.select(huge, b.trunc(q_ph, u.I32), q)
+        r_lo = b.select(huge, r_lo_ph, r_lo) if precise else None
+        r = b.select(huge, r_ph if precise else m64.add(r_ph, r_lo_ph), r)
     if t == u.F64:
         m, S, C = m64, K.SIN_S_F64, K.COS_C_F64
-    else:
+    elif which == "tan":
         m, S, C = m64, K.SIN_S_F32, K.COS_C_F32
-    s, c = _sin_cos_poly(m, r, r_lo, S, C)
-    return _trig_finish(b, x, which, m, q, s, c)
-
-
-def _exact_lanes(b, x, huge, q, r, r_lo, precise):
-    """q, r, r_lo with the lanes in `huge` replaced by their Payne-Hanek reduction."""
-    m64 = _M(b, u.F64)
-    q_ph, r_ph, r_lo_ph = payne_hanek(b, m64.sel(huge, _widen(b, x), CODY_WAITE_LIMIT))
-    q = b.select(huge, b.trunc(q_ph, u.I32), q)
-    r_lo = b.select(huge, r_lo_ph, r_lo) if precise else None
-    r = b.select(huge, r_ph if precise else m64.add(r_ph, r_lo_ph), r)
-    return q, r, r_lo
-
-
-# float32 sin/cos below this reduce in float32 (`_trig_f32`): k = rint(x * 2/pi) in float32 is then
-# off by at most ~5e-4 of a quadrant, which keeps |r| inside the polynomials' fit (pi/4 + 0.002)
-TRIG_F32_LIMIT = 2.0 ** 13
-_PIO2_F32 = (lambda p1: (p1, _f32(PIO2[0] - p1), _f32(PIO2[0] - p1 - _f32(PIO2[0] - p1) + PIO2[1])))(_f32(PIO2[0]))
-
-
-def _trig_f32(b, x, which, flag, small, huge):
-    """float32 sin/cos. |x| < TRIG_F32_LIMIT reduce in float32 registers to a float pair r + r_lo
-    (exact but for r_lo's own rounding and pi/2's truncation at ~2^-77): a = x - k*P1 is exact
-    (x and k*P1 are multiples of ulp(P1)/2 below 2), k*P2 is an exact product pair, a + hi an
-    exact two-sum. Larger |x| reduce in double (Cody-Waite below CODY_WAITE_LIMIT_F32, then
-    Payne-Hanek), are flagged in the fast run, and are rounded to the same kind of float pair."""
-    m = _M(b, u.F32)
-    ax = m.abs(x)
-    near = m.cmp("<", ax, TRIG_F32_LIMIT)
-    xn = m.sel(near, x, 0.0)
-    kf = m.rint(m.mul(xn, _f32(TWO_OVER_PI)))
-    nk = m.neg(kf)
-    p1, p2, p3 = _PIO2_F32
-    a = m.fma(nk, p1, xn)
-    t_hi = m.mul(nk, p2)
-    t_lo = m.fma(nk, p2, m.neg(t_hi))
-    r, e = m.two_sum(a, t_hi)
-    r_lo = m.add(e, m.fma(nk, p3, t_lo))
-    q = b.and_(b.fptosi(kf, u.I32), ir.Constant(u.I32, 3))
-    if flag is not None:
-        b.store(b.or_(b.load(flag, typ=u.I1), b.and_(b.not_(near), m.cmp("<", ax, math.inf))), flag)
     else:
-        m64 = _M(b, u.F64)
-        far = b.and_(b.not_(near), small)
-        q64, r64, _ = _trig_reduce(m64, _widen(b, m.sel(far, x, 0.0)), False)
-        q64, r64, _ = _exact_lanes(b, x, huge, q64, r64, None, False)
-        hi = b.fptrunc(r64, u.F32)
-        lo = b.fptrunc(m64.sub(r64, b.fpext(hi, u.F64)), u.F32)
-        q = b.select(near, q, q64)
-        r = m.sel(near, r, hi)
-        r_lo = m.sel(near, r_lo, lo)
-    S, C = [_f32(c) for c in K.SIN_S_F32], [_f32(c) for c in K.COS_C_F32]
+        m = _M(b, u.F32)
+        r = b.fptrunc(r, u.F32)
+        S, C = [_f32(c) for c in K.SIN_S_F32], [_f32(c) for c in K.COS_C_F32]
     s, c = _sin_cos_poly(m, r, r_lo, S, C)
-    return _trig_finish(b, x, which, m, q, s, c)
-
-
-def _trig_finish(b, x, which, m, q, s, c):
-    """The result from the quadrant q and sin/cos of the reduced argument, plus the special values."""
-    t = x.type
     odd = b.trunc(q, u.I1)
     hi_half = b.icmp_unsigned(">=", q, ir.Constant(u.I32, 2))
     if which == "tan":
