@@ -130,15 +130,6 @@ def engine() -> _Engine:
     return _engine
 
 
-def host_has_feature(name: str) -> bool:
-    """Whether the host CPU has feature `name` (LLVM's spelling, e.g. ``avx512f``).
-
-    >>> isinstance(host_has_feature("avx512f"), bool)
-    True
-    """
-    return f"+{name}" in engine().features.split(",")
-
-
 def host_triple_and_layout() -> tuple[str, str]:
     """Target triple and data layout to stamp on modules built for this host."""
     e = engine()

@@ -142,20 +142,6 @@ def fast_trig(flag_slot: ir.Value):
         _FAST_TRIG_FLAG.reset(token)
 
 
-# x * 2**k as one `llvm.ldexp`: None = when the host has AVX-512F (one vscalef instruction; without
-# it LLVM makes ldexp a libm call per lane), True/False = forced (tests, A/B runs)
-SCALEF: bool | None = None
-
-
-def use_scalef() -> bool:
-    """Whether `_M.scale` emits `llvm.ldexp` (see `SCALEF`)."""
-    if SCALEF is not None:
-        return SCALEF
-    from .jit import host_has_feature  # lazily: only emitting code needs the LLVM engine
-
-    return host_has_feature("avx512f")
-
-
 # --- emission helpers ---------------------------------------------------------------------------
 class _M:
     """Float arithmetic on one register type; Python floats are turned into constants."""
@@ -244,13 +230,7 @@ class _M:
         return self.b.bitcast(bits, self.t)
 
     def scale(self, x, k):
-        """x * 2**k for |k| up to twice the exponent range, rounding once (two exact-ish steps).
-
-        With `use_scalef()`, one `llvm.ldexp` (AVX-512 vscalefps/pd): the same single rounding, so the
-        same bits (x*2^(k>>1) is exact for the x in [1/2, 2) the callers scale)."""
-        if use_scalef():
-            k32 = self.b.trunc(k, u.I32) if self.f64 else k
-            return u.intrinsic(self.b, "llvm.ldexp", [x, k32], tys=[self.t, u.I32])
+        """x * 2**k for |k| up to twice the exponent range, rounding once (two exact-ish steps)."""
         k1 = self.b.ashr(k, ir.Constant(self.it, 1))
         k2 = self.b.sub(k, k1)
         return self.mul(self.mul(x, self.pow2(k1)), self.pow2(k2))
