@@ -122,6 +122,7 @@ def bound(f32: float, f64: float):
 
 
 CODY_WAITE_LIMIT = 2.0 ** 50  # sin/cos/tan reduce |x| >= this with Payne-Hanek
+CODY_WAITE_LIMIT_F32 = 2.0 ** 30  # float32 arguments: |k| < 2^31, so q comes from one i32 conversion
 TRIG_LIMIT = math.inf  # sin/cos/tan keep their bound for every |x| < TRIG_LIMIT (read by the tests)
 
 # How sin/cos/tan reduce huge arguments in the code being emitted: None = always exact (Payne-Hanek
@@ -392,8 +393,13 @@ def log1p(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 def tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Hyperbolic tangent via expm1(2|x|) / (expm1(2|x|) + 2)."""
     m = _m(b, x)
-    a = m.minnum(m.abs(x), 20.0 if m.f64 else 10.0)
-    e = expm1(b, m.add(a, a))
+    a = m.minnum(m.abs(x), 20.0 if m.f64 else 10.0)  # a NaN becomes 10 here; the last select restores it
+    # expm1(2a) inlined for 2a in [0, 40]: no clamp, no 2^k split (k <= 58 stays in range), no
+    # zero/NaN selects; bit-identical to `expm1` there (2^k - 1 rounds to 2^k exactly when expm1's
+    # split would round 2^top - 1 to 2^top). expm1(+0) = 2^0 * 0 + 0 = +0, and copysign keeps -0.
+    kf, r = _reduce_ln2(m, m.add(a, a))
+    sa = m.pow2(m.to_int(kf))
+    e = m.fma(_expm1_poly(m, r), sa, m.sub(sa, 1.0))
     t = m.div(e, m.add(e, 2.0))
     res = m.copysign(t, x)
     return m.sel(m.isnan(x), x, res)
@@ -413,11 +419,21 @@ def _trig_reduce(m: _M, x, precise: bool):
     """Quadrant q (i32, 0..3) and r (+ tail r_lo) with x = q*pi/2 + r (mod 2pi), |r| <~ pi/4.
 
     `x` is double and finite. k*P1 is exact in the FMA and x - k*P1 is exact for
-    |k| < 2^52; the tail term is carried when `precise` (float64 results)."""
+    |k| < 2^52; the tail term is carried when `precise` (float64 results).
+
+    Not `precise` (float32 arguments), |x| < CODY_WAITE_LIMIT_F32: q is k's low word (one
+    f64 -> i32 conversion, vectorised on AVX2 and AVX-512 alike), and two parts of pi/2 suffice:
+    a = x - k*P1 is exact (x and k*P1 are multiples of 2^-52 below 2), and dropping k*P3
+    (|P3| < 2^-107) errs by < 2^-76 absolute, far below 2^-53 of the smallest |r| a float32 below
+    2^30 can leave."""
     b = m.b
     kf = m.rint(m.mul(x, TWO_OVER_PI))
     nk = m.neg(kf)
     a = m.fma(nk, PIO2[0], x)
+    if not precise:
+        r = m.fma(nk, PIO2[1], a)
+        q = b.and_(b.fptosi(kf, u.I32), ir.Constant(u.I32, 3))
+        return q, r, None
     if precise:
         p_hi = m.mul(kf, PIO2[1])
         p_lo = m.fma(kf, PIO2[1], m.neg(p_hi))
@@ -459,10 +475,10 @@ def _trig(b: ir.IRBuilder, x: ir.Value, which: str) -> ir.Value:
     t = x.type
     m64 = _M(b, u.F64)
     mx = _m(b, x)
-    # the range checks run in x's own type (2^50 and inf are exact in float32): for float32 they
+    # the range checks run in x's own type (the limits and inf are exact in float32): for float32 they
     # are one 8/16-lane compare each, and the masks need no narrowing from 64-bit lanes
     ax = mx.abs(x)
-    small = mx.cmp("<", ax, CODY_WAITE_LIMIT)
+    small = mx.cmp("<", ax, CODY_WAITE_LIMIT if t == u.F64 else CODY_WAITE_LIMIT_F32)
     huge = b.and_(b.not_(small), mx.cmp("<", ax, math.inf))  # finite, needs Payne-Hanek
     xs = _widen(b, mx.sel(small, x, 0.0))
     precise = t == u.F64
