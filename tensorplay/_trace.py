@@ -264,17 +264,28 @@ class Trace:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""
         return self.views.wrote(t)
 
-    def finish(self, outputs: Sequence) -> Graph:
+    def finish(self, outputs: Sequence, *, lazy: bool = False) -> Graph | tuple:
         """The graph returning `outputs`, then the final value of every input written in place.
 
         Sets `self.mutated` (the graph-input index of each extra output) and
         `self.output_aliases` (see `_views.finish_writes`).
+
+        `lazy=True` (trace_function's call path): when every node was taped, no Graph is built and
+        no liveness walk is run; `self.graph_key` is the tape key (of all nodes, dead ones too: equal
+        tapes still mean equal graphs) and the result is ``(inputs, nodes, results)``, from which
+        `_TracedClosedGraph.graph` builds the graph on first use (a pipeline-cache miss).
         """
         results = self._plain_results(outputs)
         if results is None:
             outs = [self.lift(t) for t in outputs]
             self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
             results = outs + written
+        if lazy:
+            nodes, sigs = self.builder.nodes, self.sigs
+            if len(nodes) == len(sigs) and None not in sigs:
+                inputs = self.arg_values + self.capture_values
+                self.graph_key = self._tape_key(inputs, results)
+                return inputs, nodes, results
         # dead code (values an inlined transform does not return, values computed only to be
         # printed) is dropped without copying: the nodes are this trace's own
         nodes = self.builder.nodes
@@ -287,7 +298,7 @@ class Trace:
         return Graph(inputs, live, results, self.builder.name)
 
     def _tape_key(self, inputs: list, results: list) -> tuple:
-        """The graph's structural key from the tape (every node taped and live): the inputs as
+        """The graph's structural key from the tape (every node taped; dead ones are part of it): the inputs as
         (relative id, type id) pairs, the tape, None, the outputs' relative ids.
 
         Two equal keys are the same graph: a node's signature id fixes its primitive, attributes,
@@ -937,9 +948,11 @@ class ClosedGraph:
         key = self.key
         if key is not None and key[0] is self.__dict__.get("_graph", None):  # (not replaced by a pass since)
             return key[1]  # (read without relinking an unlinked graph: a cache hit never needs it)
-        sigs = self.sigs
-        if sigs is not None and sigs[0] is self.graph:
-            return ("sig",) + signature_key(self.graph, sigs[1])
+        if self.sigs is not None:
+            graph = self.graph  # (first: building a lazy graph settles `sigs`)
+            sigs = self.sigs
+            if sigs is not None and sigs[0] is graph:
+                return ("sig",) + signature_key(graph, sigs[1])
         return ("struct", self.graph.structural_key())
 
     @property
@@ -1071,6 +1084,16 @@ class _TracedClosedGraph(ClosedGraph):
             for node in nodes:
                 node.out.node = node
             d["_unlinked"] = None
+        lazy = d.get("_lazy")
+        if lazy is not None:  # (see `_traced`): the graph of the trace's live nodes, built now
+            inputs, nodes, results, name, sigs = lazy
+            live = live_nodes(nodes, results)
+            graph = d["_graph"] = Graph(inputs, live, results, name)
+            d["_lazy"] = None
+            if d["key"] is not None and d["key"][0] is None:
+                d["key"] = (graph, d["key"][1])
+            if d["sigs"] is not None and d["sigs"][0] is None:
+                d["sigs"] = (graph, sigs) if len(live) == len(nodes) else None
         return d["_graph"]
 
     @graph.setter
@@ -1082,6 +1105,7 @@ class _TracedClosedGraph(ClosedGraph):
                 node.out.node = node
         d["_graph"] = graph
         d["_unlinked"] = None
+        d["_lazy"] = None
 
     def _unlink(self) -> None:
         """Drop the node <-> value back references of this trace's nodes (see the class doc)."""
@@ -1089,6 +1113,25 @@ class _TracedClosedGraph(ClosedGraph):
         for node in nodes:
             node.out.node = None
         self.__dict__["_unlinked"] = nodes
+
+
+def _traced(parts: tuple, name: str, sigs: list, key: tuple, num_args: int, captures: list, in_tree, out_tree,
+            static_leaves: list, out_static: list, mutated: list, output_aliases: list) -> _TracedClosedGraph:
+    """A `_TracedClosedGraph` whose graph is built on first use from `parts`, ``(inputs, nodes,
+    results)`` of a trace whose every node is taped (`Trace.finish(lazy=True)`); its structural key is
+    the tape key `key`. The nodes are stored unlinked, as `_unlink` leaves them."""
+    closed = _new_closed(_TracedClosedGraph)
+    nodes = parts[1]
+    for node in nodes:
+        node.out.node = None
+    closed.__dict__.update(_graph=None, _unlinked=nodes, _lazy=(parts[0], nodes, parts[2], name, sigs),
+                           num_args=num_args, captures=captures, in_tree=in_tree, out_tree=out_tree,
+                           static_leaves=static_leaves, out_static=out_static, mutated=mutated,
+                           output_aliases=output_aliases, sigs=(None, sigs), key=(None, key))
+    return closed
+
+
+_new_closed = object.__new__
 
 
 def _release(trace: Trace) -> None:
@@ -1230,12 +1273,20 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         else:
             out_leaves, out_tree = _pytree.tree_flatten(out)
             out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
-        graph = trace.finish(out_tensors)
+        graph = trace.finish(out_tensors, lazy=True)
     finally:
         trace.__exit__()
     n_out = len(out_leaves)
     out_static = [None] * n_out if len(out_tensors) == n_out else [
         None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
+    if graph.__class__ is tuple:  # every node taped: the graph is built on first use
+        closed = _traced(graph, trace.builder.name, trace.sigs, trace.graph_key, len(tensor_pos),
+                         trace.capture_sources, in_tree, out_tree,
+                         [None] * len(leaves) if all_tensors else
+                         [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
+                         out_static, trace.mutated, trace.output_aliases)
+        _release(trace)
+        return closed
     closed = _TracedClosedGraph(graph, len(tensor_pos), trace.capture_sources, in_tree, out_tree,
                        [None] * len(leaves) if all_tensors else
                        [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],

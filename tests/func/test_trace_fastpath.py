@@ -331,7 +331,7 @@ def test_a_finished_trace_is_freed_by_reference_counting():
     try:
         closed = _trace.trace_function(f, (x,), transform="grad")
         key = closed.structural_key()
-        n = len(closed.__dict__["_graph"].nodes)
+        n = len(closed.__dict__["_unlinked"])
         before = nodes_alive()
         del closed
         assert traces[0]() is None, "the trace was not freed by reference counting"
