@@ -229,10 +229,9 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     (tensor([2., 4.]), tensor(5.))
     """
     key = ("grad_and_value", argnums, has_aux) if _built.int_argnums(argnums) and has_aux.__class__ is bool else None
-    if key is not None:
-        made = _built.lookup(func, key)
-        if made is not None:
-            return made
+    made = _built.lookup(func, key)
+    if made is not None:
+        return made
     transform = f"grad_and_value({_argnums_str(argnums)})"
 
     def call(*args, **kwargs):
@@ -241,7 +240,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
 
     made = _transform(call, func, "grad_and_value", _spec("grad_and_value", (argnums, bool(has_aux)), lambda: transform,
                                                           lambda: lambda g: grad_and_value(g, argnums, has_aux)))
-    return made if key is None else _built.remember(func, key, made)
+    return _built.remember(func, key, made)
 
 
 def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -261,10 +260,9 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     tensor(-0.)
     """
     key = ("grad", argnums, has_aux) if _built.int_argnums(argnums) and has_aux.__class__ is bool else None
-    if key is not None:
-        made = _built.lookup(func, key)
-        if made is not None:
-            return made
+    made = _built.lookup(func, key)
+    if made is not None:
+        return made
     spec = _spec("grad", (argnums, bool(has_aux)), lambda: f"grad({_argnums_str(argnums)})",
                  lambda: lambda g: grad(g, argnums, has_aux))
 
@@ -273,7 +271,7 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
         return (grads, aux) if has_aux else grads
 
     made = _transform(call, func, "grad", spec)
-    return made if key is None else _built.remember(func, key, made)
+    return _built.remember(func, key, made)
 
 
 def _wraps(wrapper, func, what: str):
@@ -817,10 +815,9 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     """
     key = (("jacrev", argnums, has_aux, chunk_size) if executor is None and _built.int_argnums(argnums)
            and has_aux.__class__ is bool and (chunk_size is None or chunk_size.__class__ is int) else None)
-    if key is not None:
-        made = _built.lookup(func, key)
-        if made is not None:
-            return made
+    made = _built.lookup(func, key)
+    if made is not None:
+        return made
     transform = f"jacrev({_argnums_str(argnums)})"
     _chunks.check_options(transform, chunk_size, executor, None, allow_auto=False)
 
@@ -859,7 +856,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     made = _transform(one_graph, func, "jacrev",
                       _spec("jacrev", (argnums, bool(has_aux), chunk_size), lambda: transform,
                             lambda: lambda g: jacrev(g, argnums, has_aux=has_aux, chunk_size=chunk_size)))
-    return made if key is None else _built.remember(func, key, made)
+    return _built.remember(func, key, made)
 
 
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
@@ -878,10 +875,9 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
     """
     key = (("jacfwd", argnums, has_aux, randomness) if _built.int_argnums(argnums) and has_aux.__class__ is bool
            and randomness.__class__ is str else None)
-    if key is not None:
-        made = _built.lookup(func, key)
-        if made is not None:
-            return made
+    made = _built.lookup(func, key)
+    if made is not None:
+        return made
     transform = f"jacfwd({_argnums_str(argnums)})"
     _check_randomness(randomness, transform)
 
@@ -930,7 +926,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
     made = _transform(_traced_as_one_graph(jac_fn, func, transform), func, "jacfwd",
                       _spec("jacfwd", (argnums, bool(has_aux), randomness), lambda: transform,
                             lambda: lambda g: jacfwd(g, argnums, has_aux, randomness=randomness)))
-    return made if key is None else _built.remember(func, key, made)
+    return _built.remember(func, key, made)
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
@@ -947,10 +943,9 @@ def hessian(func: Callable, argnums=0) -> Callable:
             [ 0., 12.]])
     """
     key = ("hessian", argnums) if _built.int_argnums(argnums) else None
-    if key is not None:
-        made = _built.lookup(func, key)
-        if made is not None:
-            return made
+    made = _built.lookup(func, key)
+    if made is not None:
+        return made
     name = f"hessian({_argnums_str(argnums)})"
 
     def call(*args, **kwargs):
@@ -965,7 +960,7 @@ def hessian(func: Callable, argnums=0) -> Callable:
         return jacfwd(inner(g, argnums), argnums, randomness="same")(*args, **kwargs)
 
     made = _transform(call, func, "hessian", _spec("hessian", (argnums,), lambda: name, lambda: lambda g: hessian(g, argnums)))
-    return made if key is None else _built.remember(func, key, made)
+    return _built.remember(func, key, made)
 
 
 _NESTING = _pipeline.LRU("hessian_nesting")

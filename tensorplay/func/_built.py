@@ -28,9 +28,10 @@ ATTR = "_tp_built"
 LIMIT = 8
 
 
-def lookup(func, key: tuple) -> Callable | None:
-    """The wrapper remembered on `func` for `key`, or None."""
-    if func.__class__ is not _FunctionType:
+def lookup(func, key: tuple | None) -> Callable | None:
+    """The wrapper remembered on `func` for `key`, or None (always None for the key None: parameters
+    that are not keyed)."""
+    if key is None or func.__class__ is not _FunctionType:
         return None
     got = func.__dict__.get(ATTR)
     if got is None or got[0] != id(func):
@@ -38,9 +39,10 @@ def lookup(func, key: tuple) -> Callable | None:
     return got[1].get(key)
 
 
-def remember(func, key: tuple, wrapper: Callable) -> Callable:
-    """`wrapper`, remembered on `func` for `key` (when `func` is a plain Python function)."""
-    if func.__class__ is _FunctionType:
+def remember(func, key: tuple | None, wrapper: Callable) -> Callable:
+    """`wrapper`, remembered on `func` for `key` (when `func` is a plain Python function and `key`
+    is not None)."""
+    if key is not None and func.__class__ is _FunctionType:
         d = func.__dict__
         got = d.get(ATTR)
         if got is None or got[0] != id(func):
