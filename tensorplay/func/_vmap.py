@@ -90,12 +90,14 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     >>> vmap(dot, chunk_size="auto", max_memory="1MB")(x, y)
     tensor([ 3., 12., 21., 30.])
     """
-    plain = (chunk_size is None and executor is None and max_memory is None and randomness.__class__ is str
-             and _frozen_dims(in_dims) and _frozen_dims(out_dims))  # (a wrapper kept on `func` holds them)
-    if plain:  # (frozen dims are exact ints, None and tuples: hashable, and keyed apart as they behave)
-        made = _built.lookup(func, ("vmap", in_dims, out_dims, randomness))
-        if made is not None:
-            return made
+    # (a wrapper kept on `func` holds in_dims / out_dims: only frozen ones -- exact ints, None and
+    # tuples, hashable and keyed apart as they behave -- are keys)
+    built_key = (("vmap", in_dims, out_dims, randomness)
+                 if chunk_size is None and executor is None and max_memory is None and randomness.__class__ is str
+                 and _frozen_dims(in_dims) and _frozen_dims(out_dims) else None)
+    made = _built.lookup(func, built_key)
+    if made is not None:
+        return made
     _check_options("vmap", func, randomness)
     budget = _chunks.check_options("vmap", chunk_size, executor, max_memory)
 
@@ -128,7 +130,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     spec = _pipeline.spec(key, lambda: (_vmap_name(key[1], in_dims), lambda g: vmap(g, in_dims, out_dims, randomness)))
     inner, user_fn = _pipeline.transform_chain(func)
     _copy_metadata(wrapped, func)._tp_chain = ((spec,) + inner, _named_errors(user_fn))
-    return _built.remember(func, ("vmap", in_dims, out_dims, randomness), wrapped) if plain else wrapped
+    return _built.remember(func, built_key, wrapped)
 
 
 def _chunked_vmap(func, in_dims, out_dims, randomness, chunk_size, executor, budget, key, call, per_sample):
