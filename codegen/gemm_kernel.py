@@ -78,7 +78,7 @@ def host_avx512() -> bool:
     >>> isinstance(host_avx512(), bool)
     True
     """
-    return "+avx512f" in set(jit.engine().features.split(","))
+    return "+avx512f" in _host_features()
 
 
 def choose_tile(m: int, n: int, avx512: bool | None = None) -> Tile:
@@ -242,8 +242,11 @@ def host_supported() -> bool:
     >>> isinstance(host_supported(), bool)
     True
     """
-    features = set(jit.engine().features.split(","))
-    return {"+avx", "+fma"} <= features
+    return {"+avx", "+fma"} <= _host_features()
+
+
+def _host_features() -> set[str]:
+    return set(jit.engine().features.split(","))
 
 
 def lhs_panel_elements(m: int, k: int, tile: Tile = AVX2_TILE) -> int:
