@@ -18,16 +18,31 @@ from tensorplay.ir import Graph, interpret
 _RUNNER_ATTR = {"compiled": "_tp_runner_compiled", "interpreter": "_tp_runner_interpreter"}
 
 
-_parsed: tuple[str | None, str] = (None, "compiled")  # (raw TENSORPLAY_BACKEND value, backend name)
+_parsed: tuple[object, str] = (None, "compiled")  # (raw TENSORPLAY_BACKEND value, backend name)
+# Every plain call asks for the backend. `os.environ.get` of an unset variable raises and catches a
+# KeyError inside (~1 us), so the variable is read from the environment's own encoded mapping,
+# which `os.environ` and `monkeypatch.setenv` keep current.
+_ENVIRON_DATA = getattr(os.environ, "_data", None)
+_ENVIRON_KEY = os.environ.encodekey("TENSORPLAY_BACKEND") if _ENVIRON_DATA is not None else None
 
 
 def backend() -> str:
-    """The active backend name: 'compiled' (default) or 'interpreter'."""
+    """The active backend name: 'compiled' (default) or 'interpreter'.
+
+    >>> backend() in ("compiled", "interpreter")
+    True
+    """
     global _parsed
-    raw = os.environ.get("TENSORPLAY_BACKEND")
-    if raw == _parsed[0]:
-        return _parsed[1]
-    name = (raw or "compiled").strip().lower() or "compiled"
+    if _ENVIRON_DATA is not None:
+        raw = _ENVIRON_DATA.get(_ENVIRON_KEY)
+        if raw == _parsed[0]:
+            return _parsed[1]
+        raw_text = None if raw is None else os.environ.decodevalue(raw)
+    else:
+        raw = raw_text = os.environ.get("TENSORPLAY_BACKEND")
+        if raw == _parsed[0]:
+            return _parsed[1]
+    name = (raw_text or "compiled").strip().lower() or "compiled"
     if name not in ("compiled", "interpreter", "llvm"):
         raise ValueError(f"TENSORPLAY_BACKEND={name!r}: expected 'compiled' or 'interpreter'")
     _parsed = (raw, "interpreter" if name == "interpreter" else "compiled")
