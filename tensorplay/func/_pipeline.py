@@ -34,7 +34,7 @@ from .._state import STATE
 from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import own_outputs
 from ..autograd._engine import run_taped
-from ..autograd._record import needs_tape
+from ..autograd._record import ACTIVE, needs_tape
 from ..compile import _fast_walk, _finisher, call_signature
 
 __all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "spec", "link", "transform_chain",
@@ -252,11 +252,14 @@ class _Replayed:
     followed by the user's captures in their order (the common case).
     """
 
-    __slots__ = ("closed", "run", "fresh", "sources", "plain", "fast", "finish", "__weakref__")
+    __slots__ = ("closed", "run", "call", "fresh", "sources", "plain", "fast", "finish", "__weakref__")
 
     def __init__(self, closed: ClosedGraph, user: ClosedGraph):
         self.closed = closed
         self.run, self.fresh = runner(closed.graph)
+        # the executable's generated call of a tuple of arrays, when it has one (else its __call__)
+        fast_call = getattr(self.run, "_fast", None)
+        self.call = fast_call if fast_call is not None else lambda arrays, run=self.run: run(*arrays)
         where = {id(s): k for k, s in enumerate(user.captures)}
         self.sources = [where.get(id(s), s) for s in closed.captures]
         # the user's captures, all of them, in order, none a random key: passed as they are
@@ -277,9 +280,9 @@ class _Replayed:
             caps = user.captures
             inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
         closed = self.closed
-        if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
+        if ACTIVE[0] and needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
             return closed.unflatten_outputs(closed.write_back(inputs, run_taped(closed.graph, inputs)))
-        arrays = self.run(*[t._data for t in inputs])
+        arrays = self.call(tuple([t._data for t in inputs]))  # (a tuple: a refused input goes to the general call)
         if self.finish is not None:  # (called at top level only: no trace can own the results)
             return self.finish(arrays)
         wrap = Tensor._wrap

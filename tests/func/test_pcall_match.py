@@ -193,3 +193,13 @@ def test_vmap_of_grad_takes_the_repeated_path_with_its_per_sample_types():
         np.testing.assert_allclose(f(_t(ws[:2]), _t(x)).numpy(), expect[:2], rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="vmap"):
         f(_t(ws), _t(RNG.standard_normal(d + 1)))
+
+
+def test_a_strided_capture_takes_the_executables_general_call():
+    base = RNG.standard_normal((3, 3))
+    wt = _t(base).t()  # a transposed view: its array is not C-contiguous
+    f = jacrev(lambda x: tp.tanh(wt @ x))
+    for _ in range(3):
+        x = RNG.standard_normal(3)
+        w = base.T
+        np.testing.assert_allclose(f(_t(x)).numpy(), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-4, atol=1e-5)
