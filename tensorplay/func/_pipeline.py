@@ -504,7 +504,9 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     last = sig.last
     if last is not None and last[0] == tkey:  # the signature's latest entry again: no hashing, no lock
         entry = last[1]()  # (weakly held: an entry the LRU dropped is freed as before)
-        if entry is not None:
+        # only while it is the LRU's newest value, so skipping the LRU's recency update changes nothing:
+        # an entry in use is never the one evicted
+        if entry is not None and entry is _OUTERMOST._last:
             _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
             return entry(tensors, user)
     try:

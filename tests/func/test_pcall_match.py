@@ -203,3 +203,28 @@ def test_a_strided_capture_takes_the_executables_general_call():
         x = RNG.standard_normal(3)
         w = base.T
         np.testing.assert_allclose(f(_t(x)).numpy(), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-4, atol=1e-5)
+
+
+def _power(k):
+    def f(x):
+        y = x
+        for _ in range(k - 1):
+            y = y * x
+        return y.sum()
+
+    return f
+
+
+def test_a_hot_entry_keeps_its_place_in_the_lru_while_others_come_and_go(monkeypatch):
+    monkeypatch.setattr(_pipeline._OUTERMOST, "maxsize", 2)
+    hot = grad(_power(2))
+    x, xh = RNG.standard_normal(3), RNG.standard_normal(4)  # (the hot call has a signature of its own)
+    np.testing.assert_allclose(hot(_t(xh)).numpy(), 2 * xh, rtol=1e-5)
+    hot_entry = _pipeline._OUTERMOST._last
+    for k in range(3, 9):  # each a new trace structure: a miss that evicts the least recently used entry
+        misses = _pipeline.stats()["outermost"][1]
+        np.testing.assert_allclose(grad(_power(k))(_t(x)).numpy(), k * x ** (k - 1), rtol=1e-4)
+        np.testing.assert_allclose(hot(_t(xh)).numpy(), 2 * xh, rtol=1e-5)
+        assert _pipeline.stats()["outermost"][1] == misses + 1
+        # the hot entry was never evicted: every call of it counted as a use
+        assert any(e is hot_entry for e in _pipeline._OUTERMOST._data.values())
