@@ -388,7 +388,7 @@ def _matcher(args: tuple) -> Callable | None:
             lines.append(f"    if {v}.__class__ is not {cls.__name__} or len({v}) != {len(x)}: return None")
             return unpack(v, x)
         if cls is dict:
-            keys = f"K{count[0]}"
+            keys = f"K{len(env)}"  # (a fresh name per dict: the environment only grows)
             env[keys] = tuple(x)
             lines.append(f"    if {v}.__class__ is not dict or tuple({v}) != {keys}: return None")
             return unpack(f"{v}.values()", list(x.values()))

@@ -228,3 +228,30 @@ def test_a_hot_entry_keeps_its_place_in_the_lru_while_others_come_and_go(monkeyp
         assert _pipeline.stats()["outermost"][1] == misses + 1
         # the hot entry was never evicted: every call of it counted as a use
         assert any(e is hot_entry for e in _pipeline._OUTERMOST._data.values())
+
+
+def test_matcher_keeps_the_keys_of_every_dict_apart():
+    t = tp.ones(2)
+    for sig in [({}, {"a": t}), ({"a": t}, {}), ({"a": {}}, {"a": t}), ([{}], {"b": t})]:
+        m = _pipeline._matcher(sig)
+        assert m(sig) is not None
+        assert m(tuple(reversed(sig))) is None, sig
+    assert _pipeline._matcher(({}, {}))(({}, {})) == []
+    m = _pipeline._matcher(({}, {"a": t}))
+    assert m(({"a": t}, {"a": t})) is None
+
+
+def test_dict_arguments_alternating_with_an_empty_dict_are_not_confused():
+    def f(a, b):  # d/db["w"] = 2 b["w"] + the sum of a's values; d/da[k] = b["w"]
+        total = (b["w"] * b["w"]).sum()
+        for v in a.values():
+            total = total + (v * b["w"]).sum()
+        return total
+
+    g = grad(f, argnums=1)
+    w, v = RNG.standard_normal(3), RNG.standard_normal(3)
+    for _ in range(3):
+        np.testing.assert_allclose(g({}, {"w": _t(w)})["w"].numpy(), 2 * w, rtol=1e-5)
+        np.testing.assert_allclose(g({"w": _t(v)}, {"w": _t(w)})["w"].numpy(), 2 * w + v, rtol=1e-5, atol=1e-6)
+        ga = grad(f, argnums=0)({"w": _t(v)}, {"w": _t(w)})
+        np.testing.assert_allclose(ga["w"].numpy(), w, rtol=1e-6)
