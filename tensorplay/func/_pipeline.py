@@ -500,21 +500,25 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         if mapped is None:  # raises the transform's own errors
             mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves)
         user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
-    tkey = _trace_key(user)
-    last = sig.last
-    if last is not None and last[0] == tkey:  # the signature's latest entry again: no hashing, no lock
-        entry = last[1]()  # (weakly held: an entry the LRU dropped is freed as before)
-        # only while it is the LRU's newest value, so skipping the LRU's recency update changes nothing:
-        # an entry in use is never the one evicted
-        if entry is not None and entry is _OUTERMOST._last:
-            _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
-            return entry(tensors, user)
+    latest = None
     try:
-        key = (sig, tkey)
-        entry = _OUTERMOST.get(key)
+        tkey = _trace_key(user)
+        last = sig.last
+        if last is not None and last[0] == tkey:  # the signature's latest entry again: no hashing, no lock
+            latest = last[1]()  # (weakly held: an entry the LRU dropped is freed as before)
+            # only while it is the LRU's newest value, so skipping the LRU's recency update changes
+            # nothing: an entry in use is never the one evicted
+            if latest is not _OUTERMOST._last:
+                latest = None
+        if latest is None:
+            key = (sig, tkey)
+            entry = _OUTERMOST.get(key)
     except TypeError:  # a non-hashable non-tensor output
         key = None
         entry = None
+    if latest is not None:
+        _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
+        return latest(tensors, user)
     if entry is None:
         try:
             entry = _replay_call(chain, user, args, kwargs, name, user_name, positions)

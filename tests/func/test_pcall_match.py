@@ -255,3 +255,19 @@ def test_dict_arguments_alternating_with_an_empty_dict_are_not_confused():
         np.testing.assert_allclose(g({"w": _t(v)}, {"w": _t(w)})["w"].numpy(), 2 * w + v, rtol=1e-5, atol=1e-6)
         ga = grad(f, argnums=0)({"w": _t(v)}, {"w": _t(w)})
         np.testing.assert_allclose(ga["w"].numpy(), w, rtol=1e-6)
+
+
+class _Opaque:  # a non-tensor aux output that cannot be hashed (so it cannot key an entry)
+    __hash__ = None
+
+    def __init__(self, k):
+        self.k = k
+
+
+def test_an_unhashable_aux_output_is_served_uncached_at_every_call():
+    g = grad(lambda x, k: ((x * x * k).sum(), _Opaque(k)), has_aux=True)
+    x = RNG.standard_normal(3)
+    for k in (1.0, 2.0, 1.0, 3.0):
+        got, aux = g(_t(x), k)
+        np.testing.assert_allclose(got.numpy(), 2 * k * x, rtol=1e-5)
+        assert isinstance(aux, _Opaque) and aux.k == k
