@@ -271,3 +271,17 @@ def test_an_unhashable_aux_output_is_served_uncached_at_every_call():
         got, aux = g(_t(x), k)
         np.testing.assert_allclose(got.numpy(), 2 * k * x, rtol=1e-5)
         assert isinstance(aux, _Opaque) and aux.k == k
+
+
+def test_the_benchmarks_phase_split_runs(monkeypatch, capsys):
+    monkeypatch.setenv("TP_BENCH_THREADS", "default")  # (as the bench smoke test: leave the threads alone)
+    import tensorplay.codegen.executable as ce
+    from tensorplay.tools.bench import bench_plain_transforms as B
+
+    monkeypatch.setattr(ce, "_THREADS", ce._THREADS)
+    status = B.main(["--quick", "--no-peers", "--phases", "--sample-ms", "0.2", "--only", "ensemble", "jacrev",
+                     "linearize"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    split = out.split("== phases of the plain call")[1]
+    assert split.count("plain call ") == 2 and "bare executable" in split and "residual copies" in split

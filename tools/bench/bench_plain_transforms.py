@@ -267,6 +267,8 @@ def phases(target, time_it) -> list[tuple[str, float]]:
     chain, user_fn = wrapper._tp_chain
     plan = P._PLANS[chain]
     sig, tensors = P._signature(plan, args, {}, plan.name)
+    if sig.tree is False:  # (non-tensor leaves: the trace takes the arguments another way; not split)
+        return [("plain call", time_it(lambda: wrapper(*args)))]
     name = getattr(user_fn, "__name__", None)
     if sig.mapped is None:
         flat = (tensors, sig.tree) if sig.types is None else (tensors, sig.tree, sig.types)
