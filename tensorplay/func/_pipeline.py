@@ -23,6 +23,7 @@ All caches are bounded LRUs; `clear()` empties every one of them.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -33,7 +34,7 @@ from .._state import STATE
 from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
 from .._views import own_outputs
 from ..autograd._engine import run_taped
-from ..autograd._record import needs_tape
+from ..autograd._record import ACTIVE, needs_tape
 from ..compile import _fast_walk, _finisher, call_signature
 
 __all__ = ["LRU", "memo", "clear", "stats", "run_graph", "Transform", "spec", "link", "transform_chain",
@@ -251,11 +252,14 @@ class _Replayed:
     followed by the user's captures in their order (the common case).
     """
 
-    __slots__ = ("closed", "run", "fresh", "sources", "plain", "fast", "finish")
+    __slots__ = ("closed", "run", "call", "fresh", "sources", "plain", "fast", "finish", "__weakref__")
 
     def __init__(self, closed: ClosedGraph, user: ClosedGraph):
         self.closed = closed
         self.run, self.fresh = runner(closed.graph)
+        # the executable's generated call of a tuple of arrays, when it has one (else its __call__)
+        fast_call = getattr(self.run, "_fast", None)
+        self.call = fast_call if fast_call is not None else lambda arrays, run=self.run: run(*arrays)
         where = {id(s): k for k, s in enumerate(user.captures)}
         self.sources = [where.get(id(s), s) for s in closed.captures]
         # the user's captures, all of them, in order, none a random key: passed as they are
@@ -276,9 +280,9 @@ class _Replayed:
             caps = user.captures
             inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
         closed = self.closed
-        if needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
+        if ACTIVE[0] and needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
             return closed.unflatten_outputs(closed.write_back(inputs, run_taped(closed.graph, inputs)))
-        arrays = self.run(*[t._data for t in inputs])
+        arrays = self.call(tuple([t._data for t in inputs]))  # (a tuple: a refused input goes to the general call)
         if self.finish is not None:  # (called at top level only: no trace can own the results)
             return self.finish(arrays)
         wrap = Tensor._wrap
@@ -295,28 +299,106 @@ def _current(source):
 
 class _Plan:
     """What the pipeline cache keeps per chain of transforms (the `Transform` objects, by identity):
-    the chain's name and the argument signatures seen with it."""
+    the chain's name, and `last`, the fast-walk signature of its latest keyword-free call (a
+    repeated call checks its arguments against it with the signature's `match`, building no key)."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "last")
 
     def __init__(self, chain: tuple):
         self.name = " > ".join(t.name for t in chain)
+        self.last = None
 
 
 class _Signature:
     """One argument signature of one chain: `tree` is the TreeDef of ``(args, kwargs)`` when every
     leaf is a tensor (False otherwise), `mapped` the head map's per-sample types (see `_mapped_types`,
     None until needed). Cached entries are keyed by ``(signature, trace key)``, so a hit hashes the
-    argument signature once and the trace's key once."""
+    argument signature once and the trace's key once; `last` is ``(trace key, entry)`` of the latest
+    hit or miss (a repeated call compares its trace key with it instead of hashing it). `match`
+    (fast-walk signatures only) returns the tensor leaves of positional arguments of exactly this
+    signature, else None (see `_matcher`)."""
 
-    __slots__ = ("tree", "mapped", "types", "__weakref__")
+    __slots__ = ("tree", "mapped", "types", "match", "last", "__weakref__")
 
-    def __init__(self, tree, types: list | None = None):
+    def __init__(self, tree, types: list | None = None, match: Callable | None = None):
         self.tree = tree
         self.mapped = None
         # the leaves' TensorTypes, given when the key fixes them (the fast walk: concrete
         # C-contiguous tensors, keyed by shape and dtype): the trace looks no type up
         self.types = types
+        self.match = match
+        self.last = None
+
+
+_MATCH_LEAVES = 64  # larger argument trees are matched by the fast walk and a key lookup
+
+
+def _matcher(args: tuple) -> Callable | None:
+    """A function telling whether positional arguments have the fast-walk signature of `args`
+    (concrete C-contiguous tensors, in tuples, lists and dicts: see `compile._fast_walk`), returning
+    their tensors in flatten order if so, else None. It is written out once per signature, e.g. for
+    ``(x, [(w, b)])``::
+
+        def match(a):
+            if len(a) != 2: return None
+            v1, v2 = a
+            if v1.__class__ is not T or v1._trace is not None: return None
+            d = v1._data
+            if d.shape != S0 or d.strides != C0 or d.dtype is not D0: return None
+            ...
+            return [v1, v4, v5]
+
+    It checks less loosely than the key: the exact strides and dtype object of `args` (which make
+    the array C-contiguous); an argument it refuses takes the key's path, which is never wrong.
+    None when `args` has more than `_MATCH_LEAVES` leaves.
+
+    >>> import tensorplay as tp
+    >>> m = _matcher((tp.ones(2), [tp.ones(3)]))
+    >>> len(m((tp.zeros(2), [tp.zeros(3)]))), m((tp.zeros(2), [tp.zeros(4)])), m((tp.zeros(2), (tp.zeros(3),)))
+    (2, None, None)
+    """
+    env: dict = {"T": Tensor}
+    lines = ["def match(a):", f"    if len(a) != {len(args)}: return None"]
+    names: list = []
+    count = [0]
+
+    def unpack(var: str, items) -> bool:
+        if not items:
+            return True
+        vs = []
+        for _ in items:
+            count[0] += 1
+            vs.append(f"v{count[0]}")
+        lines.append(f"    {', '.join(vs)}, = {var}")
+        return all(leaf(v, x) for v, x in zip(vs, items))
+
+    def leaf(v: str, x) -> bool:
+        cls = x.__class__
+        if len(names) >= _MATCH_LEAVES or count[0] > 4 * _MATCH_LEAVES:
+            return False
+        if cls is Tensor:
+            d, k = x._data, len(names)
+            env[f"S{k}"], env[f"C{k}"], env[f"D{k}"] = d.shape, d.strides, d.dtype
+            lines.append(f"    if {v}.__class__ is not T or {v}._trace is not None: return None")
+            lines.append(f"    d = {v}._data")
+            lines.append(f"    if d.shape != S{k} or d.strides != C{k} or d.dtype is not D{k}: return None")
+            names.append(v)
+            return True
+        if cls is tuple or cls is list:
+            lines.append(f"    if {v}.__class__ is not {cls.__name__} or len({v}) != {len(x)}: return None")
+            return unpack(v, x)
+        if cls is dict:
+            keys = f"K{len(env)}"  # (a fresh name per dict: the environment only grows)
+            env[keys] = tuple(x)
+            lines.append(f"    if {v}.__class__ is not dict or tuple({v}) != {keys}: return None")
+            return unpack(f"{v}.values()", list(x.values()))
+        return False
+
+    if not unpack("a", args):
+        return None
+    lines.append(f"    return [{', '.join(names)}]")
+    exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
+    return env["match"]
 
 
 _PLANS: dict = {}  # chain (tuple of Transforms) -> _Plan
@@ -339,14 +421,22 @@ def _signature(plan: _Plan, args: tuple, kwargs: dict, name: str):
     None (a non-hashable non-tensor argument has no key; a call with symbolic tensors is not top
     level). One walk over the arguments, one hash of its key."""
     if not kwargs:
+        last = plan.last
+        if last is not None:  # the chain's latest signature again: checked, not keyed
+            tensors = last.match(args)
+            if tensors is not None:
+                return last, tensors
         key: list = [plan, "fast"]
         tensors: list = []
         if _fast_walk(args, key.append, tensors.append, arrays=False):
             key = tuple(key)
             sig = _SIGNATURES.get(key)
             if sig is None:
-                sig = _Signature(_pytree.tree_flatten((tuple(args), kwargs))[1], [t._type() for t in tensors])
+                sig = _Signature(_pytree.tree_flatten((tuple(args), kwargs))[1], [t._type() for t in tensors],
+                                 _matcher(args))
                 _SIGNATURES.put(key, sig)
+            if sig.match is not None:
+                plan.last = sig
             return sig, tensors
     try:
         arg_key, tensors, concrete = call_signature(args, kwargs, name)
@@ -410,12 +500,25 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         if mapped is None:  # raises the transform's own errors
             mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves)
         user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
+    latest = None
     try:
-        key = (sig, _trace_key(user))
-        entry = _OUTERMOST.get(key)
+        tkey = _trace_key(user)
+        last = sig.last
+        if last is not None and last[0] == tkey:  # the signature's latest entry again: no hashing, no lock
+            latest = last[1]()  # (weakly held: an entry the LRU dropped is freed as before)
+            # only while it is the LRU's newest value, so skipping the LRU's recency update changes
+            # nothing: an entry in use is never the one evicted
+            if latest is not _OUTERMOST._last:
+                latest = None
+        if latest is None:
+            key = (sig, tkey)
+            entry = _OUTERMOST.get(key)
     except TypeError:  # a non-hashable non-tensor output
         key = None
         entry = None
+    if latest is not None:
+        _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
+        return latest(tensors, user)
     if entry is None:
         try:
             entry = _replay_call(chain, user, args, kwargs, name, user_name, positions)
@@ -427,6 +530,8 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
             return fallback(*args, **kwargs)
         if key is not None:
             _OUTERMOST.put(key, entry)
+    if key is not None:
+        sig.last = (tkey, weakref.ref(entry))
     return entry(tensors, user)
 
 

@@ -14,6 +14,12 @@ calls (tanh MLP R^256 -> R^256), and an MLP loss + gradient.
 
 The `vs torch.func` column is the plain call's median over torch.func's (target <= 0.5) and
 `vs tp.compile` (the ref column) is the target <= 1.5.
+
+`--phases` prints, after the tables, where each plain call's time goes (thread CPU time, median
+of the samples, in this process): the argument signature, the trace of the user's function as the
+call path makes it, the trace key and entry lookup, the cached entry, its bare executable, and the
+`tp.compile` call of the same transform (for linearize: the trace, the forward executable, the
+residual copies, one `jvp_fn` call and its bare bound call).
 """
 from __future__ import annotations
 
@@ -53,6 +59,7 @@ class Workloads:
             self.TO, self.TOt = M.torch_fns(torch, "relu"), M.torch_fns(torch, "tanh")
 
     def case(self, name):
+        self.target = None  # (transform wrapper, arguments, its tp.compile form) for `--phases`
         return getattr(self, name)()
 
     # -- each workload: (title, plain thunk, compiled thunk, jax thunk | None, torch thunk | None) --
@@ -63,6 +70,7 @@ class Workloads:
         T, tp = self.T, self.tp
         ps, xt, yt = T.params(P), T.array(x), T.array(y)
         fc = tp.compile(vmap(grad(T.loss1), in_dims=(None, 0, 0)))
+        self.target = (vmap(grad(T.loss1), in_dims=(None, 0, 0)), (ps, xt, yt), fc)
         out = [f"per-sample grads MLP {'-'.join(map(str, sizes))} B={n}",
                lambda: vmap(grad(T.loss1), in_dims=(None, 0, 0))(ps, xt, yt), lambda: fc(ps, xt, yt)]
         out += self._peers(
@@ -80,6 +88,7 @@ class Workloads:
         T, tp = self.T, self.tp
         ps, xt, yt = T.params(Ps), T.array(x), T.array(y)
         fc = tp.compile(vmap(grad(T.loss), in_dims=(0, None, None)))
+        self.target = (vmap(grad(T.loss), in_dims=(0, None, None)), (ps, xt, yt), fc)
         out = [f"ensemble of {k} MLP {'-'.join(map(str, sizes))} grads, B={n}",
                lambda: vmap(grad(T.loss), in_dims=(0, None, None))(ps, xt, yt), lambda: fc(ps, xt, yt)]
         out += self._peers(
@@ -99,6 +108,7 @@ class Workloads:
         tp_tf = {"jacrev": jacrev, "jacfwd": jacfwd}[which]
         f = lambda x, ps: Tt.mlp(ps, x)  # noqa: E731
         fc = tp.compile(tp_tf(f))
+        self.target = (tp_tf(f), (xt, ps), fc)
         out = [f"{which}, 3-layer tanh MLP R^{d}->R^{d}", lambda: tp_tf(f)(xt, ps), lambda: fc(xt, ps)]
         out += self._peers(
             lambda jax, J: (lambda g, a, b: lambda: g(a, b).block_until_ready())(
@@ -121,6 +131,7 @@ class Workloads:
         wt, xt = tp.from_numpy(w), tp.from_numpy(x)
         f = (lambda x, w: tp.tanh(w @ x).sum()) if summed else (lambda x, w: tp.tanh(w @ x))
         fc = tp.compile(hessian(f))
+        self.target = (hessian(f), (xt, wt), fc)
         title = f"hessian of sum(tanh(W x)), D={d_in}" if summed else f"hessian of tanh(W x), R^{d_in}->R^{d_out}"
         out = [title, lambda: hessian(f)(xt, wt), lambda: fc(xt, wt)]
 
@@ -157,6 +168,7 @@ class Workloads:
             return [jvp_fn(t) for t in tangents]
 
         fc = tp.compile(run)
+        self.target = ("linearize", (lambda x: Tt.mlp(ps, x), xt, tts[0]), None)
         out = [f"linearize + {calls} jvp_fn, tanh MLP R^{d}->R^{d}", lambda: run(xt, ps, *tts),
                lambda: fc(xt, ps, *tts)]
 
@@ -186,6 +198,7 @@ class Workloads:
         T, tp = self.T, self.tp
         ps, xt, yt = T.params(P), T.array(x), T.array(y)
         fc = tp.compile(grad(T.loss))
+        self.target = (grad(T.loss), (ps, xt, yt), fc)
         out = [f"MLP {'-'.join(map(str, sizes))} loss+grad, B={n}", lambda: grad(T.loss)(ps, xt, yt),
                lambda: fc(ps, xt, yt)]
         out += self._peers(
@@ -202,9 +215,88 @@ class Workloads:
         return [j, t]
 
 
+def _timer(repeat: int, sample_s: float):
+    """`time(fn)`: the median thread CPU time of one `fn()` call in microseconds (`repeat` samples
+    of about `sample_s` each, the count per sample calibrated once)."""
+    import time
+
+    def time_it(fn) -> float:
+        fn()
+        n, t0 = 0, time.thread_time_ns()
+        while n < 3 or time.thread_time_ns() - t0 < sample_s * 2e8:  # calibrate on a fifth of a sample
+            fn()
+            n += 1
+        per = max((time.thread_time_ns() - t0) / n, 1.0)
+        k = max(1, int(sample_s * 1e9 / per))
+        samples = []
+        for _ in range(repeat):
+            t0 = time.thread_time_ns()
+            for _ in range(k):
+                fn()
+            samples.append((time.thread_time_ns() - t0) / k / 1e3)
+        samples.sort()
+        return samples[len(samples) // 2]
+
+    return time_it
+
+
+def phases(target, time_it) -> list[tuple[str, float]]:
+    """[(phase, us)] of one workload's plain call (see the module docstring): the pieces
+    `_pipeline.call_outermost` runs, each timed alone on the state a repeated call sees."""
+    from tensorplay._trace import trace_function
+    from tensorplay.func import _ad, _pipeline as P
+
+    wrapper, args, compiled = target
+    if wrapper == "linearize":
+        f, x, t = args
+        # first, while no jvp_fn holds residual buffers: each call then reuses the dropped one's
+        whole = time_it(lambda: linearize(f, x))
+        (_, plan) = _ad._LAST_PLAN[0]
+        closed = trace_function(f, (x,), None, transform="linearize", name="f")
+        arrays = [a._data for a in [x] + closed.captures]
+        outs = plan.forward(tuple(arrays))
+        out = [("linearize", whole),
+               ("trace", time_it(lambda: trace_function(f, (x,), None, transform="linearize", name="f"))),
+               ("forward", time_it(lambda: plan.forward(tuple(arrays)))),
+               ("residual copies", time_it(lambda: plan.residuals(outs, arrays)))]
+        _, jvp_fn = linearize(f, x)
+        bound = plan.bind(plan.residuals(outs, arrays))
+        return out + [("jvp_fn", time_it(lambda: jvp_fn(t))),
+                ("bare bound call", time_it(lambda: bound(t._data)))]
+    wrapper(*args)
+    chain, user_fn = wrapper._tp_chain
+    plan = P._PLANS[chain]
+    sig, tensors = P._signature(plan, args, {}, plan.name)
+    if sig.tree is False:  # (non-tensor leaves: the trace takes the arguments another way; not split)
+        return [("plain call", time_it(lambda: wrapper(*args)))]
+    name = getattr(user_fn, "__name__", None)
+    if sig.mapped is None:
+        flat = (tensors, sig.tree) if sig.types is None else (tensors, sig.tree, sig.types)
+
+        def trace():
+            return trace_function(user_fn, args, {}, transform=plan.name, name=name, flat=flat)
+    else:
+        def trace():
+            return P._trace_mapped(chain, user_fn, args, {}, (tensors, sig.tree), tensors, sig.tree, sig.mapped,
+                                   plan.name, name)[0]
+    user = trace()
+    entry = P._OUTERMOST.get((sig, P._trace_key(user)))
+    out = [("plain call", time_it(lambda: wrapper(*args))),
+           ("signature", time_it(lambda: P._signature(plan, args, {}, plan.name))),
+           ("trace", time_it(trace)),
+           ("trace key + entry lookup", time_it(lambda: P._OUTERMOST.get((sig, P._trace_key(user))))),
+           ("entry", time_it(lambda: entry(tensors, user)))]
+    if entry.plain:
+        arrays = tuple(t._data for t in tensors + list(user.captures))
+        out.append(("bare executable", time_it(lambda: entry.call(arrays))))
+    out.append(("tp.compile call", time_it(lambda: compiled(*args))))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = H.parser(__doc__.splitlines()[0], repeat=15)
     ap.add_argument("--only", nargs="+", default=None, choices=WORKLOADS)
+    ap.add_argument("--phases", action="store_true", help="also split each plain call into its phases")
     args = H.parse(ap, argv)
     H.header("plain transforms vs tp.compile vs torch.func vs jax.jit, float32", args)
     jax, torch = H.import_jax(), H.import_torch()
@@ -220,15 +312,24 @@ def main(argv: list[str] | None = None) -> int:
         return ""
 
     suite.extra["plain vs torch.func"] = vs_torch
+    split = []
     for name in args.only or WORKLOADS:
         title, plain, compiled, jax_thunk, torch_thunk = W.case(name)
+        if args.phases:
+            split.append((title, W.target))
         impls = [H.Impl("tp (plain)", plain), H.Impl("tp.compile", compiled)]
         if jax_thunk is not None:
             impls.append(H.Impl("jax.jit", jax_thunk))
         if torch_thunk is not None:
             impls.append(H.Impl("torch.func", torch_thunk))
         suite.run_case(title, impls, args)
-    return H.report([suite], args)
+    status = H.report([suite], args)
+    if split:
+        time_it = _timer(args.repeat, args.sample_s)
+        print("\n== phases of the plain call (thread CPU us, medians) ==")
+        for title, target in split:
+            print(f"{title}: " + ", ".join(f"{k} {v:.2f}" for k, v in phases(target, time_it)))
+    return status
 
 
 if __name__ == "__main__":
