@@ -25,6 +25,7 @@ True
 """
 from __future__ import annotations
 
+import os
 import threading
 from sys import getrefcount
 from weakref import getweakrefcount
@@ -42,7 +43,11 @@ _bytes = 0
 
 def take(shape: tuple, dtype: np.dtype) -> np.ndarray:
     """A C-contiguous writeable array of `shape` and `dtype` that nobody else references: a tracked
-    buffer when one is free (it leaves the pool until given back), else a new one (`np.empty`)."""
+    buffer when one is free (it leaves the pool until given back), else a new one (`np.empty`).
+
+    >>> take((2, 3), np.dtype(np.float64)).shape
+    (2, 3)
+    """
     global _bytes
     with _lock:
         a = _find(_items, shape, dtype, _FREE_REFS)
@@ -71,7 +76,12 @@ def _find(items: list, shape, dtype, free_refs: int | None):
 
 
 def give(a: np.ndarray) -> None:
-    """Track `a` (an array `take` returned, now in use as an output) for reuse once it is dropped."""
+    """Track `a` (an array `take` returned, now in use as an output) for reuse once it is dropped;
+    arrays below `MIN_BYTES` are not tracked.
+
+    >>> before = tracked_bytes(); give(np.empty(4)); tracked_bytes() == before
+    True
+    """
     global _bytes
     if a.nbytes < MIN_BYTES:
         return
@@ -87,7 +97,11 @@ def give(a: np.ndarray) -> None:
 
 
 def clear() -> None:
-    """Forget every tracked buffer (those nobody holds are freed)."""
+    """Forget every tracked buffer (those nobody holds are freed).
+
+    >>> clear(); tracked_bytes()
+    0
+    """
     global _bytes
     with _lock:
         _items.clear()
@@ -95,8 +109,18 @@ def clear() -> None:
 
 
 def tracked_bytes() -> int:
-    """Bytes of the buffers tracked now (held by callers or free)."""
+    """Bytes of the buffers tracked now (held by callers or free).
+
+    >>> tracked_bytes() <= MAX_BYTES
+    True
+    """
     return _bytes
 
 
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_after_fork)
 _FREE_REFS = _find([np.empty(0)], (), None, None)
