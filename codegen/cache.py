@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 
 from tensorplay.ir.core import Graph
+from . import recycle
 from .executable import Executable
 
 MAX_ENTRIES = 512
@@ -47,9 +48,11 @@ def compile_count() -> int:
 
 
 def clear_cache() -> None:
-    """Forget every cached executable (executables still referenced elsewhere keep working)."""
+    """Forget every cached executable (executables still referenced elsewhere keep working) and the
+    recycled output buffers (`recycle`)."""
     with _lock:
         _entries.clear()
+    recycle.clear()
 
 
 def _report(exe: Executable) -> None:

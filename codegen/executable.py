@@ -38,7 +38,7 @@ import numpy as np
 from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import disk_cache
+from . import disk_cache, recycle
 from .host import default_threads
 
 if TYPE_CHECKING:
@@ -205,6 +205,8 @@ class Executable:
             if kind == "slot" and self._slot_pos[j] is None:
                 self._slot_pos[j] = p
         self._arenas: list[np.ndarray] = []  # scratch arenas not in use (a call pops one, then returns it)
+        # output buffers large enough that a fresh one costs page faults come from `recycle`
+        self._recycled = [int(np.prod(shape)) * dtype.itemsize >= recycle.MIN_BYTES for shape, dtype in self._alloc]
 
     def _fast_call(self) -> Callable[[tuple], list[np.ndarray]]:
         """The call without `out` on one thread, generated for this executable's signature.
@@ -278,8 +280,10 @@ class Executable:
         outs = []
         for j, (shape, dtype) in enumerate(self._alloc):
             env[f"O{j}"], env[f"E{j}"] = shape, dtype
-            lines.append(f"{pad}o{j} = empty(O{j}, E{j})")
+            lines.append(f"{pad}o{j} = {'take' if self._recycled[j] else 'empty'}(O{j}, E{j})")
             outs.append(f"o{j}")
+        if any(self._recycled):
+            env["take"], env["give"] = recycle.take, recycle.give
         ptrs = in_ptrs + [f"id({n})" for n in outs]
         if self._arena_bytes:
             lines.append(f"{pad}arena = pool.pop() if pool else empty(NB, U8)")
@@ -288,6 +292,7 @@ class Executable:
         if self._arena_bytes:
             lines.append(f"{pad}pool.append(arena)")
         lines += [f"{pad}if status:", f"{pad}    raise me()._runtime_error(status)"]
+        lines += [f"{pad}give(o{j})" for j, r in enumerate(self._recycled) if r]
         result = []
         for kind, i in self._recipe:
             result.append(f"o{i}" if kind == "slot" else f"{in_names[i]}.copy()" if kind == "input"
@@ -364,8 +369,8 @@ class Executable:
                 arrays = arrays[:i] + (self._coerce(a, i),) + arrays[i + 1:]
             i += 1
         given = self._direct_out(out) if out is not None else None
-        outs = [g if g is not None else np.empty(shape, dtype) for g, (shape, dtype) in
-                zip(given or [None] * len(self._alloc), self._alloc)]
+        outs = [g if g is not None else recycle.take(shape, dtype) if r else np.empty(shape, dtype)
+                for g, (shape, dtype), r in zip(given or [None] * len(self._alloc), self._alloc, self._recycled)]
         ptrs = [*map(id, arrays), *map(id, outs)]
         if self._arena_bytes:
             arena = self._arenas.pop() if self._arenas else np.empty(self._arena_bytes, np.uint8)
@@ -385,6 +390,9 @@ class Executable:
             self._arenas.append(arena)
         if status:
             raise self._runtime_error(status)
+        for o, g, r in zip(outs, given or [None] * len(outs), self._recycled):
+            if r and g is None:
+                recycle.give(o)
         if out is None:
             if self._simple:
                 return outs

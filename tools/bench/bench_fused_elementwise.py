@@ -9,6 +9,10 @@ the codegen's thread split enabled, everything else staying on one thread) again
 here, so it is opt-in). The extra column is the achieved bandwidth: 8 bytes per
 element (read x, write the result) per second.
 
+A "tp executable, fresh outputs" row runs the same compiled graph with output recycling off
+(`codegen.recycle`: a fresh `np.empty` output per call, with its page faults), the comparison for
+the recycled outputs of `tp.compile`'s row in the same run.
+
 A second table times the same expression summed to a scalar (one fused reduction kernel), with
 the same rows: its "N threads" row runs the reduction's fixed blocks on the codegen's pool
 (`codegen.threads`; bit-identical to one thread).
@@ -63,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         simpls = [H.Impl("numpy", lambda: expr_np(x).sum(dtype=np.float64).astype(np.float32)),
                   H.Impl("tp eager", lambda: expr_tp(xt).sum()),
                   H.Impl("tp.compile", lambda: compiled_sum(xt))]
+        impls.append(_fresh_outputs(compiled, xt, x))
         threads = min(os.cpu_count() or 1, 8)
         if threads > 1 and H.THREADS == 1:  # the same graphs compiled with the codegen's thread split on
             impls.append(_threaded(compiled, xt, x, threads))
@@ -101,6 +106,19 @@ def _threaded(compiled, xt, x, threads: int) -> H.Impl:
     finally:
         ce._THREADS = saved
     return H.Impl(f"tp executable, {threads} threads", lambda: exe_mt(x)[0], note="others pinned to 1")
+
+
+def _fresh_outputs(compiled, xt, x) -> H.Impl:
+    """The graph `compiled` runs for `xt`, compiled again with output recycling off."""
+    import tensorplay.codegen.executable as ce
+    from tensorplay.codegen import recycle
+    graph = compiled.get_graph(xt).graph
+    saved, recycle.MIN_BYTES = recycle.MIN_BYTES, 1 << 62
+    try:
+        exe = ce.Executable(graph)  # bypasses the cache on purpose
+    finally:
+        recycle.MIN_BYTES = saved
+    return H.Impl("tp executable, fresh outputs", lambda: exe(x)[0], note="no recycled buffers")
 
 
 if __name__ == "__main__":
