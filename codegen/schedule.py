@@ -384,9 +384,10 @@ SPLIT_PRIMS = frozenset({"full", "iota"})
 
 
 def split_constants(graph: Graph) -> Graph:
-    """`graph` with each operand-less `full` / `iota` read by several nodes given one copy per
-    further reader (the first reader and the graph outputs keep the original); `graph` itself when
-    there is none.
+    """`graph` with each operand-less `full` / `iota` read by several nodes that fuse their
+    producers given one copy per such reader; the first of them keeps the original unless a reader
+    that needs it materialised (a dot_general, a control step, ...) or a graph output has it.
+    `graph` itself when there is nothing to split.
 
     >>> from tensorplay.ir import GraphBuilder, TensorType, float32
     >>> b = GraphBuilder(); x = b.add_input(TensorType((4,), float32))
@@ -395,27 +396,36 @@ def split_constants(graph: Graph) -> Graph:
     >>> [n.prim.name for n in split_constants(g).nodes]
     ['full', 'max', 'full', 'min']
     """
-    readers: dict[Value, int] = {}
+    fusing: dict[Value, int] = {}  # constant -> readers that fuse it
+    kept: set[Value] = {v for v in graph.outputs}  # constants whose original stays in use
     for n in graph.nodes:
+        low = LOWERINGS.get(n.prim.name)
+        fuses = low is not None and (low.kind == "expr" or low.kind == "kernel" and low.fuses_producers)
         for v in set(n.inputs):
             if v.node is not None and v.node.prim.name in SPLIT_PRIMS and not v.node.inputs:
-                readers[v] = readers.get(v, 0) + 1
-    if not any(c > 1 for c in readers.values()):
+                if fuses:
+                    fusing[v] = fusing.get(v, 0) + 1
+                else:
+                    kept.add(v)
+    split = {v for v, c in fusing.items() if c > 1 or c == 1 and v in kept}
+    if not split:
         return graph
-    seen: set[Value] = set()
+    seen: set[Value] = set(kept)
     env: dict[Value, Value] = {}
     nodes: list[Node] = []
     for n in graph.nodes:
-        ins = [env.get(v, v) for v in n.inputs]
+        low = LOWERINGS.get(n.prim.name)
+        fuses = low is not None and (low.kind == "expr" or low.kind == "kernel" and low.fuses_producers)
         copies: dict[Value, Value] = {}
-        for v in n.inputs:
-            if readers.get(v, 0) > 1 and v not in copies:
-                if v in seen:
-                    nodes.append(Node.typed(v.node.prim, (), dict(v.node.attrs), v.type))
-                    copies[v] = nodes[-1].out
-                else:
-                    seen.add(v)
-        ins = [copies.get(v, w) for v, w in zip(n.inputs, ins)]
+        if fuses:
+            for v in n.inputs:
+                if v in split and v not in copies:
+                    if v in seen:
+                        nodes.append(Node.typed(v.node.prim, (), dict(v.node.attrs), v.type))
+                        copies[v] = nodes[-1].out
+                    else:
+                        seen.add(v)
+        ins = [copies.get(v, env.get(v, v)) for v in n.inputs]
         if all(a is b for a, b in zip(ins, n.inputs)):
             nodes.append(n)
         else:
