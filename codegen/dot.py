@@ -344,8 +344,9 @@ class GemmPlan:
     def inplace_kernel(self, dtype, host_avx512: bool | None = None) -> bool:
         """Whether this single gemm call runs as the generated kernel reading both operands in
         place (`gemm_kernel.emit_gemm_inplace`) rather than OpenBLAS: float32 on an AVX-512 host
-        with FMA (where it was measured faster: the MLP's x @ W1 and x^T @ dh), one call (no loop),
-        an untransposed rhs, n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
+        with FMA (where it was measured faster: the MLP's x @ W1, x^T @ dh and dh @ W^T), one call
+        (no loop), an untransposed rhs or a transposed one whose column panel (k x 32 floats) fits
+        `PANEL_STACK_BYTES` (k <= 256: it is copied there, transposed), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
         512-bit tile), at least `INPLACE_MIN_FLOPS` and each operand at most 1 MB (its panels stay
         in L2). Shapes, dtype and host only: never timing.
 
@@ -356,7 +357,8 @@ class GemmPlan:
         """
         if host_avx512 is None:
             host_avx512 = gemm_kernel.host_supported() and gemm_kernel.host_avx512()
-        return (dtype is dt.float32 and host_avx512 and not self.loops and not self.trans_b
+        panel_ok = 4 * gemm_kernel.inplace_panel_elements(self.k) <= PANEL_STACK_BYTES
+        return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
                 and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
                 and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
                 and self.m * self.k <= GENERATED_MAX_PANEL and self.k * self.n <= GENERATED_MAX_PANEL)
@@ -580,11 +582,19 @@ def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
 def emit_dot_inplace(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     """The plan's single gemm call as the generated kernel over the operands where they are
     (`gemm_kernel.emit_gemm_inplace`, no scratch), in the tile the host and shape choose."""
+    b = ctx.b
     lhs, rhs = node.inputs
     a_strides = (1, plan.lda) if plan.trans_a else (plan.lda, 1)
-    gemm_kernel.emit_gemm_inplace(ctx.b, ctx.buffers[lhs], a_strides, ctx.buffers[rhs], plan.ldb,
+    panel = None
+    if plan.trans_b:  # the transposed copy of one column panel, on the stack (the rule bounds it)
+        with b.goto_block(b.function.entry_basic_block):
+            if b.function.entry_basic_block.instructions:
+                b.position_before(b.function.entry_basic_block.instructions[0])
+            panel = b.alloca(u.F32, size=u.i64(gemm_kernel.inplace_panel_elements(plan.k)), name="panel")
+            panel.align = 64
+    gemm_kernel.emit_gemm_inplace(b, ctx.buffers[lhs], a_strides, ctx.buffers[rhs], plan.ldb,
                                   ctx.buffers[node.out], plan.ldc, plan.m, plan.n, plan.k,
-                                  gemm_kernel.choose_tile(plan.m, plan.n))
+                                  gemm_kernel.choose_tile(plan.m, plan.n), plan.trans_b, panel)
 
 
 def _malloc(b: ir.IRBuilder, nbytes: int) -> ir.Value:

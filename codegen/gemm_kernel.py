@@ -271,13 +271,67 @@ def _strided_tile(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], bm: 
             b.store(accs[r * NV + v], _at(b, c, u.i64(r * ldc + v * LANES)), align=4)
 
 
+def _transpose_block(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """The transpose of the square block whose rows are the vectors `rows` (as many as lanes, a
+    power of two): one stage of two-input shuffles per index bit, each swapping that bit between
+    row and column."""
+    n = len(rows)
+    rows = list(rows)
+    h = n // 2
+    while h:
+        lo = ir.Constant(ir.VectorType(u.I32, n), [c if not c & h else n + c - h for c in range(n)])
+        hi = ir.Constant(ir.VectorType(u.I32, n), [n + c if c & h else c + h for c in range(n)])
+        for r in range(n):
+            if not r & h:
+                x, y = rows[r], rows[r + h]
+                rows[r], rows[r + h] = b.shuffle_vector(x, y, lo), b.shuffle_vector(x, y, hi)
+        h //= 2
+    return rows
+
+
+def pack_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: int, panel: ir.Value, k: int, width: int,
+                          lanes: int) -> None:
+    """panel[kk * width + j] = Bt[j, kk] for j < width (a multiple of `lanes`), kk < k: the column
+    panel of B = Bt^T, Bt row-major with rows ldt apart; lanes x lanes blocks transposed in
+    registers, the last k % lanes columns one at a time."""
+    vt = ir.VectorType(_F32, lanes)
+    for jb in range(width // lanes):
+        if k // lanes:
+            with u.for_range(b, k // lanes, "tp.kb", unroll=False) as kb:
+                k0 = u.imul(b, kb, lanes)
+                rows = [b.load(_at(b, bt, u.iadd(b, u.i64((jb * lanes + r) * ldt), k0)), typ=vt, align=4)
+                        for r in range(lanes)]
+                for t, x in enumerate(_transpose_block(b, rows)):
+                    at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), u.i64(jb * lanes))
+                    # (through a cast: an alloca'd panel is a typed float pointer in llvmlite)
+                    b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
+        for kk in range(k // lanes * lanes, k):
+            for j in range(jb * lanes, jb * lanes + lanes):
+                x = b.load(_at(b, bt, u.i64(j * ldt + kk)), typ=_F32)
+                b.store(x, _at(b, panel, u.i64(kk * width + j)))
+
+
+def inplace_panel_elements(k: int, tile: Tile = None) -> int:
+    """Floats of the column panel `emit_gemm_inplace` copies a transposed B into (k rows of the
+    widest tile's columns unless `tile` is given).
+
+    >>> inplace_panel_elements(256)
+    8192
+    """
+    return k * (tile or AVX512_TILE).nr
+
+
 def emit_gemm_inplace(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], bm: ir.Value, ldb: int,
-                      c: ir.Value, ldc: int, m: int, n: int, k: int, tile: Tile) -> None:
+                      c: ir.Value, ldc: int, m: int, n: int, k: int, tile: Tile, trans_b: bool = False,
+                      panel: ir.Value | None = None) -> None:
     """C (m x n, rows ldc apart) = A @ B with both operands read where they are: A's (i, kk) at
     a + i*a_strides[0] + kk*a_strides[1] (row-major or transposed), B row-major (k x n, rows ldb
     apart, unit column stride); m, k >= 1, n a multiple of tile.lanes. Column panels of tile.nr
     floats outer (a last narrower one of whole vectors), row tiles of tile.mr inner (a last one
-    of m % mr rows). No scratch.
+    of m % mr rows). No scratch, except for a transposed B (`trans_b`: B^T stored row-major, n x k,
+    rows ldb apart): each column panel is first copied to `panel` (`inplace_panel_elements`),
+    transposed in registers (`pack_transposed_panel`); the panel holds exact copies, so the bits
+    are those of B stored transposed.
 
     >>> import ctypes, numpy as np
     >>> from llvmlite import ir
@@ -296,19 +350,26 @@ def emit_gemm_inplace(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], 
     """
     if n % tile.lanes:
         raise ValueError(f"emit_gemm_inplace: n = {n} is not a multiple of {tile.lanes} lanes")
+    if trans_b and panel is None:
+        raise ValueError("emit_gemm_inplace: a transposed B needs a panel")
     a_rs = a_strides[0]
 
     def column_block(j0: ir.Value, nv: int) -> None:
         t = Tile(tile.mr, nv, tile.lanes)
-        bj, cj = _at(b, bm, j0), _at(b, c, j0)
+        cj = _at(b, c, j0)
+        if trans_b:
+            pack_transposed_panel(b, _at(b, bm, u.imul(b, j0, ldb)), ldb, panel, k, t.nr, t.lanes)
+            bj, ldp = panel, t.nr
+        else:
+            bj, ldp = _at(b, bm, j0), ldb
         if m // t.mr:
             with u.for_range(b, m // t.mr, "ip.mb", unroll=False) as mb:
                 i0 = u.imul(b, mb, t.mr)
-                _strided_tile(b, _at(b, a, u.imul(b, i0, a_rs)), a_strides, bj, ldb,
+                _strided_tile(b, _at(b, a, u.imul(b, i0, a_rs)), a_strides, bj, ldp,
                               _at(b, cj, u.imul(b, i0, ldc)), ldc, k, t)
         if m % t.mr:
             i0 = m // t.mr * t.mr
-            _strided_tile(b, _at(b, a, u.i64(i0 * a_rs)), a_strides, bj, ldb, _at(b, cj, u.i64(i0 * ldc)), ldc, k,
+            _strided_tile(b, _at(b, a, u.i64(i0 * a_rs)), a_strides, bj, ldp, _at(b, cj, u.i64(i0 * ldc)), ldc, k,
                           Tile(m % t.mr, nv, tile.lanes))
 
     if n // tile.nr:

@@ -78,7 +78,10 @@ def test_the_rule_is_shapes_dtype_and_host_only():
         assert not plan.inplace_kernel(dt.float32, host_avx512=False)      # measured on AVX-512 only
         assert not plan.inplace_kernel(dt.float64, host_avx512=True)
         assert not plan.inplace_kernel(dt.float16, host_avx512=True)
-    assert not dot.GemmPlan((), 64, 256, 256, False, 256, True, 256, 256).inplace_kernel(dt.float32, host_avx512=True)
+    dh_wt = dot.GemmPlan((), 64, 256, 256, False, 256, True, 256, 256)          # dh @ W^T: a 32 KB panel
+    assert dh_wt.inplace_kernel(dt.float32, host_avx512=True)
+    long_k = dot.GemmPlan((), 64, 256, 784, False, 784, True, 784, 256)         # its panel over 32 KB
+    assert not long_k.inplace_kernel(dt.float32, host_avx512=True)
     looped = dot.GemmPlan(((10, 0, 200704, 256),), 64, 256, 784, False, 784, False, 256, 2560)
     assert not looped.inplace_kernel(dt.float32, host_avx512=True)           # a loop of calls
     assert not dot.GemmPlan((), 64, 250, 784, False, 784, False, 250, 250).inplace_kernel(dt.float32, host_avx512=True)
@@ -114,6 +117,42 @@ def test_matches_interpreter_and_the_loop_nest_bit_for_bit(case, strided, tile, 
         np.testing.assert_array_equal(a, fresh)
 
 
+# B^T (the rhs contracted on its last axis): each column panel copied transposed to the stack
+TB_CASES = [
+    ((64, 256), (256, 256), TB),     # the MLP's dh @ W2^T: k = 256, the largest panel the rule takes
+    ((13, 37), (48, 37), TB),        # k remainder 5 (16-lane blocks) / 5 (8-lane), m remainder
+    ((8, 3), (16, 3), TB),           # k below one block: every column copied alone
+    ((20, 9), (32, 20)),             # A^T and B^T (x^T @ w^T)
+]
+
+
+@needs_kernel
+@pytest.mark.parametrize("tile", [gemm_kernel.AVX2_TILE, gemm_kernel.AVX512_TILE], ids=["avx2_tile", "avx512_tile"])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("case", TB_CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_transposed_rhs_has_the_bits_of_the_rhs_stored_transposed(case, strided, tile, monkeypatch):
+    """x @ w^T through the transposed panel copy == x @ (w^T stored row-major) in place, bit for
+    bit (the copy is exact), and ~ the interpreter."""
+    if len(case) == 3:
+        g = _graph(*case)
+        args = _args(case, seed=8, strided=strided)
+        lhs_t = False
+    else:
+        ls, rs = case[0], case[1]
+        g = _graph(ls, rs, (((0,), (1,)), ((), ())))
+        args = _args((ls, rs), seed=8, strided=strided)
+        lhs_t = True
+    exe, got, emitted = _run(g, args, monkeypatch, tile=tile)
+    assert emitted == 1 and dot.find_blas().sgemm not in exe.llvm_ir
+    want = ir.interpret(g, [np.ascontiguousarray(a) for a in args])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    w_t = np.ascontiguousarray(args[1].T)
+    g_nn = _graph(args[0].shape, w_t.shape, (TA if lhs_t else MM))
+    _, nn, emitted_nn = _run(g_nn, [args[0], w_t], monkeypatch, tile=tile)
+    assert emitted_nn == 1
+    np.testing.assert_array_equal(got, nn)
+
+
 @needs_kernel
 def test_the_two_tiles_give_the_same_bits(monkeypatch):
     case = ((64, 96), (96, 256), MM)
@@ -125,7 +164,7 @@ def test_the_two_tiles_give_the_same_bits(monkeypatch):
 
 @needs_kernel
 @pytest.mark.parametrize("case, dtype, avx512", [
-    (((64, 784), (256, 784), TB), dt.float32, True),     # B^T: OpenBLAS
+    (((64, 784), (256, 784), TB), dt.float32, True),     # B^T with k = 784: a panel over 32 KB
     (((64, 784), (784, 10), MM), dt.float32, True),      # n = 10
     (((7, 784), (784, 256), MM), dt.float32, True),      # m < 8
     (((1, 784), (784, 256), MM), dt.float32, True),      # m = 1: gemv
@@ -181,7 +220,7 @@ def test_mlp_grad_through_tp_compile(monkeypatch):
     low = tp.compile(grad(loss)).lower(ps, x)
     flat = [np.asarray(a.numpy()) for w, bias in ps for a in (w, bias)] + [np.asarray(x.numpy())]
     _, got, emitted = _run(low.graph, flat, monkeypatch, every=True)
-    assert emitted >= 3  # x @ W1, h1 @ W2, h2 @ W3 at least; the B^T products keep their path
+    assert emitted >= 5  # x @ W, x^T @ dh and dh @ W^T (n = 16 or more)
     want = ir.interpret(low.graph, flat)
     assert len(got) == len(want) == 6
     for a, w in zip(got, want):
