@@ -288,7 +288,7 @@ def schedule(graph: Graph, scopes: dict | None = None) -> list[Kernel]:
                     target.outputs.append(node.out)
                 continue
         first = _join_first(node, users, kernel_of, paths, depth, order) \
-            if len(targets) > 1 and node.out not in outputs else None
+            if len(targets) > 1 and low.cheap and node.out not in outputs else None
         if first is not None:
             mine = [c for c in users if kernel_of[c] is first]
             first.nodes.append(node)
@@ -519,7 +519,9 @@ def _join_first(node: Node, users: list[Node], kernel_of: dict, paths: dict, dep
     their roots), when it is a loop over `node`'s shape that reads `node` at its own index only.
     The others run after it and read the stored buffer, so every value a kernel reads from another
     is still stored by a kernel whose root comes first. One pass over memory less: the relu mask
-    `le` that the backward pass reads again is stored by the forward's `select` loop."""
+    `le` that the backward pass reads again is stored by the forward's `select` loop. Asked only
+    for cheap nodes (compares, selects, adds: what a relu needs); an expensive one keeps its loop,
+    as before (the schedules tests/codegen/test_control_ir.py checks)."""
     first = min({id(kernel_of[c]): kernel_of[c] for c in users}.values(), key=lambda k: order[k.root])
     if first.kind != "loop" or node.out.shape != first.domain:
         return None
