@@ -328,10 +328,11 @@ def emit_gemm_inplace(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], 
     a + i*a_strides[0] + kk*a_strides[1] (row-major or transposed), B row-major (k x n, rows ldb
     apart, unit column stride); m, k >= 1, n a multiple of tile.lanes. Column panels of tile.nr
     floats outer (a last narrower one of whole vectors), row tiles of tile.mr inner (a last one
-    of m % mr rows). No scratch, except for a transposed B (`trans_b`: B^T stored row-major, n x k,
-    rows ldb apart): each column panel is first copied to `panel` (`inplace_panel_elements`),
-    transposed in registers (`pack_transposed_panel`); the panel holds exact copies, so the bits
-    are those of B stored transposed.
+    of m % mr rows). With a `panel` (`inplace_panel_elements`), each column panel of B is first
+    copied there, contiguous: B's rows 1 KB apart (n = 256) put a panel's k rows in 8 of L1's 64
+    sets. A transposed B (`trans_b`: B^T stored row-major, n x k, rows ldb apart) needs the panel:
+    it is copied transposed in registers (`pack_transposed_panel`). The panel holds exact copies,
+    so the bits do not depend on it.
 
     >>> import ctypes, numpy as np
     >>> from llvmlite import ir
@@ -359,6 +360,14 @@ def emit_gemm_inplace(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], 
         cj = _at(b, c, j0)
         if trans_b:
             pack_transposed_panel(b, _at(b, bm, u.imul(b, j0, ldb)), ldb, panel, k, t.nr, t.lanes)
+            bj, ldp = panel, t.nr
+        elif panel is not None:  # B's rows ldb apart, copied contiguous (L1 set conflicts)
+            src = _at(b, bm, j0)
+            with u.for_range(b, k, "ip.pk") as kk:
+                for v in range(nv):
+                    x = b.load(_at(b, src, u.iadd(b, u.imul(b, kk, ldb), u.i64(v * t.lanes))), typ=t.vec, align=4)
+                    at = u.iadd(b, u.imul(b, kk, t.nr), u.i64(v * t.lanes))
+                    b.store(x, b.bitcast(_at(b, panel, at), t.vec.as_pointer()), align=4)
             bj, ldp = panel, t.nr
         else:
             bj, ldp = _at(b, bm, j0), ldb

@@ -154,6 +154,29 @@ def test_transposed_rhs_has_the_bits_of_the_rhs_stored_transposed(case, strided,
 
 
 @needs_kernel
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("case", CASES + [((64, 300), (64, 48), TA)], ids=lambda c: f"{c[0]}x{c[1]}")
+def test_the_copied_panel_has_the_bits_of_b_read_in_place(case, strided, monkeypatch):
+    """B's column panel copied to the stack (forced for every m, and for m >= 256 by the default
+    threshold: the last case) == B read where it is, bit for bit."""
+    g = _graph(*case)
+    args = _args(case, seed=9, strided=strided)
+    m = g.outputs[0].type.shape[0]
+    real = gemm_kernel.emit_gemm_inplace
+    outs = {}
+    for name, rows in (("copied", 0), ("direct", float("inf")), ("default", dot.COPY_PANEL_MIN_ROWS)):
+        panels = []
+        monkeypatch.setattr(gemm_kernel, "emit_gemm_inplace",
+                            lambda *a, **k: (panels.append(a[-1] if len(a) > 12 else k.get("panel")), real(*a, **k)))
+        monkeypatch.setattr(dot, "COPY_PANEL_MIN_ROWS", rows)
+        _, outs[name], emitted = _run(g, args, monkeypatch)
+        assert emitted == 1 and len(panels) == 1
+        assert (panels[0] is not None) == (name == "copied" or name == "default" and m >= dot.COPY_PANEL_MIN_ROWS)
+    np.testing.assert_array_equal(outs["copied"], outs["direct"])
+    np.testing.assert_array_equal(outs["default"], outs["direct"])
+
+
+@needs_kernel
 def test_the_two_tiles_give_the_same_bits(monkeypatch):
     case = ((64, 96), (96, 256), MM)
     g = _graph(*case)
