@@ -242,6 +242,14 @@ def _axpy_streamed(ctx: KernelContext, node: Node, width: int, operand_index, la
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 BLAS_MIN_FLOPS = 2 * 32 ** 3  # below this a generated loop nest is as fast (see module docstring)
 GENERATED_MAX_PANEL = 1 << 18  # floats of each packed operand of the generated gemm kernel (1 MB)
+# The in-place kernel from this many flops (64x256 @ 256x256): below, OpenBLAS ties or wins (Zen 4,
+# one thread: 128^3 0.048 vs 0.049 ms, 64x128 @ 128x128 0.029 vs 0.027; 64x256 @ 256x256 0.084 vs
+# 0.093, 64x784 @ 784x256 0.26 vs 0.31).
+INPLACE_MIN_FLOPS = 1 << 23
+# The in-place gemm copies an untransposed B's column panel to the stack too when it fits there and
+# at least this many rows of A pass over it (Zen 4, same process, bits equal: x^T @ dh 784x64 @
+# 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087).
+COPY_PANEL_MIN_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -336,6 +344,28 @@ class GemmPlan:
                 and self.k * self.n <= GENERATED_MAX_PANEL
                 and max(gemm_kernel.lhs_panel_elements(self.m, self.k, t)
                         for t in (gemm_kernel.AVX2_TILE, gemm_kernel.AVX512_TILE)) <= GENERATED_MAX_PANEL)
+
+    def inplace_kernel(self, dtype, host_avx512: bool | None = None) -> bool:
+        """Whether this single gemm call runs as the generated kernel reading both operands in
+        place (`gemm_kernel.emit_gemm_inplace`) rather than OpenBLAS: float32 on an AVX-512 host
+        with FMA (where it was measured faster: the MLP's x @ W1, x^T @ dh and dh @ W^T), one call
+        (no loop), an untransposed rhs or a transposed one whose column panel (k x 32 floats) fits
+        `PANEL_STACK_BYTES` (k <= 256: it is copied there, transposed), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
+        512-bit tile), at least `INPLACE_MIN_FLOPS` and each operand at most 1 MB (its panels stay
+        in L2). Shapes, dtype and host only: never timing.
+
+        >>> GemmPlan((), 64, 256, 784, False, 784, False, 256, 256).inplace_kernel(dt.float32, host_avx512=True)
+        True
+        >>> GemmPlan((), 64, 256, 784, False, 784, False, 256, 256).inplace_kernel(dt.float32, host_avx512=False)
+        False
+        """
+        if host_avx512 is None:
+            host_avx512 = gemm_kernel.host_supported() and gemm_kernel.host_avx512()
+        panel_ok = 4 * gemm_kernel.inplace_panel_elements(self.k) <= PANEL_STACK_BYTES
+        return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
+                and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
+                and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
+                and self.m * self.k <= GENERATED_MAX_PANEL and self.k * self.n <= GENERATED_MAX_PANEL)
 
 
 @dataclass(frozen=True)
@@ -474,6 +504,9 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     if plan.generated_kernel(node.out.dtype):
         emit_dot_generated(ctx, node, plan)
         return
+    if plan.inplace_kernel(node.out.dtype):
+        emit_dot_inplace(ctx, node, plan)
+        return
     b = ctx.b
     blas = find_blas()
     lhs, rhs = node.inputs
@@ -548,6 +581,28 @@ def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
         gemm_kernel.emit_gemm_tiles(b, ap, bp, at(out, 3), plan.m, plan.n, plan.k, plan.ldc, tile)
     _free(b, bp)
     _free(b, ap)
+
+
+def emit_dot_inplace(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
+    """The plan's single gemm call as the generated kernel over the operands where they are
+    (`gemm_kernel.emit_gemm_inplace`), in the tile the host and shape choose; B's column panel is
+    copied to the stack when it fits `PANEL_STACK_BYTES` and m >= `COPY_PANEL_MIN_ROWS` (a
+    transposed B always: the rule bounds it)."""
+    b = ctx.b
+    lhs, rhs = node.inputs
+    a_strides = (1, plan.lda) if plan.trans_a else (plan.lda, 1)
+    panel = None
+    if plan.trans_b or (plan.m >= COPY_PANEL_MIN_ROWS
+                        and 4 * gemm_kernel.inplace_panel_elements(plan.k) <= PANEL_STACK_BYTES):
+        # a copy of one column panel (transposed for B^T), on the stack (the rule bounds B^T's)
+        with b.goto_block(b.function.entry_basic_block):
+            if b.function.entry_basic_block.instructions:
+                b.position_before(b.function.entry_basic_block.instructions[0])
+            panel = b.alloca(u.F32, size=u.i64(gemm_kernel.inplace_panel_elements(plan.k)), name="panel")
+            panel.align = 64
+    gemm_kernel.emit_gemm_inplace(b, ctx.buffers[lhs], a_strides, ctx.buffers[rhs], plan.ldb,
+                                  ctx.buffers[node.out], plan.ldc, plan.m, plan.n, plan.k,
+                                  gemm_kernel.choose_tile(plan.m, plan.n), plan.trans_b, panel)
 
 
 def _malloc(b: ir.IRBuilder, nbytes: int) -> ir.Value:

@@ -235,6 +235,159 @@ def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m:
             _micro(b, ap, bp, c, mb, nb, m, k, ldc, tile)
 
 
+# --- one product read in place (no packing): single gemm calls on AVX-512 hosts ----------------
+# A product of its own (the MLP's x @ W1, dW1 = x^T @ dh, ...) has nothing to pack once: packing
+# both operands per call cost as much as it saved (within +-5 % of OpenBLAS). Read in place, with
+# the column panel of B outer and the row tiles of A inner, the 8 x 32 tile beat OpenBLAS on the
+# MLP's four untransposed shapes by 10-20 % (Zen 4, one thread, 2026-12-03; tools/bench/README.md
+# "Round 11"): A's rows are broadcast from where they are (any strides: A^T costs nothing), each
+# B panel (k rows of 128 bytes) stays in L2 while the row tiles pass over it, and C is written
+# once (no beta pass, no copy routines). The bits are those of the packed kernel and the axpy loop
+# nest: one in-order fma chain over k per element, whatever the tile.
+
+
+def _strided_tile(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], bm: ir.Value, ldb: int,
+                  c: ir.Value, ldc: int, k: int, tile: Tile) -> None:
+    """C[0:mr, 0:nr] = A[0:mr, :] @ B[:, 0:nr] held in tile.mr x tile.nv accumulators over k:
+    A's (r, kk) at a + r*a_strides[0] + kk*a_strides[1], B's row kk at bm + kk*ldb (unit column
+    stride), C's row r at c + r*ldc."""
+    MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
+    a_rs, a_cs = a_strides
+    rows = [_at(b, a, u.i64(r * a_rs)) for r in range(MR)]
+
+    def step(kk, accs):
+        row_b = _at(b, bm, u.imul(b, kk, ldb))
+        bv = [b.load(_at(b, row_b, u.i64(v * LANES)), typ=vt, align=4) for v in range(NV)]
+        col_a = u.imul(b, kk, a_cs)
+        new = []
+        for r in range(MR):
+            x = _splat(b, b.load(_at(b, rows[r], col_a), typ=_F32), vt)
+            new += [_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
+        return new
+
+    accs = _k_loop(b, "ip", k, vt, MR * NV, step)
+    for r in range(MR):
+        for v in range(NV):
+            b.store(accs[r * NV + v], _at(b, c, u.i64(r * ldc + v * LANES)), align=4)
+
+
+def _transpose_block(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """The transpose of the square block whose rows are the vectors `rows` (as many as lanes, a
+    power of two): one stage of two-input shuffles per index bit, each swapping that bit between
+    row and column."""
+    n = len(rows)
+    rows = list(rows)
+    h = n // 2
+    while h:
+        lo = ir.Constant(ir.VectorType(u.I32, n), [c if not c & h else n + c - h for c in range(n)])
+        hi = ir.Constant(ir.VectorType(u.I32, n), [n + c if c & h else c + h for c in range(n)])
+        for r in range(n):
+            if not r & h:
+                x, y = rows[r], rows[r + h]
+                rows[r], rows[r + h] = b.shuffle_vector(x, y, lo), b.shuffle_vector(x, y, hi)
+        h //= 2
+    return rows
+
+
+def pack_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: int, panel: ir.Value, k: int, width: int,
+                          lanes: int) -> None:
+    """panel[kk * width + j] = Bt[j, kk] for j < width (a multiple of `lanes`), kk < k: the column
+    panel of B = Bt^T, Bt row-major with rows ldt apart; lanes x lanes blocks transposed in
+    registers, the last k % lanes columns one at a time."""
+    vt = ir.VectorType(_F32, lanes)
+    for jb in range(width // lanes):
+        if k // lanes:
+            with u.for_range(b, k // lanes, "tp.kb", unroll=False) as kb:
+                k0 = u.imul(b, kb, lanes)
+                rows = [b.load(_at(b, bt, u.iadd(b, u.i64((jb * lanes + r) * ldt), k0)), typ=vt, align=4)
+                        for r in range(lanes)]
+                for t, x in enumerate(_transpose_block(b, rows)):
+                    at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), u.i64(jb * lanes))
+                    # (through a cast: an alloca'd panel is a typed float pointer in llvmlite)
+                    b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
+        for kk in range(k // lanes * lanes, k):
+            for j in range(jb * lanes, jb * lanes + lanes):
+                x = b.load(_at(b, bt, u.i64(j * ldt + kk)), typ=_F32)
+                b.store(x, _at(b, panel, u.i64(kk * width + j)))
+
+
+def inplace_panel_elements(k: int, tile: Tile = None) -> int:
+    """Floats of the column panel `emit_gemm_inplace` copies a transposed B into (k rows of the
+    widest tile's columns unless `tile` is given).
+
+    >>> inplace_panel_elements(256)
+    8192
+    """
+    return k * (tile or AVX512_TILE).nr
+
+
+def emit_gemm_inplace(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], bm: ir.Value, ldb: int,
+                      c: ir.Value, ldc: int, m: int, n: int, k: int, tile: Tile, trans_b: bool = False,
+                      panel: ir.Value | None = None) -> None:
+    """C (m x n, rows ldc apart) = A @ B with both operands read where they are: A's (i, kk) at
+    a + i*a_strides[0] + kk*a_strides[1] (row-major or transposed), B row-major (k x n, rows ldb
+    apart, unit column stride); m, k >= 1, n a multiple of tile.lanes. Column panels of tile.nr
+    floats outer (a last narrower one of whole vectors), row tiles of tile.mr inner (a last one
+    of m % mr rows). With a `panel` (`inplace_panel_elements`), each column panel of B is first
+    copied there, contiguous: B's rows 1 KB apart (n = 256) put a panel's k rows in 8 of L1's 64
+    sets. A transposed B (`trans_b`: B^T stored row-major, n x k, rows ldb apart) needs the panel:
+    it is copied transposed in registers (`pack_transposed_panel`). The panel holds exact copies,
+    so the bits do not depend on it.
+
+    >>> import ctypes, numpy as np
+    >>> from llvmlite import ir
+    >>> mod = ir.Module("ip"); mod.triple, mod.data_layout = jit.host_triple_and_layout()
+    >>> fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [u.PTR] * 3), "ip")
+    >>> bld = ir.IRBuilder(fn.append_basic_block())
+    >>> emit_gemm_inplace(bld, fn.args[0], (1, 13), fn.args[1], 48, fn.args[2], 48, 13, 48, 5, AVX2_TILE)
+    >>> _ = bld.ret_void()
+    >>> code = jit.compile_ir(str(mod), ["ip"])  # keep it: its machine code lives as long as it does
+    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(code.addresses["ip"])
+    >>> x = np.arange(65, dtype=np.float32).reshape(5, 13); w = np.ones((5, 48), np.float32)
+    >>> out = np.empty((13, 48), np.float32)
+    >>> run(x.ctypes.data, w.ctypes.data, out.ctypes.data)  # x.T @ w, x read transposed
+    >>> bool((out == x.T @ w).all())
+    True
+    """
+    if n % tile.lanes:
+        raise ValueError(f"emit_gemm_inplace: n = {n} is not a multiple of {tile.lanes} lanes")
+    if trans_b and panel is None:
+        raise ValueError("emit_gemm_inplace: a transposed B needs a panel")
+    a_rs = a_strides[0]
+
+    def column_block(j0: ir.Value, nv: int) -> None:
+        t = Tile(tile.mr, nv, tile.lanes)
+        cj = _at(b, c, j0)
+        if trans_b:
+            pack_transposed_panel(b, _at(b, bm, u.imul(b, j0, ldb)), ldb, panel, k, t.nr, t.lanes)
+            bj, ldp = panel, t.nr
+        elif panel is not None:  # B's rows ldb apart, copied contiguous (L1 set conflicts)
+            src = _at(b, bm, j0)
+            with u.for_range(b, k, "ip.pk") as kk:
+                for v in range(nv):
+                    x = b.load(_at(b, src, u.iadd(b, u.imul(b, kk, ldb), u.i64(v * t.lanes))), typ=t.vec, align=4)
+                    at = u.iadd(b, u.imul(b, kk, t.nr), u.i64(v * t.lanes))
+                    b.store(x, b.bitcast(_at(b, panel, at), t.vec.as_pointer()), align=4)
+            bj, ldp = panel, t.nr
+        else:
+            bj, ldp = _at(b, bm, j0), ldb
+        if m // t.mr:
+            with u.for_range(b, m // t.mr, "ip.mb", unroll=False) as mb:
+                i0 = u.imul(b, mb, t.mr)
+                _strided_tile(b, _at(b, a, u.imul(b, i0, a_rs)), a_strides, bj, ldp,
+                              _at(b, cj, u.imul(b, i0, ldc)), ldc, k, t)
+        if m % t.mr:
+            i0 = m // t.mr * t.mr
+            _strided_tile(b, _at(b, a, u.i64(i0 * a_rs)), a_strides, bj, ldp, _at(b, cj, u.i64(i0 * ldc)), ldc, k,
+                          Tile(m % t.mr, nv, tile.lanes))
+
+    if n // tile.nr:
+        with u.for_range(b, n // tile.nr, "ip.nb", unroll=False) as nb:
+            column_block(u.imul(b, nb, tile.nr), tile.nv)
+    if n % tile.nr:
+        column_block(u.i64(n // tile.nr * tile.nr), n % tile.nr // tile.lanes)
+
+
 def host_supported() -> bool:
     """Whether the host's vector unit runs the kernel as intended: 256-bit vectors and FMA (without
     FMA, `llvm.fma` is a library call per lane).

@@ -234,6 +234,7 @@ def schedule(graph: Graph, scopes: dict | None = None) -> list[Kernel]:
     paths: dict[Node, set[tuple]] = {}
     depth: dict[Node, int] = {}  # longest chain of fused consumers from the kernel root (root: 0)
     kernels: list[Kernel] = []
+    order = {n: i for i, n in enumerate(graph.nodes)}
 
     def new_kernel(node: Node, kind: str, domain: tuple[int, ...]) -> Kernel:
         k = Kernel(f"k{len(kernels)}_{node.prim.name}", kind, node, domain, [node], [node.out])
@@ -286,6 +287,16 @@ def schedule(graph: Graph, scopes: dict | None = None) -> list[Kernel]:
                 if is_out:
                     target.outputs.append(node.out)
                 continue
+        first = _join_first(node, users, kernel_of, paths, depth, order) \
+            if len(targets) > 1 and low.cheap and node.out not in outputs else None
+        if first is not None:
+            mine = [c for c in users if kernel_of[c] is first]
+            first.nodes.append(node)
+            first.outputs.append(node.out)
+            kernel_of[node] = first
+            paths[node] = {()}
+            depth[node] = 1 + max(depth[c] for c in mine)
+            continue
         new_kernel(node, "loop", node.out.shape)
 
     for node in graph.nodes:
@@ -295,7 +306,6 @@ def schedule(graph: Graph, scopes: dict | None = None) -> list[Kernel]:
                 k.elements = [None] * len(node.inputs[0].type.elements)
             k.elements[node.attrs["index"]] = node.out
             k.outputs.append(node.out)
-    order = {n: i for i, n in enumerate(graph.nodes)}
     kernels.sort(key=lambda k: order[k.root])
     for i, k in enumerate(kernels):
         k.name = f"k{i}_{k.root.prim.name}"
@@ -363,7 +373,65 @@ def normalize(graph: Graph) -> Graph:
     (`transpose_loop_weights`); `graph` itself when there is nothing to do.
 
     Regions are normalised when they are scheduled (`schedule_scope`)."""
-    return transpose_loop_weights(_normalize_tuples(graph))
+    return split_constants(transpose_loop_weights(_normalize_tuples(graph)))
+
+
+# Operand-less constants that every kernel recomputes by index for free: one copy per reader
+# instead of one shared value, which (read by several kernels) would be materialised by a loop of
+# its own and loaded back by each (the zeros of relu's `le` / `select` in an MLP's grad: a
+# 64x256 store and six loads).
+SPLIT_PRIMS = frozenset({"full", "iota"})
+
+
+def split_constants(graph: Graph) -> Graph:
+    """`graph` with each operand-less `full` / `iota` read by several nodes that fuse their
+    producers given one copy per such reader; the first of them keeps the original unless a reader
+    that needs it materialised (a dot_general, a control step, ...) or a graph output has it.
+    `graph` itself when there is nothing to split.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((4,), float32))
+    >>> z = b.full(shape=(4,), dtype=float32, value=0.0)
+    >>> g = b.build([b.max(x, z), b.min(x, z)])
+    >>> [n.prim.name for n in split_constants(g).nodes]
+    ['full', 'max', 'full', 'min']
+    """
+    fusing: dict[Value, int] = {}  # constant -> readers that fuse it
+    kept: set[Value] = {v for v in graph.outputs}  # constants whose original stays in use
+    for n in graph.nodes:
+        low = LOWERINGS.get(n.prim.name)
+        fuses = low is not None and (low.kind == "expr" or low.kind == "kernel" and low.fuses_producers)
+        for v in set(n.inputs):
+            if v.node is not None and v.node.prim.name in SPLIT_PRIMS and not v.node.inputs:
+                if fuses:
+                    fusing[v] = fusing.get(v, 0) + 1
+                else:
+                    kept.add(v)
+    split = {v for v, c in fusing.items() if c > 1 or c == 1 and v in kept}
+    if not split:
+        return graph
+    seen: set[Value] = set(kept)
+    env: dict[Value, Value] = {}
+    nodes: list[Node] = []
+    for n in graph.nodes:
+        low = LOWERINGS.get(n.prim.name)
+        fuses = low is not None and (low.kind == "expr" or low.kind == "kernel" and low.fuses_producers)
+        copies: dict[Value, Value] = {}
+        if fuses:
+            for v in n.inputs:
+                if v in split and v not in copies:
+                    if v in seen:
+                        nodes.append(Node.typed(v.node.prim, (), dict(v.node.attrs), v.type))
+                        copies[v] = nodes[-1].out
+                    else:
+                        seen.add(v)
+        ins = [copies.get(v, env.get(v, v)) for v in n.inputs]
+        if all(a is b for a, b in zip(ins, n.inputs)):
+            nodes.append(n)
+        else:
+            nodes.append(Node.typed(n.prim, tuple(ins), dict(n.attrs), n.out.type))
+            env[n.out] = nodes[-1].out
+    return Graph(graph.inputs, nodes, [env.get(v, v) for v in graph.outputs], graph.name)
 
 
 def _normalize_tuples(graph: Graph) -> Graph:
@@ -442,6 +510,28 @@ def _live_nodes(graph: Graph) -> set[Node]:
         live.add(n)
         stack.extend(v.node for v in n.inputs if v.node is not None)
     return live
+
+
+def _join_first(node: Node, users: list[Node], kernel_of: dict, paths: dict, depth: dict,
+                order: dict) -> Kernel | None:
+    """The kernel that computes and stores expression `node`, read by several kernels, instead of
+    a loop of its own, or None: the first of those kernels to run (kernels run in the order of
+    their roots), when it is a loop over `node`'s shape that reads `node` at its own index only.
+    The others run after it and read the stored buffer, so every value a kernel reads from another
+    is still stored by a kernel whose root comes first. One pass over memory less: the relu mask
+    `le` that the backward pass reads again is stored by the forward's `select` loop. Asked only
+    for cheap nodes (compares, selects, adds: what a relu needs); an expensive one keeps its loop,
+    as before (the schedules tests/codegen/test_control_ir.py checks)."""
+    first = min({id(kernel_of[c]): kernel_of[c] for c in users}.values(), key=lambda k: order[k.root])
+    if first.kind != "loop" or node.out.shape != first.domain:
+        return None
+    mine = [c for c in users if kernel_of[c] is first]
+    p: set = set()
+    for c in mine:
+        p |= _edge_paths(c, node, paths[c], first)
+    if p != {()} or 1 + max(depth[c] for c in mine) > MAX_FUSED_DEPTH:
+        return None
+    return first
 
 
 def _accepts(k: Kernel) -> bool:

@@ -15,6 +15,11 @@ ensemble (issue 15): the forward of 10 MLPs 784-128-10 (ReLU) on one batch of 64
   as numpy's loop of OpenBLAS sgemms and as `tp.compile(vmap(x @ w))`, against a generated
   kernel of independent register FMAs doing the same flops (`gemm_kernel.fma_peak_kernel`: the
   core's FMA peak); both tables give GFLOP/s and the fraction of that peak.
+products (issue 12's compiled MLP loss+grad, B=64): its eight dot_generals one at a time, each
+  compiled alone as tensorplay compiles it inside the grad (`codegen.compile_graph` of the one
+  node, called with `out=`: the path the rule picks, the generated in-place gemm or OpenBLAS)
+  against numpy's `matmul(..., out=)` on the same operands (OpenBLAS); GFLOP/s and the fraction of
+  the FMA peak (`gemm_kernel.fma_peak_kernel`, timed in the same run). Not part of the default run.
 """
 from __future__ import annotations
 
@@ -30,14 +35,15 @@ import numpy as np  # noqa: E402
 
 from tensorplay.func import grad, vmap  # noqa: E402
 
-PARTS = ("forward", "grad", "ensemble")
+PARTS = ("forward", "grad", "ensemble", "products")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = H.parser(__doc__.splitlines()[0], repeat=21)
     ap.add_argument("--batches", type=int, nargs="+", default=None)
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="layer widths (default 784 256 256 10)")
-    ap.add_argument("--only", nargs="+", choices=PARTS, default=PARTS, help="tables to run (default: all)")
+    ap.add_argument("--only", nargs="+", choices=PARTS, default=PARTS[:3],
+                    help="tables to run (default: forward grad ensemble)")
     args = H.parse(ap, argv)
     batches = args.batches or ([2] if args.quick else [64, 1024])
     sizes = args.sizes or ([3, 2, 2] if args.quick else [784, 256, 256, 10])
@@ -100,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     suites = [s for s, part in ((fwd, "forward"), (bwd, "grad")) if part in args.only]
     if "ensemble" in args.only:
         suites.extend(ensemble(args, jax, torch))
+    if "products" in args.only:
+        suites.append(products(args, sizes))
     return H.report(suites, args)
 
 
@@ -153,6 +161,55 @@ def roofline(args, x: np.ndarray, w1: np.ndarray, T) -> H.Suite:
                     ref="OpenBLAS sgemm loop (numpy)", rtol=1e-3, atol=1e-4)
     suite.extra = _flops_columns(flops, suite)
     suite.run_case(f"{flops / 1e6:.4g} MFLOP (peak kernel {peak_flops / 1e6:.4g})", impls, args)
+    return suite
+
+
+def products(args, sizes: list[int]) -> H.Suite:
+    """The dot_generals of the MLP's loss+grad (batch 64, or 2 with --quick), each compiled alone,
+    against numpy's matmul on the same operands and the FMA peak for its flops."""
+    from tensorplay import codegen, ir
+    from tensorplay.codegen import gemm_kernel
+    from tensorplay.ir import dtypes as dt
+    from tensorplay.ir.types import TensorType
+
+    n = 2 if args.quick else 64
+    rng = np.random.default_rng(3)
+    mm, ta, tb = ((1,), (0,)), ((0,), (0,)), ((1,), (1,))
+    cases = []  # (name, lhs shape, rhs shape, contract): forward, then each layer's dW and dh
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        cases.append((f"fwd h{i} @ W{i + 1} ({n}x{a} @ {a}x{b})", (n, a), (a, b), mm))
+    for i in range(len(sizes) - 1, 0, -1):
+        a, b = sizes[i - 1], sizes[i]
+        cases.append((f"dW{i} = h{i - 1}^T @ d{i} ({a}x{n} @ {n}x{b})", (n, a), (n, b), ta))
+        if i > 1:
+            cases.append((f"dh{i - 1} = d{i} @ W{i}^T ({n}x{b} @ {b}x{a})", (n, b), (a, b), tb))
+    per_step = 2 * gemm_kernel.LANES * gemm_kernel.PEAK_ACCUMULATORS
+    run, peak_flops, code = gemm_kernel.fma_peak_kernel(1 << 16)
+    buf = np.full(16, 0.5, np.float32)
+    peak = H.measure({"peak": lambda: (run(buf.ctypes.data), code)}, repeat=args.repeat, warmup=args.warmup,
+                     sample_s=args.sample_s)["peak"]
+    peak_gflops = peak_flops / peak.median / 1e9
+    flops: dict[str, int] = {}
+    suite = H.Suite(f"the MLP {'-'.join(map(str, sizes))} loss+grad's products one at a time (FMA peak "
+                    f"{peak_gflops:.1f} GFLOP/s, {per_step} flops per step)", ref="numpy matmul (OpenBLAS)",
+                    rtol=1e-4, atol=1e-3)
+    suite.extra = {"GFLOP/s": lambda case, impl, t: f"{flops[case] / t.median / 1e9:.1f}",
+                   "of FMA peak": lambda case, impl, t: f"{flops[case] / t.median / 1e9 / peak_gflops:.0%}"}
+    for name, ls, rs, contract in cases:
+        b = ir.GraphBuilder("product")
+        x, y = b.add_input(TensorType(ls, dt.float32)), b.add_input(TensorType(rs, dt.float32))
+        g = b.build([b.dot_general(x, y, contract=contract, batch=((), ()))])
+        exe = codegen.compile_graph(g)
+        xa = rng.standard_normal(ls).astype(np.float32)
+        ya = rng.standard_normal(rs).astype(np.float32)
+        out = np.empty(g.outputs[0].type.shape, np.float32)
+        xo = xa.T if contract == ta else xa
+        yo = ya.T if contract == tb else ya
+        kind = "+".join(k["kind"] for k in exe.kernels)
+        flops[name] = 2 * out.size * (xa.shape[0] if contract == ta else xa.shape[1])
+        suite.run_case(name, [H.Impl("numpy matmul (OpenBLAS)", lambda: np.matmul(xo, yo, out=np.empty_like(out))),
+                              H.Impl(f"tp compiled {kind}", lambda exe=exe, xa=xa, ya=ya, out=out: exe(xa, ya, out=[out])[0])],
+                       args)
     return suite
 
 
