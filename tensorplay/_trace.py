@@ -917,7 +917,7 @@ def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
     """Append the memoised node `hit` (primitive, attributes, signature, type, swapped) on `vals`."""
     prim, attrs, sig, typ = hit[0], hit[1], hit[2], hit[3]
     node = _new_node(Node)
-    node.prim, node.inputs, node.attrs = prim, vals, dict(attrs) if attrs else {}
+    node.prim, node.inputs, node.attrs = prim, vals, attrs  # (the memo's own dict: node attributes are never written)
     value = _new_value(Value)
     value.type, value.node, value.id = typ, node, next(_value_ids)
     node.out = value
@@ -1160,10 +1160,10 @@ def _traced(parts: tuple, name: str, sigs: list, key: tuple, num_args: int, capt
     nodes = parts[1]
     for node in nodes:
         node.out.node = None
-    closed.__dict__.update(_graph=None, _unlinked=nodes, _lazy=(parts[0], nodes, parts[2], name, sigs),
-                           num_args=num_args, captures=captures, in_tree=in_tree, out_tree=out_tree,
-                           static_leaves=static_leaves, out_static=out_static, mutated=mutated,
-                           output_aliases=output_aliases, sigs=(None, sigs), key=(None, key))
+    closed.__dict__ = {"_graph": None, "_unlinked": nodes, "_lazy": (parts[0], nodes, parts[2], name, sigs),
+                       "num_args": num_args, "captures": captures, "in_tree": in_tree, "out_tree": out_tree,
+                       "static_leaves": static_leaves, "out_static": out_static, "mutated": mutated,
+                       "output_aliases": output_aliases, "sigs": (None, sigs), "key": (None, key)}
     return closed
 
 
