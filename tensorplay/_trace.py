@@ -146,6 +146,7 @@ class Trace:
         self.base = next(_value_ids)
         self.tape: list = []
         self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
+        self.arg_key: tuple | None = None    # the arguments' part of `_tape_key` when known (`_arg_key`)
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -309,6 +310,11 @@ class Trace:
         base = self.base
         type_ids = _TYPE_IDS
         flat = [len(inputs)]
+        prefix, args = self.arg_key, self.arg_values
+        n = len(args)
+        if prefix is not None and n and args[0].id - base == 1 and args[-1].id - base == n:
+            flat += prefix  # the arguments' pairs, numbered 1..n (see `_arg_key`)
+            inputs = inputs[n:]
         for v in inputs:
             t = v.type
             i = type_ids.get((t.shape, t.dtype))
@@ -322,11 +328,12 @@ class Trace:
 
     def _plain_results(self, outputs: Sequence) -> list | None:
         """The output values when nothing needs `_views.finish_writes` (else None): no outside
-        storage was seen (no proxies), no argument was written in place, and every output is a
-        value this trace computed (not an input, not a view), so none aliases an input."""
+        storage (a proxy) and no argument was written in place, and every output is a value this
+        trace computed (not an input, not a view), so none aliases an input."""
         views = self.views
-        if views.proxies or views.sources:
-            return None
+        for p in views.proxies.values():  # outside storage read (captures), but not written
+            if p._stamp:
+                return None
         for a in views.args:
             if a._stamp:
                 return None
@@ -785,9 +792,10 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                     return _scalar_op(stack[-1], fn, scalars, a, b)
                 return fn(a, b)
             top = stack[-1]
-            if a._trace is not top or b._trace is not top or a._base is not None or b._base is not None \
-                    or not STATE.grad_enabled:
+            if a._base is not None or b._base is not None or not STATE.grad_enabled:
                 return fn(a, b)
+            if a._trace is not top or b._trace is not top:
+                return _outside_op(top, fn, memo, a, b)
             va, vb = a._value, b._value
             t, u = va.type, vb.type
             key = (t.shape, t.dtype, u.shape, u.dtype)
@@ -840,6 +848,34 @@ def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, out, operands: 
         _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != operands))
 
 
+def _outside_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor) -> Tensor:
+    """`fn(a, b)` where one operand is a root of `top` and the other a concrete root from outside
+    (a captured weight: `x @ W`), replayed from `memo` as `memo_traced_op` does. The outside
+    operand is lifted first (`Trace.lift`: its capture, made on first use, as the op layer's
+    `emit` would make it) and the memo is keyed by the values' types, as for two roots. Anything
+    else (another trace's tensor, a meta tensor, no operand of `top`) runs `fn` as it is."""
+    ta, tb = a._trace, b._trace
+    if ta is top:
+        if tb is not None or b._meta:
+            return fn(a, b)
+        va, vb = a._value, top.lift(b)
+    elif tb is top:
+        if ta is not None or a._meta:
+            return fn(a, b)
+        va, vb = top.lift(a), b._value
+    else:
+        return fn(a, b)
+    t, u = va.type, vb.type
+    key = (t.shape, t.dtype, u.shape, u.dtype)
+    hit = memo.get(key)
+    if hit is not None:
+        return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
+    n0, s0 = len(top.builder.nodes), len(top.sigs)
+    out = fn(a, b)
+    _learn(memo, key, top, n0, s0, out, (va, vb))
+    return out
+
+
 def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
     """`fn(a, b)` for a Python number `b`, replayed from `memo` as `memo_traced_op` does: when `a` is
     a root of the plain transform's trace `top` and the op once traced, for `a`'s type and `b`'s
@@ -881,7 +917,7 @@ def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
     """Append the memoised node `hit` (primitive, attributes, signature, type, swapped) on `vals`."""
     prim, attrs, sig, typ = hit[0], hit[1], hit[2], hit[3]
     node = _new_node(Node)
-    node.prim, node.inputs, node.attrs = prim, vals, dict(attrs) if attrs else {}
+    node.prim, node.inputs, node.attrs = prim, vals, attrs  # (the memo's own dict: node attributes are never written)
     value = _new_value(Value)
     value.type, value.node, value.id = typ, node, next(_value_ids)
     node.out = value
@@ -1124,10 +1160,10 @@ def _traced(parts: tuple, name: str, sigs: list, key: tuple, num_args: int, capt
     nodes = parts[1]
     for node in nodes:
         node.out.node = None
-    closed.__dict__.update(_graph=None, _unlinked=nodes, _lazy=(parts[0], nodes, parts[2], name, sigs),
-                           num_args=num_args, captures=captures, in_tree=in_tree, out_tree=out_tree,
-                           static_leaves=static_leaves, out_static=out_static, mutated=mutated,
-                           output_aliases=output_aliases, sigs=(None, sigs), key=(None, key))
+    closed.__dict__ = {"_graph": None, "_unlinked": nodes, "_lazy": (parts[0], nodes, parts[2], name, sigs),
+                       "num_args": num_args, "captures": captures, "in_tree": in_tree, "out_tree": out_tree,
+                       "static_leaves": static_leaves, "out_static": out_static, "mutated": mutated,
+                       "output_aliases": output_aliases, "sigs": (None, sigs), "key": (None, key)}
     return closed
 
 
@@ -1263,6 +1299,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             lay = None if plain or not same_shape else _views.outside_layout(leaf)
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
                 trace.views.layouts[id(arg)] = lay
+        if use_known:
+            trace.arg_key = _arg_key(known)
         if flat is True:
             out = fn(*traced_leaves)
         else:
@@ -1315,6 +1353,25 @@ def _remember_arg_type(data: np.ndarray, typ: TensorType) -> None:
         step *= d
     entry[1][shape] = (typ, tuple(reversed(strides)))
 _ARG_TREES: dict = {}  # number of positional tensor arguments -> the TreeDef of (args, {})
+_ARG_KEYS: dict = {}   # id(a signature's type list) -> (that list, its arguments' part of the tape key)
+
+
+def _arg_key(types: list) -> tuple:
+    """The arguments' (relative id, type id) pairs of `Trace._tape_key` for arguments of `types`
+    numbered 1..n, as `trace_function` numbers them (memoised per type list: a cached signature's,
+    kept alive by the entry; type ids are never reused, so an entry made before `_TYPE_IDS` was
+    cleared only makes a key that matches nothing)."""
+    hit = _ARG_KEYS.get(id(types))
+    if hit is not None and hit[0] is types:
+        return hit[1]
+    flat = []
+    for k, t in enumerate(types):
+        flat.append(k + 1)
+        flat.append(_input_type_id(t))
+    if len(_ARG_KEYS) >= _TYPES_LIMIT:
+        _ARG_KEYS.clear()
+    _ARG_KEYS[id(types)] = (types, tuple(flat))
+    return _ARG_KEYS[id(types)][1]
 _CONCRETE: dict = {}   # transform name -> does its trace have values (not in SYMBOLIC_TRANSFORMS)
 
 
@@ -1334,6 +1391,7 @@ def clear_memos() -> None:
     _ARG_TYPES.clear()
     _ARG_TYPES_BY_DTYPE.clear()
     _ARG_TREES.clear()
+    _ARG_KEYS.clear()
     _TYPE_IDS.clear()
 
 

@@ -181,7 +181,7 @@ def _run(top, prog, operands: list) -> Tensor:
             prim, attrs, sig, typ = step[1]
             ins = tuple([vals[i] for i in step[2]])
             node = new(Node)
-            node.prim, node.inputs, node.attrs = prim, ins, dict(attrs) if attrs else {}
+            node.prim, node.inputs, node.attrs = prim, ins, attrs  # (the memo's own dict: never written)
             value = new(Value)
             value.type, value.node, value.id = typ, node, next(ids)
             node.out = value
