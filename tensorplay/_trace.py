@@ -796,16 +796,7 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                 return fn(a, b)
             if a._trace is not top or b._trace is not top:
                 return _outside_op(top, fn, memo, a, b)
-            va, vb = a._value, b._value
-            t, u = va.type, vb.type
-            key = (t.shape, t.dtype, u.shape, u.dtype)
-            hit = memo.get(key)
-            if hit is not None:
-                return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
-            n0, s0 = len(top.builder.nodes), len(top.sigs)
-            out = fn(a, b)
-            _learn(memo, key, top, n0, s0, out, (va, vb))
-            return out
+            return _binary_memo(top, fn, memo, a, b, a._value, b._value)
     else:
         def op(input):  # (the name of the wrapped functions' parameter, as torch's)
             a = input
@@ -865,6 +856,12 @@ def _outside_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor) -> T
         va, vb = top.lift(a), b._value
     else:
         return fn(a, b)
+    return _binary_memo(top, fn, memo, a, b, va, vb)
+
+
+def _binary_memo(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor, va: Value, vb: Value) -> Tensor:
+    """`fn(a, b)` on the values `va`, `vb` of `top`: replayed from `memo` (keyed by the two values'
+    types) when it holds the op, else run through the op layer and learnt."""
     t, u = va.type, vb.type
     key = (t.shape, t.dtype, u.shape, u.dtype)
     hit = memo.get(key)
