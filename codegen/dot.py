@@ -246,6 +246,21 @@ GENERATED_MAX_PANEL = 1 << 18  # floats of each packed operand of the generated 
 # one thread: 128^3 0.048 vs 0.049 ms, 64x128 @ 128x128 0.029 vs 0.027; 64x256 @ 256x256 0.084 vs
 # 0.093, 64x784 @ 784x256 0.26 vs 0.31).
 INPLACE_MIN_FLOPS = 1 << 23
+# The in-place gemm is opt-in (TENSORPLAY_INPLACE_GEMM=1): its per-shape kernels cost ~28 ms of LLVM
+# each, which took the first call of the MLP loss+grad from 0.39x to 0.74x jax.jit's (issue 15's
+# target is 0.5x) for 0.82x of the executable's time. A shape-generic kernel compiled once per
+# process would remove that cost; until then OpenBLAS stays the default. The bits are the same.
+INPLACE_GEMM_ENV = "TENSORPLAY_INPLACE_GEMM"
+
+
+def inplace_gemm_enabled() -> bool:
+    """Whether single float32 gemms may run as the generated in-place kernel (`GemmPlan.inplace_kernel`
+    says where): ``TENSORPLAY_INPLACE_GEMM=1``, read when a graph is compiled.
+
+    >>> isinstance(inplace_gemm_enabled(), bool)
+    True
+    """
+    return os.environ.get(INPLACE_GEMM_ENV, "").strip() == "1"
 # The in-place gemm copies an untransposed B's column panel to the stack too when it fits there and
 # at least this many rows of A pass over it (Zen 4, same process, bits equal: x^T @ dh 784x64 @
 # 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087).
@@ -504,7 +519,7 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     if plan.generated_kernel(node.out.dtype):
         emit_dot_generated(ctx, node, plan)
         return
-    if plan.inplace_kernel(node.out.dtype):
+    if inplace_gemm_enabled() and plan.inplace_kernel(node.out.dtype):
         emit_dot_inplace(ctx, node, plan)
         return
     b = ctx.b

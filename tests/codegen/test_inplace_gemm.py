@@ -56,6 +56,7 @@ def _run(g, args, monkeypatch, *, blas_min=0, inplace_min=0, avx512=True, tile=N
     if tile is not None:
         monkeypatch.setattr(gemm_kernel, "choose_tile", lambda m, n: tile)
     monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")  # emit every time (the spy below counts)
+    monkeypatch.setenv(dot.INPLACE_GEMM_ENV, "1")
     emitted = []
     real = dot.emit_dot_inplace
     monkeypatch.setattr(dot, "emit_dot_inplace", lambda *a: (emitted.append(a[1]), real(*a)))
@@ -248,3 +249,25 @@ def test_mlp_grad_through_tp_compile(monkeypatch):
     assert len(got) == len(want) == 6
     for a, w in zip(got, want):
         np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-5)
+
+
+@needs_kernel
+def test_the_in_place_gemm_is_opt_in(monkeypatch):
+    """Without TENSORPLAY_INPLACE_GEMM=1 the rule's products stay on OpenBLAS, with the same values."""
+    g = _graph((64, 784), (784, 256), MM)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((64, 784)).astype(np.float32), rng.standard_normal((784, 256)).astype(np.float32)]
+    monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: True)
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    emitted = []
+    real = dot.emit_dot_inplace
+    monkeypatch.setattr(dot, "emit_dot_inplace", lambda *a: (emitted.append(a[1]), real(*a)))
+    for value, count in (("", 0), ("0", 0), ("1", 1)):
+        monkeypatch.setenv(dot.INPLACE_GEMM_ENV, value)
+        codegen.clear_cache()
+        try:
+            out = codegen.compile_graph(g)(*args)[0]
+        finally:
+            codegen.clear_cache()
+        assert len(emitted) == count, value
+        np.testing.assert_allclose(out, args[0].astype(np.float64) @ args[1], rtol=1e-4, atol=1e-3)
