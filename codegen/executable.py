@@ -660,7 +660,8 @@ _LAYOUT_KEYS = {"entry", "size", "blocks", "finish", "alloc", "recipe", "arena_b
 # benchmarks change them at run time): (module, name, default). A module not imported yet has its
 # default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these
 # defaults against the modules).
-KEY_SETTINGS = (("dot", "BLAS_MIN_FLOPS", 2 * 32 ** 3), ("module", "VECTOR_WIDTH", 512),
+KEY_SETTINGS = (("dot", "BLAS_MIN_FLOPS", 2 * 32 ** 3), ("dot", "INPLACE_MIN_FLOPS", 1 << 23),
+                ("module", "VECTOR_WIDTH", 512),
                 ("schedule", "MAX_FUSED_DEPTH", 64), ("schedule", "MAX_PATHS", 4),
                 ("threads", "REDUCE_BLOCK", 1 << 16), ("threads", "REDUCE_SPLIT_MIN", 1 << 18))
 
@@ -679,7 +680,8 @@ def _disk_key(graph: Graph) -> str:
     from .host import stream_min_bytes  # which outputs get non-temporal stores
 
     options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} "
-               f"stream={stream_min_bytes()} " + " ".join(settings))
+               f"stream={stream_min_bytes()} inplace_gemm={os.environ.get('TENSORPLAY_INPLACE_GEMM', '').strip() == '1'} "
+               + " ".join(settings))
     return disk_cache.make_key(print_graph(graph), options, disk_cache.host_fingerprint())
 
 

@@ -164,6 +164,15 @@ def test_a_changed_setting_is_another_entry(cache_dir, monkeypatch):
     np.testing.assert_allclose(exe(X)[0], np.sin(X) * np.float32(1.5) + X, rtol=1e-6, atol=1e-6)
 
 
+def test_the_in_place_gemm_switch_is_another_entry(cache_dir, monkeypatch):
+    monkeypatch.delenv("TENSORPLAY_INPLACE_GEMM", raising=False)
+    codegen.compile_graph(_graph(1.5))
+    codegen.clear_cache()
+    monkeypatch.setenv("TENSORPLAY_INPLACE_GEMM", "1")
+    exe = codegen.compile_graph(_graph(1.5))
+    assert exe.stats["source"] == "compiled" and len(_files(cache_dir)) == 2
+
+
 def test_an_entry_whose_layout_does_not_read_is_rebuilt(cache_dir):
     want = codegen.compile_graph(_graph(1.5))(X)
     (path,) = _files(cache_dir)
