@@ -75,11 +75,15 @@ def max_bytes() -> int:
 
 @functools.lru_cache(maxsize=1)
 def source_fingerprint() -> str:
-    """SHA-256 over the codegen package's source files: each one's path, size and modification time
-    (an edit changes them; reading and hashing the ~300 KB of sources took ~11 ms of every hit)."""
+    """SHA-256 over the source files of the codegen package and of the IR package (its passes
+    rewrite the graph before scheduling, `schedule.normalize`): each one's path, size and
+    modification time (an edit changes them; reading and hashing the sources took ~11 ms of every hit)."""
+    from tensorplay import ir
+
     h = hashlib.sha256()
-    root = os.path.dirname(os.path.abspath(__file__))
-    pending = [root]
+    here, ir_root = os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(ir.__file__))
+    root = os.path.dirname(here)
+    pending = [ir_root, here]
     while pending:
         with os.scandir(pending.pop()) as it:
             found = sorted(it, key=lambda e: e.name)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from tensorplay.ir.core import Graph, Node, Value
 from tensorplay.ir.regions import region_attrs
+from tensorplay.ir.passes.simplify import fold_layout
 from tensorplay.ir.types import TupleType
 from .lower import LOWERINGS, Lowering
 
@@ -369,11 +370,13 @@ def _boxes(k: Kernel, paths: dict) -> list[tuple[tuple[int, ...], tuple[int, ...
 
 def normalize(graph: Graph) -> Graph:
     """`graph` with `tuple_get(make_tuple(...))` folded, repeated projections of one element merged,
-    `inline` nodes replaced by their region and the scans' weights in gemm-friendly layout
-    (`transpose_loop_weights`); `graph` itself when there is nothing to do.
+    `inline` nodes replaced by their region, the transposes and 1-axis reshapes around products
+    read through by the products (`fold_layout`: BLAS takes them by its flags) and the scans'
+    weights in gemm-friendly layout (`transpose_loop_weights`); `graph` itself when there is
+    nothing to do.
 
     Regions are normalised when they are scheduled (`schedule_scope`)."""
-    return split_constants(transpose_loop_weights(_normalize_tuples(graph)))
+    return split_constants(transpose_loop_weights(fold_layout(_normalize_tuples(graph))))
 
 
 # Operand-less constants that every kernel recomputes by index for free: one copy per reader

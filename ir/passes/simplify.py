@@ -40,7 +40,7 @@ from ..prims.linalg import free_axes
 from ..regions import Region
 from ..types import TensorType, TupleType
 
-__all__ = ["simplify", "dce", "cse", "RULES", "node_count"]
+__all__ = ["simplify", "dce", "cse", "fold_layout", "RULES", "LAYOUT_RULES", "node_count"]
 
 
 def node_count(graph: Graph) -> int:
@@ -159,6 +159,45 @@ def _dot_of_transpose(s, x, y, *, contract, batch):
             return s.emit("dot_general", t.inputs[0], y, contract=(nc, rc), batch=(nb, rb))
         return s.emit("dot_general", x, t.inputs[0], contract=(lc, nc), batch=(lb, nb))
     return None
+
+
+def _unit_axes_map(before: tuple, after: tuple) -> list[int] | None:
+    """For a reshape `before` -> `after` that only inserts or removes 1-axes: per axis of `after`,
+    the axis of `before` holding the same elements (None for a 1-axis); else None."""
+    if [d for d in before if d != 1] != [d for d in after if d != 1]:
+        return None
+    where = iter([a for a, d in enumerate(before) if d != 1])
+    return [None if d == 1 else next(where) for d in after]
+
+
+def _dot_of_unit_reshape(s, x, y, *, contract, batch):
+    """Read an operand of dot_general through a reshape that only inserts or removes 1-axes (the
+    rows vmap and jacrev add), when its contracted and batch axes are not among them: the product of
+    the reshape's input, reshaped to the product's shape (unit axes only: a free reshape)."""
+    (lc, rc), (lb, rb) = contract, batch
+    for side, v, c, bt in ((0, x, lc, lb), (1, y, rc, rb)):
+        r = producer(v, "reshape")
+        if r is None:
+            continue
+        src = r.inputs[0]
+        where = _unit_axes_map(src.shape, v.shape)
+        if where is None or any(where[a] is None for a in (*c, *bt)):
+            continue
+        nc, nb = tuple(where[a] for a in c), tuple(where[a] for a in bt)
+        if side == 0:
+            d = s.emit("dot_general", src, y, contract=(nc, rc), batch=(nb, rb))
+        else:
+            d = s.emit("dot_general", x, src, contract=(lc, nc), batch=(lb, nb))
+        out_shape = prim_out_shape(x, y, contract, batch)
+        return d if d.shape == out_shape else s.emit("reshape", d, shape=out_shape)
+    return None
+
+
+def prim_out_shape(x: Value, y: Value, contract, batch) -> tuple:
+    """dot_general's result shape: batch axes, then the lhs's free axes, then the rhs's."""
+    (lc, rc), (lb, rb) = contract, batch
+    return (tuple(x.shape[a] for a in lb) + tuple(x.shape[a] for a in free_axes(x.ndim, lc, lb))
+            + tuple(y.shape[a] for a in free_axes(y.ndim, rc, rb)))
 
 
 def _transpose_of_dot(s, x, *, permutation):
@@ -468,6 +507,7 @@ RULES: dict[str, list[Rule]] = {
     ],
     "dot_general": [
         _dot_of_transpose,                                                          # dot(transpose(x), y) -> dot(x, y)
+        _dot_of_unit_reshape,                                                       # dot(reshape(x), y), 1-axes only
         _dot_of_identity,                                                           # dot(diag(d), A) -> d * A^T (nan kept)
     ],
     "iota": [_iota_of_one],                                                         # iota along a 1-axis -> 0
@@ -524,6 +564,13 @@ RULES: dict[str, list[Rule]] = {
     "scan": [_scan_rule],                     # length 0 -> init; invariants hoisted; unused ys, carries, operands dropped
     "while_loop": [_while_rule],              # constant-false test -> init; invariants hoisted; unused parts dropped
 }
+
+LAYOUT_RULES: dict[str, list[Rule]] = {
+    "dot_general": [_dot_of_transpose, _dot_of_unit_reshape],
+    "transpose": RULES["transpose"],
+    "reshape": RULES["reshape"],
+}
+"""The rules of `fold_layout`: products reading through transposes and 1-axis reshapes."""
 
 
 # --- constant folding ----------------------------------------------------------------------------
@@ -691,6 +738,34 @@ def cse(graph: Graph) -> Graph:
     ['sin', 'add']
     """
     return _rewrite(graph, {}, fold=False)
+
+
+def fold_layout(graph: Graph) -> Graph:
+    """`graph` with the transposes and 1-axis reshapes around its products read through by the
+    products (`LAYOUT_RULES`): BLAS takes a transposed operand or result by its flags, so no copy
+    is made (the code generator's view of the rules `simplify` also applies). `graph` itself
+    when no product has such a neighbour; otherwise no other rewrite than CSE and DCE is made.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); a = b.add_input(TensorType((3, 2), float32)); w = b.add_input(TensorType((3, 4), float32))
+    >>> g = b.build([b.dot_general(b.transpose(a, permutation=(1, 0)), w, contract=((1,), (0,)), batch=((), ()))])
+    >>> [n.prim.name for n in fold_layout(g).nodes]
+    ['dot_general']
+    """
+    if not any(_layout_neighbour(n) for n in graph.nodes):
+        return graph
+    out = _rewrite(graph, LAYOUT_RULES, fold=False)
+    return Graph(out.inputs, out.nodes, out.outputs, graph.name,
+                 {new: graph.arg_attrs[old] for old, new in zip(graph.inputs, out.inputs) if old in graph.arg_attrs})
+
+
+def _layout_neighbour(n: Node) -> bool:
+    """Is `n` a product reading a transpose or reshape, or a transpose or reshape of a product?"""
+    name = n.prim.name
+    if name == "dot_general":
+        return any(v.node is not None and v.node.prim.name in ("transpose", "reshape") for v in n.inputs)
+    return (name in ("transpose", "reshape") and n.inputs[0].node is not None
+            and n.inputs[0].node.prim.name == "dot_general")
 
 
 def simplify(graph: Graph, *, max_rounds: int = 1) -> Graph:
