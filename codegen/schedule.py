@@ -376,7 +376,7 @@ def normalize(graph: Graph) -> Graph:
     nothing to do.
 
     Regions are normalised when they are scheduled (`schedule_scope`)."""
-    return split_constants(transpose_loop_weights(fold_layout(_normalize_tuples(graph))))
+    return split_constants(split_reduced_cones(transpose_loop_weights(fold_layout(_normalize_tuples(graph)))))
 
 
 # Operand-less constants that every kernel recomputes by index for free: one copy per reader
@@ -435,6 +435,82 @@ def split_constants(graph: Graph) -> Graph:
             nodes.append(Node.typed(n.prim, tuple(ins), dict(n.attrs), n.out.type))
             env[n.out] = nodes[-1].out
     return Graph(graph.inputs, nodes, [env.get(v, v) for v in graph.outputs], graph.name)
+
+
+MAX_CONE = 4  # nodes of a cheap expression a reduction recomputes instead of reading it back
+
+
+def _input_cone(v: Value, limit: int = MAX_CONE) -> list[Node] | None:
+    """The nodes computing `v` from graph inputs and operand-less constants alone, all cheap
+    elementwise expressions, in graph order -- or None (another producer, or more than `limit`)."""
+    cone: dict[Node, None] = {}
+    pending = [v]
+    while pending:
+        u = pending.pop()
+        n = u.node
+        if n is None or n in cone:
+            continue
+        low = LOWERINGS.get(n.prim.name)
+        if low is None or low.kind != "expr" or not low.cheap or not (low.elementwise or not n.inputs):
+            return None
+        cone[n] = None
+        if len(cone) > limit:
+            return None
+        pending.extend(n.inputs)
+    return list(cone)
+
+
+def split_reduced_cones(graph: Graph) -> Graph:
+    """`graph` with each reduction that reads a cheap expression of graph inputs (a few elementwise
+    nodes, `MAX_CONE`) which other nodes read too given its own copy of that expression: the
+    reduction fuses the copy, and the others fuse the original, instead of one loop storing it for
+    both (a reduction cannot store a value besides its own). The nan mask of a product with the
+    identity basis (`simplify._dot_of_identity`: a count of non-finite entries per row, then each
+    entry's own flag) is one: its 64x256 int32 store and load go. `graph` itself when none applies.
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((4, 3), float32))
+    >>> a = b.abs(x)
+    >>> g = b.build([b.reduce_max(a, axes=(1,)), b.mul(a, x)])
+    >>> [n.prim.name for n in split_reduced_cones(g).nodes]
+    ['abs', 'abs', 'reduce_max', 'mul']
+    """
+    readers: dict[Value, int] = {}
+    for n in graph.nodes:
+        for v in set(n.inputs):
+            readers[v] = readers.get(v, 0) + 1
+    for v in graph.outputs:
+        readers[v] = readers.get(v, 0) + 1
+    cones: dict[Node, list[Node]] = {}  # reduction -> the cone it recomputes
+    for n in graph.nodes:
+        low = LOWERINGS.get(n.prim.name)
+        if low is None or low.kind != "kernel" or not low.fuses_producers or len(n.inputs) != 1:
+            continue
+        v = n.inputs[0]
+        if readers.get(v, 0) > 1 and v.node is not None:
+            cone = _input_cone(v)
+            if cone:
+                cones[n] = cone
+    if not cones:
+        return graph
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    renamed: dict[Value, Value] = {}  # a reduction's result -> its copy's
+    nodes: list[Node] = []
+    for n in graph.nodes:
+        cone = cones.get(n)
+        if cone is not None:
+            local: dict[Value, Value] = {}
+            for m in sorted(cone, key=order.__getitem__):
+                nodes.append(Node.typed(m.prim, tuple([local.get(u, u) for u in m.inputs]), dict(m.attrs), m.out.type))
+                local[m.out] = nodes[-1].out
+            nodes.append(Node.typed(n.prim, (local[n.inputs[0]],), dict(n.attrs), n.out.type))
+            renamed[n.out] = nodes[-1].out
+        elif any(v in renamed for v in n.inputs):
+            nodes.append(Node.typed(n.prim, tuple([renamed.get(v, v) for v in n.inputs]), dict(n.attrs), n.out.type))
+            renamed[n.out] = nodes[-1].out
+        else:
+            nodes.append(n)
+    return Graph(graph.inputs, nodes, [renamed.get(v, v) for v in graph.outputs], graph.name)
 
 
 def _normalize_tuples(graph: Graph) -> Graph:

@@ -1,10 +1,12 @@
-"""Two scheduling rules that remove whole passes over memory (`codegen/schedule.py`):
+"""Three scheduling rules that remove whole passes over memory (`codegen/schedule.py`):
 
 - `split_constants`: an operand-less `full` / `iota` read by several nodes gets one copy per
   reader, so it fuses into every kernel instead of being materialised and loaded back;
 - `_join_first`: an expression read by several kernels is computed and stored by the first of them
   to run, when that is a loop over its shape that reads it at its own index (the relu mask that
-  the backward pass reads again); otherwise it keeps a loop of its own.
+  the backward pass reads again); otherwise it keeps a loop of its own;
+- `split_reduced_cones`: a reduction reading a cheap expression of graph inputs that other nodes
+  read too recomputes it (its own copy) instead of a loop storing it.
 
 Values against the interpreter, bit for bit where the rule must not change the arithmetic."""
 from __future__ import annotations
@@ -24,6 +26,7 @@ def _compile(g, monkeypatch, rules=True):
     if not rules:
         monkeypatch.setattr(schedule, "split_constants", lambda graph: graph)
         monkeypatch.setattr(schedule, "_join_first", lambda *a: None)
+        monkeypatch.setattr(schedule, "split_reduced_cones", lambda graph: graph)
     codegen.clear_cache()
     try:
         return codegen.compile_graph(g)
@@ -127,33 +130,47 @@ def test_a_shared_constant_that_is_a_graph_output(monkeypatch):
 def test_first_reader_a_reduction_keeps_the_value_its_own_loop(monkeypatch):
     b = ir.GraphBuilder("r")
     x = b.add_input(TensorType((8, 16), dt.float32))
-    e = b.mul(x, x)
+    e = b.mul(b.exp(x), x)  # (of a computed value: `split_reduced_cones` does not copy it)
     s = b.reduce_sum(e, axes=(1,))           # the first kernel to run that reads e: a reduction
     y = b.mul(e, b.broadcast_in_dim(s, shape=(8, 16), broadcast_dimensions=(0,)))
     g = b.build([y, b.reduce_max(e, axes=(0,))])
     new, old = _check(g, _args(g, seed=3), monkeypatch)
-    assert any(k["nodes"] == ["mul"] for k in new)
+    assert any(k["nodes"] == ["exp", "mul"] for k in new)
+
+
+def test_reductions_recompute_a_cheap_expression_of_inputs(monkeypatch):
+    """`split_reduced_cones`: each reduction fuses its own copy of e = x * x, the loop fuses the
+    original: no loop stores e."""
+    b = ir.GraphBuilder("r")
+    x = b.add_input(TensorType((8, 16), dt.float32))
+    e = b.mul(x, x)
+    s = b.reduce_sum(e, axes=(1,))
+    y = b.mul(e, b.broadcast_in_dim(s, shape=(8, 16), broadcast_dimensions=(0,)))
+    g = b.build([y, b.reduce_max(e, axes=(0,))])
+    new, old = _check(g, _args(g, seed=3), monkeypatch)
+    assert not any(k["nodes"] == ["mul"] for k in new)
+    assert [k["kind"] for k in new] == ["reduce_sum", "loop", "reduce_max"]
 
 
 def test_first_reader_at_a_remapped_index_keeps_the_value_its_own_loop(monkeypatch):
     b = ir.GraphBuilder("t")
     x = b.add_input(TensorType((8, 8), dt.float32))
-    e = b.mul(x, x)
+    e = b.mul(b.exp(x), x)  # (of a computed value: no reduction recomputes it)
     y = b.add(b.transpose(e, permutation=(1, 0)), x)   # first reader: e at the transposed index
     g = b.build([y, b.reduce_sum(e, axes=(0,)), b.mul(e, y)])
     new, old = _check(g, _args(g, seed=4), monkeypatch)
-    assert any(k["nodes"] == ["mul"] for k in new)
+    assert any(k["nodes"] == ["exp", "mul"] for k in new)
 
 
 def test_first_reader_of_another_shape_keeps_the_value_its_own_loop(monkeypatch):
     b = ir.GraphBuilder("s")
     x = b.add_input(TensorType((8,), dt.float32))
-    e = b.mul(x, x)
+    e = b.mul(b.exp(x), x)  # (of a computed value: no reduction recomputes it)
     two = b.full(shape=(4, 8), dtype=dt.float32, value=2.0)
     y = b.mul(b.broadcast_in_dim(e, shape=(4, 8), broadcast_dimensions=(1,)), two)  # a loop over (4, 8)
     g = b.build([y, b.reduce_sum(e, axes=(0,)), b.add(e, x)])
     new, old = _check(g, _args(g, seed=5), monkeypatch)
-    assert any(k["nodes"] == ["mul"] for k in new)
+    assert any(k["nodes"] == ["exp", "mul"] for k in new)
 
 
 def test_the_storing_kernel_runs_before_every_other_reader(monkeypatch):
@@ -161,7 +178,7 @@ def test_the_storing_kernel_runs_before_every_other_reader(monkeypatch):
     and the other readers, whatever their order in the graph, run after it."""
     b = ir.GraphBuilder("o2")
     x = b.add_input(TensorType((16, 32), dt.float32))
-    e = b.sub(b.mul(x, x), x)
+    e = b.sub(b.mul(b.exp(x), x), x)  # (exp: no reduction recomputes e, see split_reduced_cones)
     a = b.add(e, x)                                    # loop 1 (earliest root)
     s1 = b.reduce_sum(a, axes=(1,))
     c = b.mul(e, b.broadcast_in_dim(s1, shape=(16, 32), broadcast_dimensions=(0,)))  # loop 2
