@@ -42,6 +42,7 @@ from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
+from ._deferred import Deferred, expand as _expand_deferred
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
@@ -107,6 +108,30 @@ class RandomKey:
         return Tensor._symbolic(trace, trace.capture(self, TensorType((2,), dtypes.int64)))
 
 
+class _TraceBuilder(GraphBuilder):
+    """A Trace's GraphBuilder: its node list may hold `Deferred` composite blocks (see
+    `tensorplay._deferred`), which reading `nodes` builds first, so every reader of the trace's
+    nodes sees real ones. `deferred` is the index of the first block not built yet, or -1."""
+
+    def __init__(self, name: str, sigs: list):  # (not GraphBuilder's: `nodes` is a property here)
+        self.name = name
+        self.inputs = []
+        self._nodes = []
+        self.arg_attrs = {}
+        self._sigs = sigs
+        self.deferred = -1
+
+    @property
+    def nodes(self) -> list:
+        if self.deferred >= 0:
+            self.materialise()
+        return self._nodes
+
+    def materialise(self) -> None:
+        _expand_deferred(self._nodes, self._sigs, self.deferred)
+        self.deferred = -1
+
+
 class _NoValue(Exception):
     """Raised inside concrete evaluation: an input has no value (the reason says why)."""
 
@@ -121,7 +146,6 @@ class Trace:
     def __init__(self, transform: str = "trace", name: str = "f", *, concrete: bool = False):
         self.transform = transform
         self.level = next(_levels)
-        self.builder = GraphBuilder(name)
         self.arg_values: list[Value] = []
         self.capture_values: list[Value] = []
         self.capture_sources: list[Any] = []
@@ -139,6 +163,8 @@ class Trace:
         self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
         self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
+        self.builder = _TraceBuilder(name, self.sigs)
+        self._nodes = self.builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
         self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
         # The tape: per node appended, its signature id, then the ids of its result and operands
         # relative to `base` (the Value ids are one process-wide counter in creation order, so a
@@ -220,7 +246,7 @@ class Trace:
         node.prim, node.inputs, node.attrs = prim, vals, attrs
         typ, sig = _typed_sig(prim, vals, attrs)
         node.out = value = Value(typ, node)
-        self.builder.nodes.append(node)
+        self._nodes.append(node)
         self.sigs.append(sig)
         base = self.base
         tape = self.tape
@@ -229,6 +255,14 @@ class Trace:
         for v in vals:
             tape.append(v.id - base)
         return value
+
+    def materialise(self) -> None:
+        """Build the nodes of every deferred composite block (`tensorplay._deferred`) in place: after
+        it `builder.nodes` (and `sigs`) hold only real nodes, and every value's `node` is its Node.
+        Any reader that walks the trace's nodes or `Value.node` calls it first."""
+        b = self.builder
+        if b.deferred >= 0:
+            b.materialise()
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
@@ -253,13 +287,17 @@ class Trace:
     def fixed(self, shape: tuple, dtype, value) -> Tensor:
         """An op's own constant (see `ops._common.fixed`) as a `full` node, one per distinct
         (shape, dtype, value) in this trace (values compared exactly: 0.0 and -0.0 differ)."""
+        out = _new_tensor(Tensor)
+        out._data, out._trace, out._value = None, self, self.fixed_value(shape, dtype, value)
+        return out
+
+    def fixed_value(self, shape: tuple, dtype, value) -> Value:
+        """The value of `fixed(shape, dtype, value)`."""
         key = (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
         hit = self._fixed.get(key)
         if hit is None:
             hit = self._fixed[key] = self.append(_FULL, (), {"shape": shape, "dtype": dtype, "value": value})
-        out = _new_tensor(Tensor)
-        out._data, out._trace, out._value = None, self, hit
-        return out
+        return hit
 
     def wrote_storage_of(self, t: Tensor) -> bool:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""
@@ -278,17 +316,19 @@ class Trace:
         """
         results = self._plain_results(outputs)
         if results is None:
+            self.materialise()
             outs = [self.lift(t) for t in outputs]
             self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
             results = outs + written
         if lazy:
-            nodes, sigs = self.builder.nodes, self.sigs
+            nodes, sigs = self._nodes, self.sigs
             if len(nodes) == len(sigs) and None not in sigs:
                 inputs = self.arg_values + self.capture_values
                 self.graph_key = self._tape_key(inputs, results)
                 return inputs, nodes, results
         # dead code (values an inlined transform does not return, values computed only to be
         # printed) is dropped without copying: the nodes are this trace's own
+        self.materialise()
         nodes = self.builder.nodes
         live = live_nodes(nodes, results)
         # every node came through `append` and is live: the signatures describe the graph's nodes
@@ -387,6 +427,9 @@ class Trace:
             if node is None:
                 known[v] = self._input_array(v)
                 continue
+            if node.__class__ is Deferred:  # a composite block not built yet: build them all
+                self.materialise()
+                node = v.node
             todo.append(node)
             pending.extend(node.inputs)
         todo.sort(key=lambda n: n.out.id)  # values are numbered in creation order: a topological order
@@ -741,7 +784,7 @@ def _append_known(top: Trace, prim: Primitive, operands: tuple, attrs: dict):
     value = _new_value(Value)  # Value(type, node), inlined
     value.type, value.node, value.id = hit[0], node, next(_value_ids)
     node.out = value
-    top.builder.nodes.append(node)
+    top._nodes.append(node)
     sig = hit[1]
     top.sigs.append(sig)
     base = top.base
@@ -812,9 +855,9 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             hit = memo.get(key)
             if hit is not None:
                 return _replay(top, hit, (va,))
-            n0, s0 = len(top.builder.nodes), len(top.sigs)
+            n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
             out = fn(a)
-            _learn(memo, key, top, n0, s0, out, (va,))
+            _learn(memo, key, top, n0, s0, t0, out, (va,))
             return out
     op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     op.__module__ = getattr(fn, "__module__", __name__)
@@ -822,21 +865,36 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
     return op
 
 
-def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, out, operands: tuple) -> None:
-    """After an op layer call that started with `n0` nodes and `s0` signatures in `top`: remember
-    its node in `memo` under `key` when the call traced exactly one taped, non-view node whose
-    result is `out` and whose inputs are `operands` (or, for two, the same swapped: flagged)."""
-    nodes = top.builder.nodes
+def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, t0: int, out, operands: tuple) -> None:
+    """After an op layer call that started with `n0` nodes, `s0` signatures and `t0` tape items in
+    `top`: remember its node in `memo` under `key` when the call traced exactly one taped, non-view
+    node whose result is `out` and whose inputs are `operands` (or, for two, the same swapped:
+    flagged)."""
+    nodes = top._nodes
     if len(nodes) != n0 + 1 or len(top.sigs) != s0 + 1 or out.__class__ is not Tensor \
             or out._trace is not top or out._base is not None:
         return
     node = nodes[-1]
     sig = top.sigs[-1]
-    if sig is None or node.out is not out._value or node.prim.name in VIEW_PRIMS:
+    if sig is None or node.__class__ is not Node or node.out is not out._value or node.prim.name in VIEW_PRIMS:
         return
     ins = node.inputs
     if ins == operands or (len(operands) == 2 and ins == operands[::-1]):
         _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != operands))
+        _retape(top, t0, 1)
+
+
+def _retape(top: Trace, t0: int, k: int) -> None:
+    """Rewrite `top`'s tape since `t0` as its last `k` nodes (all real, taped) recorded one by one, as
+    the op memo's replay records them: a composite the op layer ran inside may have recorded its
+    nodes as one block step (`_traced_memo`), and the first call must get the key of the hits."""
+    tape, base = top.tape, top.base
+    del tape[t0:]
+    for node, sig in zip(top._nodes[-k:], top.sigs[-k:]):
+        tape.append(sig)
+        tape.append(node.out.id - base)
+        for v in node.inputs:
+            tape.append(v.id - base)
 
 
 def _outside_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor) -> Tensor:
@@ -867,9 +925,9 @@ def _binary_memo(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor, va:
     hit = memo.get(key)
     if hit is not None:
         return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
-    n0, s0 = len(top.builder.nodes), len(top.sigs)
+    n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
-    _learn(memo, key, top, n0, s0, out, (va, vb))
+    _learn(memo, key, top, n0, s0, t0, out, (va, vb))
     return out
 
 
@@ -886,8 +944,8 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
     hit = memo.get(key)
     if hit is not None:
         return _replay(top, hit, (va, top.scalar_value(hit[5](b), t.dtype, t.shape)))
-    nodes = top.builder.nodes
-    n0, s0 = len(nodes), len(top.sigs)
+    nodes = top._nodes
+    n0, s0, t0 = len(nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
     k = len(nodes) - n0
     if (k == 1 or k == 2) and len(top.sigs) == s0 + k and out.__class__ is Tensor and out._trace is top \
@@ -898,9 +956,10 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
         conv = bool if d.is_bool else int if d.is_integer else float  # as `ops._common._py`
         v = conv(b)
         vs = top._scalars.get((d, v if v else str(v), t.shape))
-        if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS and vs is not None \
-                and node.inputs == (va, vs) and (k == 1 or nodes[-2].out is vs):
+        if sig is not None and node.__class__ is Node and node.out is out._value and node.prim.name not in VIEW_PRIMS \
+                and vs is not None and node.inputs == (va, vs) and (k == 1 or nodes[-2].out is vs):
             _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False, conv))
+            _retape(top, t0, k)
     return out
 
 
@@ -918,7 +977,7 @@ def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
     value = _new_value(Value)
     value.type, value.node, value.id = typ, node, next(_value_ids)
     node.out = value
-    top.builder.nodes.append(node)
+    top._nodes.append(node)
     top.sigs.append(sig)
     base = top.base
     if len(vals) == 2:
@@ -1120,6 +1179,7 @@ class _TracedClosedGraph(ClosedGraph):
         lazy = d.get("_lazy")
         if lazy is not None:  # (see `_traced`): the graph of the trace's live nodes, built now
             inputs, nodes, results, name, sigs = lazy
+            _expand_deferred(nodes, sigs)  # (composite blocks not built while tracing: built now)
             live = live_nodes(nodes, results)
             graph = d["_graph"] = Graph(inputs, live, results, name)
             d["_lazy"] = None
