@@ -108,6 +108,14 @@ class RandomKey:
         return Tensor._symbolic(trace, trace.capture(self, TensorType((2,), dtypes.int64)))
 
 
+_BATCHED = object()  # the source of an argument batched under vmap (`Trace._sources`): it has no single value
+
+
+def fixed_key(shape: tuple, dtype, value) -> tuple:
+    """The key of an op constant in `Trace._fixed` (values compared exactly: 0.0 and -0.0 differ)."""
+    return (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
+
+
 class _TraceBuilder(GraphBuilder):
     """A Trace's GraphBuilder: its node list may hold `Deferred` composite blocks (see
     `tensorplay._deferred`), which reading `nodes` builds first, so every reader of the trace's
@@ -195,7 +203,7 @@ class Trace:
         if self.concrete:
             if batched:
                 self.batched = True
-                self._sources[v] = _NoValue(f"and it is batched by {self.transform}: it has one value per sample")
+                self._sources[v] = _BATCHED
             elif source is not None:
                 self._sources[v] = source
         return t
@@ -293,7 +301,7 @@ class Trace:
 
     def fixed_value(self, shape: tuple, dtype, value) -> Value:
         """The value of `fixed(shape, dtype, value)`."""
-        key = (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
+        key = fixed_key(shape, dtype, value)
         hit = self._fixed.get(key)
         if hit is None:
             hit = self._fixed[key] = self.append(_FULL, (), {"shape": shape, "dtype": dtype, "value": value})
@@ -442,6 +450,8 @@ class Trace:
         source = self._sources.get(v)
         if source is None:
             raise _NoValue(f"which traces with symbolic inputs ({self.transform} has no values until it runs)")
+        if source is _BATCHED:
+            raise _NoValue(f"and it is batched by {self.transform}: it has one value per sample")
         if isinstance(source, _NoValue):
             raise source
         below = STATE.stack[:STATE.stack.index(self)] if self.active else []
@@ -1312,15 +1322,21 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         for k, i in enumerate(tensor_pos):
             leaf = leaves[i]
             typ = None
+            batched = False
             if use_known:
                 typ = known[k]
-            elif in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
+            elif leaf._trace is None:  # the common argument: `new_arg`, inlined
+                given = None if in_types is None else in_types[k]
                 data = leaf._data
-                dt = data.dtype
-                by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
-                hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
-                if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
-                    typ = hit[0]
+                if given is None:
+                    dt = data.dtype
+                    by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
+                    hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
+                    if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
+                        typ = hit[0]
+                elif given.shape != data.shape:  # a per-sample slice (vmap): no value, no layout
+                    typ = given
+                    batched = True
             if typ is not None:
                 v = _new_value(Value)
                 v.type, v.node, v.id = typ, None, next(_value_ids)
@@ -1329,7 +1345,11 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                 t._data, t._trace, t._value = None, trace, v
                 arg_tensors.append(t)
                 if concrete:
-                    sources[v] = leaf
+                    if batched:
+                        trace.batched = True
+                        sources[v] = _BATCHED
+                    else:
+                        sources[v] = leaf
                 traced_leaves[i] = t
                 continue
             typ = in_types[k] if in_types is not None else None

@@ -23,8 +23,10 @@ from typing import Callable
 
 from ._deferred import FIXED, NODE, SCALAR, Deferred
 from ._state import STATE
+from ._trace import _typed_sig, fixed_key
 from ._tensor import Tensor
-from tensorplay.ir import Value
+from tensorplay.ir import Value, get_primitive
+from tensorplay.ir.core import Node
 from tensorplay.ir.values import _ids
 from .compiler import register_reset
 
@@ -138,8 +140,7 @@ def _learn(top, n0: int, s0: int, t0: int, operands: list, out, fixed_before: di
             return i
         f = fixed_before.get(id(v))
         if f is not None:  # an op constant of the trace made before: taken again through its dedup
-            a = v.node.attrs
-            prog.append((_FIXED, a["shape"], a["dtype"], a["value"]))
+            prog.append(_fixed_step(v.node.attrs))
         else:
             s = scalars_before.get(id(v)) or scalars.get(id(v))  # (a 0-d scalar is its input: no node)
             if s is None:
@@ -154,8 +155,7 @@ def _learn(top, n0: int, s0: int, t0: int, operands: list, out, fixed_before: di
         v = node.out
         if id(v) in fixed or id(v) in scalars:
             if id(v) in fixed:
-                a = node.attrs
-                prog.append((_FIXED, a["shape"], a["dtype"], a["value"]))
+                prog.append(_fixed_step(node.attrs))
             else:
                 prog.append((_SCALAR, _scalar_args(top, scalars[id(v)])))
             outside_tape.append(sig)
@@ -207,6 +207,15 @@ def _learn(top, n0: int, s0: int, t0: int, operands: list, out, fixed_before: di
     return lazy
 
 
+def _fixed_step(attrs: dict) -> tuple:
+    """The FIXED step of an op constant (a `full` node's attributes): (kind, its `Trace._fixed`
+    key, the attributes, result type and signature id its node is appended with, as `Trace.append`
+    would append it; signature None: through `Trace.fixed_value`)."""
+    attrs = dict(attrs)
+    typ, sig = _typed_sig(_FULL, (), attrs)
+    return (_FIXED, fixed_key(attrs["shape"], attrs["dtype"], attrs["value"]), attrs, typ, sig)
+
+
 def _scalar_args(top, key: tuple) -> tuple:
     """(dtype, value, shape) for `Trace.scalar_value` from its memo key (which spells a zero as a
     string, to tell 0.0 from -0.0): the value is read back from the scalar's source tensor."""
@@ -223,17 +232,35 @@ def _run(top, prog, operands: list) -> Tensor:
     starts = []
     nodes, sigs = top._nodes, top.sigs
     n_before, s_before = len(nodes), len(sigs)
+    base = top.base
+    tape = top.tape
     for seg in segments:
         if seg.__class__ is int:
             last = next(islice(_ids, seg - 1, None))  # `seg` ids at once
             starts.append(last - seg + 1)
         elif seg[0] == _FIXED:
-            refs.append(top.fixed_value(seg[1], seg[2], seg[3]))
+            fixed = top._fixed
+            v = fixed.get(seg[1])
+            if v is None:
+                sig = seg[4]
+                if sig is None:
+                    a = seg[2]
+                    v = top.fixed_value(a["shape"], a["dtype"], a["value"])
+                else:  # `Trace.fixed_value` with the memoised type and signature
+                    node = _new(Node)
+                    node.prim, node.inputs, node.attrs = _FULL, (), seg[2]
+                    v = _new(Value)
+                    v.type, v.node, v.id = seg[3], node, next(_ids)
+                    node.out = v
+                    nodes.append(node)
+                    sigs.append(sig)
+                    tape.append(sig)
+                    tape.append(v.id - base)
+                    fixed[seg[1]] = v
+            refs.append(v)
         else:
             d, value, shape = seg[1]
             refs.append(top.scalar_value(value, d, shape))
-    base = top.base
-    tape = top.tape
     tape.append(token)
     for v in refs:
         tape.append(v.id - base)
@@ -260,6 +287,7 @@ def _run(top, prog, operands: list) -> Tensor:
 
 
 _new = object.__new__
+_FULL = get_primitive("full")
 
 
 @register_reset

@@ -499,9 +499,34 @@ def _where0(cond: Tensor, x: Tensor) -> Tensor:
 
 def _in_range(arr, C: int, ignore_index: int) -> bool:
     """Are the class indices `arr` (known now, see `known_array`; None: not known) non-empty, all in
-    [0, C) and none equal to `ignore_index`? Then the loss needs no valid mask and no bounds check."""
+    [0, C) and none equal to `ignore_index`? Then the loss needs no valid mask and no bounds check.
+
+    The verdict on a small array is memoised by the array's bytes (its values, whatever wrote
+    them: a traced loss re-checks its targets on every call, and they seldom change).
+
+    >>> _in_range(np.array([0, 2]), 3, -100), _in_range(np.array([0, 3]), 3, -100)
+    (True, False)
+    """
     if arr is None or not arr.size or not C:
         return False
+    if arr.nbytes <= _IN_RANGE_BYTES:
+        key = (arr.dtype, C, ignore_index, arr.tobytes())
+        hit = _IN_RANGE.get(key)
+        if hit is None:
+            hit = _check_range(arr, C, ignore_index)
+            if len(_IN_RANGE) >= _IN_RANGE_LIMIT:
+                _IN_RANGE.clear()
+            _IN_RANGE[key] = hit
+        return hit
+    return _check_range(arr, C, ignore_index)
+
+
+_IN_RANGE: dict = {}  # (dtype, C, ignore_index, the targets' bytes) -> `_in_range`'s verdict
+_IN_RANGE_BYTES = 4096
+_IN_RANGE_LIMIT = 1024
+
+
+def _check_range(arr, C: int, ignore_index: int) -> bool:
     u = _UNSIGNED.get(arr.dtype)  # viewed as unsigned, a negative index is huge: one reduction checks both ends
     if u is not None:
         if arr.view(u).max() >= C:

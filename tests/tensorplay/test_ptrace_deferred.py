@@ -279,3 +279,31 @@ def test_a_different_captured_tensor_of_the_same_type_is_seen():
     w1.mul_(0.5)  # in place: seen on the next call
     current["w"] = w1
     np.testing.assert_allclose(g(x).numpy(), 2 * np.exp(2 * V.astype(np.float64) - 0.5 * W), rtol=1e-5)
+
+
+# --- cross_entropy's class-range verdict, memoised by the targets' bytes -------------------------
+@pytest.mark.parametrize("write", ["tensor", "numpy alias"])
+def test_a_target_changed_in_place_is_checked_again(write):
+    x = tp.from_numpy(LOGITS)
+    arr = TARGET.copy()
+    t = tp.from_numpy(arr)
+    g = grad(lambda a, b: F.cross_entropy(a, b))
+    want = _fd(lambda z: _ce(z, TARGET), LOGITS)
+    for _ in range(2):
+        np.testing.assert_allclose(g(x, t).numpy(), want, rtol=2e-4, atol=1e-6)
+    if write == "tensor":
+        t[2] = C  # out of range, written through the tensor
+    else:
+        arr[2] = C  # ... through the numpy array the tensor shares
+    for _ in range(2):
+        with pytest.raises(IndexError, match="out of (bounds|range)"):
+            g(x, t)
+    arr2 = TARGET.copy()
+    arr2[1] = -100  # the default ignore_index: a valid mask now, not the clean graph
+    t2 = tp.from_numpy(arr2)
+    keep = np.arange(N) != 1
+    want2 = _fd(lambda z: _ce(z[keep], TARGET[keep]) * keep.sum() / keep.sum(), LOGITS)
+    np.testing.assert_allclose(g(x, t2).numpy(), want2, rtol=2e-4, atol=1e-6)
+    t[2] = 1  # back in range: the clean verdict again
+    want3 = _fd(lambda z: _ce(z, np.where(np.arange(N) == 2, 1, TARGET)), LOGITS)
+    np.testing.assert_allclose(g(x, t).numpy(), want3, rtol=2e-4, atol=1e-6)
