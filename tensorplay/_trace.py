@@ -116,6 +116,9 @@ def fixed_key(shape: tuple, dtype, value) -> tuple:
     return (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
 
 
+_TRACE_LAZY = frozenset({"_capture_index", "_known", "_scalar_sources", "_scalars", "_fixed"})
+
+
 class _TraceBuilder(GraphBuilder):
     """A Trace's GraphBuilder: its node list may hold `Deferred` composite blocks (see
     `tensorplay._deferred`), which reading `nodes` builds first, so every reader of the trace's
@@ -123,11 +126,15 @@ class _TraceBuilder(GraphBuilder):
 
     def __init__(self, name: str, sigs: list):  # (not GraphBuilder's: `nodes` is a property here)
         self.name = name
-        self.inputs = []
         self._nodes = []
-        self.arg_attrs = {}
         self._sigs = sigs
         self.deferred = -1
+
+    def __getattr__(self, name: str):
+        if name == "inputs" or name == "arg_attrs":  # (a trace's builder seldom has its own inputs)
+            value = self.__dict__[name] = [] if name == "inputs" else {}
+            return value
+        return GraphBuilder.__getattr__(self, name)
 
     @property
     def nodes(self) -> list:
@@ -157,7 +164,6 @@ class Trace:
         self.arg_values: list[Value] = []
         self.capture_values: list[Value] = []
         self.capture_sources: list[Any] = []
-        self._capture_index: dict[int, Value] = {}
         self.active = False
         self.concrete = concrete
         self.capture_views = concrete     # views of outside storage are inputs (see _views.lift_outside)
@@ -166,10 +172,12 @@ class Trace:
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
         self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
-        self._known: dict[Value, np.ndarray] = {}
-        self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
-        self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
-        self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
+        # made on first use (`__getattr__`; most traces need few of them):
+        #   _capture_index: dict[int, Value]    id(capture source) -> its input
+        #   _known: dict[Value, np.ndarray]     the values computed on demand
+        #   _scalar_sources: dict[tuple, Tensor]  (dtype, value) -> its 0-d input's tensor
+        #   _scalars: dict[tuple, Value]        ... and shape -> its broadcast value
+        #   _fixed: dict[tuple, Value]          (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.builder = _TraceBuilder(name, self.sigs)
         self._nodes = self.builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
@@ -181,6 +189,12 @@ class Trace:
         self.tape: list = []
         self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
         self.arg_key: tuple | None = None    # the arguments' part of `_tape_key` when known (`_arg_key`)
+
+    def __getattr__(self, name: str):
+        if name not in _TRACE_LAZY:
+            raise AttributeError(f"'Trace' object has no attribute {name!r}")
+        value = self.__dict__[name] = {}
+        return value
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -379,9 +393,11 @@ class Trace:
         storage (a proxy) and no argument was written in place, and every output is a value this
         trace computed (not an input, not a view), so none aliases an input."""
         views = self.views
-        for p in views.proxies.values():  # outside storage read (captures), but not written
-            if p._stamp:
-                return None
+        proxies = views.__dict__.get("proxies")
+        if proxies:
+            for p in proxies.values():  # outside storage read (captures), but not written
+                if p._stamp:
+                    return None
         for a in views.args:
             if a._stamp:
                 return None
@@ -849,7 +865,27 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                 return fn(a, b)
             if a._trace is not top or b._trace is not top:
                 return _outside_op(top, fn, memo, a, b)
-            return _binary_memo(top, fn, memo, a, b, a._value, b._value)
+            va, vb = a._value, b._value
+            t, u = va.type, vb.type
+            hit = memo.get((t.shape, t.dtype, u.shape, u.dtype))
+            if hit is None:
+                return _binary_memo(top, fn, memo, a, b, va, vb)
+            if hit[4]:
+                va, vb = vb, va
+            # `_replay`, inlined for the most common op of all
+            node = _new_node(Node)
+            node.prim, node.inputs, node.attrs = hit[0], (va, vb), hit[1]
+            value = _new_value(Value)
+            value.type, value.node, value.id = hit[3], node, next(_value_ids)
+            node.out = value
+            top._nodes.append(node)
+            sig = hit[2]
+            top.sigs.append(sig)
+            base = top.base
+            top.tape.extend((sig, value.id - base, va.id - base, vb.id - base))
+            out = _new_tensor(Tensor)
+            out._data, out._trace, out._value = None, top, value
+            return out
     else:
         def op(input):  # (the name of the wrapped functions' parameter, as torch's)
             a = input
@@ -863,8 +899,20 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             t = va.type
             key = (t.shape, t.dtype)
             hit = memo.get(key)
-            if hit is not None:
-                return _replay(top, hit, (va,))
+            if hit is not None:  # `_replay`, inlined
+                node = _new_node(Node)
+                node.prim, node.inputs, node.attrs = hit[0], (va,), hit[1]
+                value = _new_value(Value)
+                value.type, value.node, value.id = hit[3], node, next(_value_ids)
+                node.out = value
+                top._nodes.append(node)
+                sig = hit[2]
+                top.sigs.append(sig)
+                base = top.base
+                top.tape.extend((sig, value.id - base, va.id - base))
+                out = _new_tensor(Tensor)
+                out._data, out._trace, out._value = None, top, value
+                return out
             n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
             out = fn(a)
             _learn(memo, key, top, n0, s0, t0, out, (va,))
@@ -1242,10 +1290,15 @@ def _release(trace: Trace) -> None:
     which are reference cycles (the tensors point back at the trace)."""
     views = trace.views
     views.args = []
-    views.proxies.clear()
-    views.sources.clear()
-    views.derived.clear()
-    views.view_layouts.clear()
+    d = views.__dict__
+    if len(d) > 1:
+        for name in _RELEASED:
+            c = d.get(name)
+            if c:
+                c.clear()
+
+
+_RELEASED = ("proxies", "sources", "derived", "view_layouts")
 
 
 def apply_steps(t: Tensor, steps) -> Tensor:

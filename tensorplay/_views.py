@@ -93,21 +93,33 @@ def outside_layout(t: Tensor) -> Layout | None:
 class TraceViews:
     """What one trace knows about storages: its arguments, proxies for outside storages, layouts."""
 
+    # The containers (most traces touch few of them) are made on first use, by `__getattr__`:
+    #   locals: set[int]               ids of concrete tensors created while this trace was active
+    #   proxies: dict[int, Tensor]     id(outside root) -> the proxy root standing for it here
+    #   sources: dict[int, Tensor]     id(proxy) -> the outside root (kept alive)
+    #   local_proxies: set[int]        ids of proxies of trace-local tensors (never written back)
+    #   layouts: dict[int, Layout]     id(root) -> its layout when it is not C-contiguous
+    #   derived: dict[int, tuple]      id(outside view) -> (view, proxy stamp, value)
+    #   view_layouts: dict[int, tuple] id(traced view made by a reshape) -> (view, its layout)
     def __init__(self):
-        self.locals: set[int] = set()          # ids of concrete tensors created while this trace was active
-        self.args: list[Tensor] = []           # the argument roots, in graph-input order
-        self.proxies: dict[int, Tensor] = {}   # id(outside root) -> the proxy root standing for it here
-        self.sources: dict[int, Tensor] = {}   # id(proxy) -> the outside root (kept alive)
-        self.local_proxies: set[int] = set()   # ids of proxies of trace-local tensors (never written back)
-        self.layouts: dict[int, Layout] = {}   # id(root) -> its layout when it is not C-contiguous
-        self.derived: dict[int, tuple] = {}    # id(outside view) -> (view, proxy stamp, value)
-        self.view_layouts: dict[int, tuple] = {}  # id(traced view made by a reshape) -> (view, its layout)
+        self.args: list[Tensor] = []  # the argument roots, in graph-input order
+
+    def __getattr__(self, name: str):
+        make = _LAZY.get(name)
+        if make is None:
+            raise AttributeError(name)
+        value = self.__dict__[name] = make()
+        return value
 
     def wrote(self, t: Tensor) -> bool:
         """Has this trace written the (outside) storage of `t`?"""
         base = t._base
         proxy = self.proxies.get(id(t if base is None else base))
         return proxy is not None and proxy._stamp != 0
+
+
+_LAZY = {"locals": set, "local_proxies": set, "proxies": dict, "sources": dict, "layouts": dict, "derived": dict,
+         "view_layouts": dict}
 
 
 # === ownership: which trace reads and writes a tensor's storage ===============================================
