@@ -870,6 +870,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             hit = memo.get((t.shape, t.dtype, u.shape, u.dtype))
             if hit is None:
                 return _binary_memo(top, fn, memo, a, b, va, vb)
+            if hit is _SKIP:
+                return fn(a, b)
             if hit[4]:
                 va, vb = vb, va
             # `_replay`, inlined for the most common op of all
@@ -899,6 +901,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             t = va.type
             key = (t.shape, t.dtype)
             hit = memo.get(key)
+            if hit is _SKIP:
+                return fn(a)
             if hit is not None:  # `_replay`, inlined
                 node = _new_node(Node)
                 node.prim, node.inputs, node.attrs = hit[0], (va,), hit[1]
@@ -916,6 +920,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
             out = fn(a)
             _learn(memo, key, top, n0, s0, t0, out, (va,))
+            if key not in memo:
+                _remember(memo, key, _SKIP)
             return out
     op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     op.__module__ = getattr(fn, "__module__", __name__)
@@ -982,10 +988,14 @@ def _binary_memo(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor, va:
     key = (t.shape, t.dtype, u.shape, u.dtype)
     hit = memo.get(key)
     if hit is not None:
+        if hit is _SKIP:
+            return fn(a, b)
         return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
     n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
     _learn(memo, key, top, n0, s0, t0, out, (va, vb))
+    if key not in memo:
+        _remember(memo, key, _SKIP)
     return out
 
 
@@ -1019,6 +1029,9 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
             _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False, conv))
             _retape(top, t0, k)
     return out
+
+
+_SKIP = ("not one node",)  # an op memo entry: these operand types trace to more than one node (run the op layer)
 
 
 def _remember(memo: dict, key: tuple, entry: tuple) -> None:

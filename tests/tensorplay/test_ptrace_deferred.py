@@ -307,3 +307,19 @@ def test_a_target_changed_in_place_is_checked_again(write):
     t[2] = 1  # back in range: the clean verdict again
     want3 = _fd(lambda z: _ce(z, np.where(np.arange(N) == 2, 1, TARGET)), LOGITS)
     np.testing.assert_allclose(g(x, t).numpy(), want3, rtol=2e-4, atol=1e-6)
+
+
+# --- the op memo's negative entry: types that trace to several nodes run the op layer ------------
+def test_an_op_of_several_nodes_is_remembered_as_such_and_stays_correct():
+    b = tp.from_numpy(W[:C].copy())
+    TM.clear()
+    _trace.clear_memos()
+    g = grad(lambda a, c: ((a + c) * (a + a)).sum(), argnums=(0, 1))  # a + c broadcasts: not one node
+    for k in range(3):
+        xs = LOGITS * (k + 1)
+        ga, gc = g(tp.from_numpy(xs), b)
+        np.testing.assert_allclose(ga.numpy(), 4 * xs + 2 * W[:C], rtol=1e-5)
+        np.testing.assert_allclose(gc.numpy(), (2 * xs).sum(0), rtol=1e-5)
+    entries = [e for m in _trace._OP_MEMOS for e in m.values()]
+    assert _trace._SKIP in entries                                        # the broadcasting add
+    assert any(e is not _trace._SKIP and e[0].name == "add" for e in entries)  # a + a: one node, replayed
