@@ -190,6 +190,8 @@ class Trace:
         self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
         self.arg_key: tuple | None = None    # the arguments' part of `_tape_key` when known (`_arg_key`)
 
+    stored = False  # set by `_views.store`: some root of this trace was written in place
+
     def __getattr__(self, name: str):
         if name not in _TRACE_LAZY:
             raise AttributeError(f"'Trace' object has no attribute {name!r}")
@@ -392,15 +394,14 @@ class Trace:
         """The output values when nothing needs `_views.finish_writes` (else None): no outside
         storage (a proxy) and no argument was written in place, and every output is a value this
         trace computed (not an input, not a view), so none aliases an input."""
-        views = self.views
-        proxies = views.__dict__.get("proxies")
-        if proxies:
-            for p in proxies.values():  # outside storage read (captures), but not written
+        if self.stored:  # (else no root of this trace was written: every stamp is 0)
+            views = self.views
+            for p in views.proxies.values():  # outside storage read (captures), but not written
                 if p._stamp:
                     return None
-        for a in views.args:
-            if a._stamp:
-                return None
+            for a in views.args:
+                if a._stamp:
+                    return None
         results = []
         for t in outputs:
             if t._trace is not self or t._base is not None:
@@ -1379,19 +1380,29 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     trace.active = True  # `with trace:`, written out
     STATE.stack.append(trace)
     try:
-        traced_leaves = list(leaves)
+        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
+        use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
+        if use_known:  # every leaf a concrete C-contiguous tensor of its known type: `new_arg`, inlined
+            for typ in known:
+                v = _new_value(Value)
+                v.type, v.node, v.id = typ, None, next(_value_ids)
+                arg_values.append(v)
+                t = _new_tensor(Tensor)
+                t._data, t._trace, t._value = None, trace, v
+                arg_tensors.append(t)
+            if concrete:
+                sources.update(zip(arg_values, leaves))
+            traced_leaves = arg_tensors  # (the same list: neither is changed after this loop)
+        else:
+            traced_leaves = list(leaves)
         new_arg = trace.new_arg
         arg_types = _ARG_TYPES
         by_dtype = _ARG_TYPES_BY_DTYPE
-        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
-        use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
-        for k, i in enumerate(tensor_pos):
+        for k, i in enumerate(() if use_known else tensor_pos):
             leaf = leaves[i]
             typ = None
             batched = False
-            if use_known:
-                typ = known[k]
-            elif leaf._trace is None:  # the common argument: `new_arg`, inlined
+            if leaf._trace is None:  # the common argument: `new_arg`, inlined
                 given = None if in_types is None else in_types[k]
                 data = leaf._data
                 if given is None:

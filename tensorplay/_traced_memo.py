@@ -80,9 +80,12 @@ def memo_composite(fn: Callable) -> Callable:
                     return fn(*args, **kwargs)
                 v = t._value
             vals.append(v)
-            types.append(v.type)
+            t = v.type
+            types.append(t.shape)  # (shape, dtype) pairs: a TensorType's own hash is Python code
+            types.append(t.dtype)
         full_key = (key, tuple(types))
-        if len(vals) > 1 and len({id(v) for v in vals}) < len(vals):
+        n = len(vals)
+        if n > 1 and (vals[0] is vals[1] if n == 2 else len({id(v) for v in vals}) < n):
             # an operand passed twice (add(x, x)): the recorded nodes read it through one position,
             # so the aliasing pattern is part of the key
             full_key += (tuple([next(i for i, u in enumerate(vals) if u is v) for v in vals]),)

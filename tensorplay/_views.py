@@ -399,6 +399,7 @@ def store(target: Tensor, value: Tensor, op: str) -> Tensor:
         b = trace.builder
         root._value = b.add(old, b.stop_gradient(b.sub(root._value, old)))
     root._stamp = next(_stamps)
+    trace.stored = True  # (`Trace._plain_results` looks for written roots only after this)
     if target is not root and target._trace is trace:
         target._value = new
         target._stamp = root._stamp

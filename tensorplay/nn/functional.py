@@ -618,17 +618,20 @@ def _loss_key(x, t, weight, size_average, ignore_index, reduce, reduction, label
     trace it through the op layer: the options (exactly: classes and float bits), the default
     dtype, and the one decision taken from known values, whether the class-index targets are all
     in range and none ignored (`_in_range`). Deprecated or unusual arguments take the op layer."""
-    if x.__class__ is not Tensor or t.__class__ is not Tensor or x.ndim == 0 or size_average is not None \
+    if x.__class__ is not Tensor or t.__class__ is not Tensor or size_average is not None \
             or reduce is not None or (weight is not None and weight.__class__ is not Tensor) \
             or ignore_index.__class__ is not int or reduction.__class__ is not str:
+        return None
+    shape = x._data.shape if x._trace is None else x._value.type.shape
+    if not shape:
         return None
     ls = label_smoothing
     if ls.__class__ is float:
         ls = ls.hex()
     elif ls.__class__ is not int:
         return None
-    clean = False if t.dtype.is_floating_point else _in_range(known_array(t), x.shape[0 if x.ndim == 1 else 1],
-                                                              ignore_index)
+    floating = (t._type() if t._trace is None else t._value.type).dtype.kind == "f"
+    clean = False if floating else _in_range(known_array(t), shape[0 if len(shape) == 1 else 1], ignore_index)
     return (weight is None, ignore_index, reduction, ls, clean, get_default_dtype())
 
 
