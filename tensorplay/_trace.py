@@ -116,7 +116,7 @@ def fixed_key(shape: tuple, dtype, value) -> tuple:
     return (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
 
 
-_TRACE_LAZY = frozenset({"_capture_index", "_known", "_scalar_sources", "_scalars", "_fixed"})
+_NOTHING = _views._NOTHING  # a read-only empty mapping
 
 
 class _TraceBuilder(GraphBuilder):
@@ -126,15 +126,12 @@ class _TraceBuilder(GraphBuilder):
 
     def __init__(self, name: str, sigs: list):  # (not GraphBuilder's: `nodes` is a property here)
         self.name = name
+        self.inputs = []
         self._nodes = []
+        self.arg_attrs = {}
         self._sigs = sigs
         self.deferred = -1
 
-    def __getattr__(self, name: str):
-        if name == "inputs" or name == "arg_attrs":  # (a trace's builder seldom has its own inputs)
-            value = self.__dict__[name] = [] if name == "inputs" else {}
-            return value
-        return GraphBuilder.__getattr__(self, name)
 
     @property
     def nodes(self) -> list:
@@ -172,12 +169,6 @@ class Trace:
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
         self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
-        # made on first use (`__getattr__`; most traces need few of them):
-        #   _capture_index: dict[int, Value]    id(capture source) -> its input
-        #   _known: dict[Value, np.ndarray]     the values computed on demand
-        #   _scalar_sources: dict[tuple, Tensor]  (dtype, value) -> its 0-d input's tensor
-        #   _scalars: dict[tuple, Value]        ... and shape -> its broadcast value
-        #   _fixed: dict[tuple, Value]          (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.builder = _TraceBuilder(name, self.sigs)
         self._nodes = self.builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
@@ -191,12 +182,12 @@ class Trace:
         self.arg_key: tuple | None = None    # the arguments' part of `_tape_key` when known (`_arg_key`)
 
     stored = False  # set by `_views.store`: some root of this trace was written in place
-
-    def __getattr__(self, name: str):
-        if name not in _TRACE_LAZY:
-            raise AttributeError(f"'Trace' object has no attribute {name!r}")
-        value = self.__dict__[name] = {}
-        return value
+    # Read-only empties until the first write makes the instance's own (most traces need few):
+    _capture_index: dict = _NOTHING   # id(capture source) -> its input
+    _known: dict = _NOTHING           # graph value -> its array, computed on demand
+    _scalar_sources: dict = _NOTHING  # (dtype, value) -> its 0-d input's tensor
+    _scalars: dict = _NOTHING         # ... and shape -> its broadcast value
+    _fixed: dict = _NOTHING           # (shape, dtype, exact value) -> its `full` node's value
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -227,10 +218,13 @@ class Trace:
     def capture(self, source: Any, type: TensorType) -> Value:
         """The input standing for `source` (a Tensor or RandomKey), created on first use."""
         key = id(source)
-        v = self._capture_index.get(key)
+        index = self._capture_index
+        v = index.get(key)
         if v is None:
+            if index is _NOTHING:
+                index = self._capture_index = {}
             v = Value(type)
-            self._capture_index[key] = v
+            index[key] = v
             self.capture_values.append(v)
             self.capture_sources.append(source)
             if self.concrete:
@@ -299,6 +293,8 @@ class Trace:
         hit = self._scalars.get(key)
         if hit is not None:
             return hit
+        if self._scalars is _NOTHING:
+            self._scalars, self._scalar_sources = {}, {}
         source = self._scalar_sources.get(key[:2])
         if source is None:
             source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
@@ -320,6 +316,8 @@ class Trace:
         key = fixed_key(shape, dtype, value)
         hit = self._fixed.get(key)
         if hit is None:
+            if self._fixed is _NOTHING:
+                self._fixed = {}
             hit = self._fixed[key] = self.append(_FULL, (), {"shape": shape, "dtype": dtype, "value": value})
         return hit
 
@@ -442,6 +440,8 @@ class Trace:
         hit = known.get(value)
         if hit is not None:
             return hit
+        if known is _NOTHING:
+            known = self._known = {}
         todo, pending, seen = [], [value], set()
         while pending:  # the sub-graph not evaluated yet (iterative: graphs can be deep)
             v = pending.pop()
@@ -1305,7 +1305,7 @@ def _release(trace: Trace) -> None:
     views = trace.views
     views.args = []
     d = views.__dict__
-    if len(d) > 1:
+    if len(d) > 1:  # (only `args` unless some container was written)
         for name in _RELEASED:
             c = d.get(name)
             if c:
@@ -1452,7 +1452,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             traced_leaves[i] = arg = new_arg(typ, leaf, batched=not same_shape)
             lay = None if plain or not same_shape else _views.outside_layout(leaf)
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
-                trace.views.layouts[id(arg)] = lay
+                trace.views.mine("layouts")[id(arg)] = lay
         if use_known:
             trace.arg_key = _arg_key(known)
         if flat is True:

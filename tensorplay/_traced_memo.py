@@ -23,7 +23,7 @@ from typing import Callable
 
 from ._deferred import FIXED, NODE, SCALAR, Deferred
 from ._state import STATE
-from ._trace import _typed_sig, fixed_key
+from ._trace import _NOTHING, _typed_sig, fixed_key
 from ._tensor import Tensor
 from tensorplay.ir import Value, get_primitive
 from tensorplay.ir.core import Node
@@ -259,6 +259,8 @@ def _run(top, prog, operands: list) -> Tensor:
                     sigs.append(sig)
                     tape.append(sig)
                     tape.append(v.id - base)
+                    if fixed is _NOTHING:  # (the trace's read-only empty until its first constant)
+                        fixed = top._fixed = {}
                     fixed[seg[1]] = v
             refs.append(v)
         else:
