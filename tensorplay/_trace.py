@@ -161,10 +161,8 @@ class Trace:
         self.arg_values: list[Value] = []
         self.capture_values: list[Value] = []
         self.capture_sources: list[Any] = []
-        self.active = False
         self.concrete = concrete
         self.capture_views = concrete     # views of outside storage are inputs (see _views.lift_outside)
-        self.batched = False              # some argument is a per-sample slice of a batch (vmap)
         self.views = _views.TraceViews()  # aliasing bookkeeping: arguments, proxies of outside storages
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
@@ -172,16 +170,19 @@ class Trace:
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
         self.builder = _TraceBuilder(name, self.sigs)
         self._nodes = self.builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
-        self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
         # The tape: per node appended, its signature id, then the ids of its result and operands
         # relative to `base` (the Value ids are one process-wide counter in creation order, so a
         # value of this trace is named by the same number whenever the same program is traced).
         self.base = next(_value_ids)
         self.tape: list = []
-        self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
-        self.arg_key: tuple | None = None    # the arguments' part of `_tape_key` when known (`_arg_key`)
 
-    stored = False  # set by `_views.store`: some root of this trace was written in place
+    # immutable defaults, set on the instance when they change
+    active = False
+    batched = False                  # some argument is a per-sample slice of a batch (vmap)
+    graph_sigs: list | None = None   # set by finish(): the signatures of the graph's nodes, if known
+    graph_key: tuple | None = None   # set by finish() with graph_sigs: see `_tape_key`
+    arg_key: tuple | None = None     # the arguments' part of `_tape_key` when known (`_arg_key`)
+    stored = False                   # set by `_views.store`: some root of this trace was written in place
     # Read-only empties until the first write makes the instance's own (most traces need few):
     _capture_index: dict = _NOTHING   # id(capture source) -> its input
     _known: dict = _NOTHING           # graph value -> its array, computed on demand
