@@ -267,7 +267,7 @@ def _rebuild(arr):
 def _note_local(t: Tensor) -> None:
     """Record a concrete tensor created while tracing as local to every active trace (see `_views.owner`)."""
     for trace in _STATE.stack:
-        trace.views.locals.add(id(t))
+        trace.views.mine("locals").add(id(t))
 
 
 def _value_if_known(t: Tensor) -> np.ndarray | None:

@@ -42,6 +42,7 @@ from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
+from ._deferred import Deferred, expand as _expand_deferred
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
@@ -107,6 +108,42 @@ class RandomKey:
         return Tensor._symbolic(trace, trace.capture(self, TensorType((2,), dtypes.int64)))
 
 
+_BATCHED = object()  # the source of an argument batched under vmap (`Trace._sources`): it has no single value
+
+
+def fixed_key(shape: tuple, dtype, value) -> tuple:
+    """The key of an op constant in `Trace._fixed` (values compared exactly: 0.0 and -0.0 differ)."""
+    return (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
+
+
+_NOTHING = _views._NOTHING  # a read-only empty mapping
+
+
+class _TraceBuilder(GraphBuilder):
+    """A Trace's GraphBuilder: its node list may hold `Deferred` composite blocks (see
+    `tensorplay._deferred`), which reading `nodes` builds first, so every reader of the trace's
+    nodes sees real ones. `deferred` is the index of the first block not built yet, or -1."""
+
+    def __init__(self, name: str, sigs: list):  # (not GraphBuilder's: `nodes` is a property here)
+        self.name = name
+        self.inputs = []
+        self._nodes = []
+        self.arg_attrs = {}
+        self._sigs = sigs
+        self.deferred = -1
+
+
+    @property
+    def nodes(self) -> list:
+        if self.deferred >= 0:
+            self.materialise()
+        return self._nodes
+
+    def materialise(self) -> None:
+        _expand_deferred(self._nodes, self._sigs, self.deferred)
+        self.deferred = -1
+
+
 class _NoValue(Exception):
     """Raised inside concrete evaluation: an input has no value (the reason says why)."""
 
@@ -121,32 +158,37 @@ class Trace:
     def __init__(self, transform: str = "trace", name: str = "f", *, concrete: bool = False):
         self.transform = transform
         self.level = next(_levels)
-        self.builder = GraphBuilder(name)
         self.arg_values: list[Value] = []
         self.capture_values: list[Value] = []
         self.capture_sources: list[Any] = []
-        self._capture_index: dict[int, Value] = {}
-        self.active = False
         self.concrete = concrete
         self.capture_views = concrete     # views of outside storage are inputs (see _views.lift_outside)
-        self.batched = False              # some argument is a per-sample slice of a batch (vmap)
         self.views = _views.TraceViews()  # aliasing bookkeeping: arguments, proxies of outside storages
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
         self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
         self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
-        self._known: dict[Value, np.ndarray] = {}
-        self._scalar_sources: dict[tuple, Tensor] = {}  # (dtype, value) -> its 0-d input's tensor
-        self._scalars: dict[tuple, Value] = {}          # ... and shape -> its broadcast value
-        self._fixed: dict[tuple, Value] = {}            # (shape, dtype, exact value) -> its `full` node's value
         self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
-        self.graph_sigs: list | None = None  # set by finish(): the signatures of the graph's nodes, if known
+        self.builder = _TraceBuilder(name, self.sigs)
+        self._nodes = self.builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
         # The tape: per node appended, its signature id, then the ids of its result and operands
         # relative to `base` (the Value ids are one process-wide counter in creation order, so a
         # value of this trace is named by the same number whenever the same program is traced).
         self.base = next(_value_ids)
         self.tape: list = []
-        self.graph_key: tuple | None = None  # set by finish() with graph_sigs: see `_tape_key`
-        self.arg_key: tuple | None = None    # the arguments' part of `_tape_key` when known (`_arg_key`)
+
+    # immutable defaults, set on the instance when they change
+    active = False
+    batched = False                  # some argument is a per-sample slice of a batch (vmap)
+    graph_sigs: list | None = None   # set by finish(): the signatures of the graph's nodes, if known
+    graph_key: tuple | None = None   # set by finish() with graph_sigs: see `_tape_key`
+    arg_key: tuple | None = None     # the arguments' part of `_tape_key` when known (`_arg_key`)
+    stored = False                   # set by `_views.store`: some root of this trace was written in place
+    # Read-only empties until the first write makes the instance's own (most traces need few):
+    _capture_index: dict = _NOTHING   # id(capture source) -> its input
+    _known: dict = _NOTHING           # graph value -> its array, computed on demand
+    _scalar_sources: dict = _NOTHING  # (dtype, value) -> its 0-d input's tensor
+    _scalars: dict = _NOTHING         # ... and shape -> its broadcast value
+    _fixed: dict = _NOTHING           # (shape, dtype, exact value) -> its `full` node's value
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -169,7 +211,7 @@ class Trace:
         if self.concrete:
             if batched:
                 self.batched = True
-                self._sources[v] = _NoValue(f"and it is batched by {self.transform}: it has one value per sample")
+                self._sources[v] = _BATCHED
             elif source is not None:
                 self._sources[v] = source
         return t
@@ -177,10 +219,13 @@ class Trace:
     def capture(self, source: Any, type: TensorType) -> Value:
         """The input standing for `source` (a Tensor or RandomKey), created on first use."""
         key = id(source)
-        v = self._capture_index.get(key)
+        index = self._capture_index
+        v = index.get(key)
         if v is None:
+            if index is _NOTHING:
+                index = self._capture_index = {}
             v = Value(type)
-            self._capture_index[key] = v
+            index[key] = v
             self.capture_values.append(v)
             self.capture_sources.append(source)
             if self.concrete:
@@ -220,7 +265,7 @@ class Trace:
         node.prim, node.inputs, node.attrs = prim, vals, attrs
         typ, sig = _typed_sig(prim, vals, attrs)
         node.out = value = Value(typ, node)
-        self.builder.nodes.append(node)
+        self._nodes.append(node)
         self.sigs.append(sig)
         base = self.base
         tape = self.tape
@@ -229,6 +274,14 @@ class Trace:
         for v in vals:
             tape.append(v.id - base)
         return value
+
+    def materialise(self) -> None:
+        """Build the nodes of every deferred composite block (`tensorplay._deferred`) in place: after
+        it `builder.nodes` (and `sigs`) hold only real nodes, and every value's `node` is its Node.
+        Any reader that walks the trace's nodes or `Value.node` calls it first."""
+        b = self.builder
+        if b.deferred >= 0:
+            b.materialise()
 
     def scalar_input(self, value, dtype, shape: tuple) -> Tensor:
         """The Python scalar `value` as a graph input broadcast to `shape` (one input per distinct
@@ -241,6 +294,8 @@ class Trace:
         hit = self._scalars.get(key)
         if hit is not None:
             return hit
+        if self._scalars is _NOTHING:
+            self._scalars, self._scalar_sources = {}, {}
         source = self._scalar_sources.get(key[:2])
         if source is None:
             source = self._scalar_sources[key[:2]] = Tensor._wrap(np.array(value, dtype=dtype.np))
@@ -253,13 +308,19 @@ class Trace:
     def fixed(self, shape: tuple, dtype, value) -> Tensor:
         """An op's own constant (see `ops._common.fixed`) as a `full` node, one per distinct
         (shape, dtype, value) in this trace (values compared exactly: 0.0 and -0.0 differ)."""
-        key = (shape, dtype, value.__class__, value if value.__class__ is not float else value.hex())
+        out = _new_tensor(Tensor)
+        out._data, out._trace, out._value = None, self, self.fixed_value(shape, dtype, value)
+        return out
+
+    def fixed_value(self, shape: tuple, dtype, value) -> Value:
+        """The value of `fixed(shape, dtype, value)`."""
+        key = fixed_key(shape, dtype, value)
         hit = self._fixed.get(key)
         if hit is None:
+            if self._fixed is _NOTHING:
+                self._fixed = {}
             hit = self._fixed[key] = self.append(_FULL, (), {"shape": shape, "dtype": dtype, "value": value})
-        out = _new_tensor(Tensor)
-        out._data, out._trace, out._value = None, self, hit
-        return out
+        return hit
 
     def wrote_storage_of(self, t: Tensor) -> bool:
         """Has this trace written `t`'s (outside) storage in place (so `t`'s numpy data is stale)?"""
@@ -278,17 +339,19 @@ class Trace:
         """
         results = self._plain_results(outputs)
         if results is None:
+            self.materialise()
             outs = [self.lift(t) for t in outputs]
             self.mutated, written, self.output_aliases = _views.finish_writes(self, outputs)
             results = outs + written
         if lazy:
-            nodes, sigs = self.builder.nodes, self.sigs
+            nodes, sigs = self._nodes, self.sigs
             if len(nodes) == len(sigs) and None not in sigs:
                 inputs = self.arg_values + self.capture_values
                 self.graph_key = self._tape_key(inputs, results)
                 return inputs, nodes, results
         # dead code (values an inlined transform does not return, values computed only to be
         # printed) is dropped without copying: the nodes are this trace's own
+        self.materialise()
         nodes = self.builder.nodes
         live = live_nodes(nodes, results)
         # every node came through `append` and is live: the signatures describe the graph's nodes
@@ -330,13 +393,14 @@ class Trace:
         """The output values when nothing needs `_views.finish_writes` (else None): no outside
         storage (a proxy) and no argument was written in place, and every output is a value this
         trace computed (not an input, not a view), so none aliases an input."""
-        views = self.views
-        for p in views.proxies.values():  # outside storage read (captures), but not written
-            if p._stamp:
-                return None
-        for a in views.args:
-            if a._stamp:
-                return None
+        if self.stored:  # (else no root of this trace was written: every stamp is 0)
+            views = self.views
+            for p in views.proxies.values():  # outside storage read (captures), but not written
+                if p._stamp:
+                    return None
+            for a in views.args:
+                if a._stamp:
+                    return None
         results = []
         for t in outputs:
             if t._trace is not self or t._base is not None:
@@ -377,6 +441,8 @@ class Trace:
         hit = known.get(value)
         if hit is not None:
             return hit
+        if known is _NOTHING:
+            known = self._known = {}
         todo, pending, seen = [], [value], set()
         while pending:  # the sub-graph not evaluated yet (iterative: graphs can be deep)
             v = pending.pop()
@@ -387,6 +453,9 @@ class Trace:
             if node is None:
                 known[v] = self._input_array(v)
                 continue
+            if node.__class__ is Deferred:  # a composite block not built yet: build them all
+                self.materialise()
+                node = v.node
             todo.append(node)
             pending.extend(node.inputs)
         todo.sort(key=lambda n: n.out.id)  # values are numbered in creation order: a topological order
@@ -399,6 +468,8 @@ class Trace:
         source = self._sources.get(v)
         if source is None:
             raise _NoValue(f"which traces with symbolic inputs ({self.transform} has no values until it runs)")
+        if source is _BATCHED:
+            raise _NoValue(f"and it is batched by {self.transform}: it has one value per sample")
         if isinstance(source, _NoValue):
             raise source
         below = STATE.stack[:STATE.stack.index(self)] if self.active else []
@@ -741,7 +812,7 @@ def _append_known(top: Trace, prim: Primitive, operands: tuple, attrs: dict):
     value = _new_value(Value)  # Value(type, node), inlined
     value.type, value.node, value.id = hit[0], node, next(_value_ids)
     node.out = value
-    top.builder.nodes.append(node)
+    top._nodes.append(node)
     sig = hit[1]
     top.sigs.append(sig)
     base = top.base
@@ -796,7 +867,29 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                 return fn(a, b)
             if a._trace is not top or b._trace is not top:
                 return _outside_op(top, fn, memo, a, b)
-            return _binary_memo(top, fn, memo, a, b, a._value, b._value)
+            va, vb = a._value, b._value
+            t, u = va.type, vb.type
+            hit = memo.get((t.shape, t.dtype, u.shape, u.dtype))
+            if hit is None:
+                return _binary_memo(top, fn, memo, a, b, va, vb)
+            if hit is _SKIP:
+                return fn(a, b)
+            if hit[4]:
+                va, vb = vb, va
+            # `_replay`, inlined for the most common op of all
+            node = _new_node(Node)
+            node.prim, node.inputs, node.attrs = hit[0], (va, vb), hit[1]
+            value = _new_value(Value)
+            value.type, value.node, value.id = hit[3], node, next(_value_ids)
+            node.out = value
+            top._nodes.append(node)
+            sig = hit[2]
+            top.sigs.append(sig)
+            base = top.base
+            top.tape.extend((sig, value.id - base, va.id - base, vb.id - base))
+            out = _new_tensor(Tensor)
+            out._data, out._trace, out._value = None, top, value
+            return out
     else:
         def op(input):  # (the name of the wrapped functions' parameter, as torch's)
             a = input
@@ -810,11 +903,27 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             t = va.type
             key = (t.shape, t.dtype)
             hit = memo.get(key)
-            if hit is not None:
-                return _replay(top, hit, (va,))
-            n0, s0 = len(top.builder.nodes), len(top.sigs)
+            if hit is _SKIP:
+                return fn(a)
+            if hit is not None:  # `_replay`, inlined
+                node = _new_node(Node)
+                node.prim, node.inputs, node.attrs = hit[0], (va,), hit[1]
+                value = _new_value(Value)
+                value.type, value.node, value.id = hit[3], node, next(_value_ids)
+                node.out = value
+                top._nodes.append(node)
+                sig = hit[2]
+                top.sigs.append(sig)
+                base = top.base
+                top.tape.extend((sig, value.id - base, va.id - base))
+                out = _new_tensor(Tensor)
+                out._data, out._trace, out._value = None, top, value
+                return out
+            n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
             out = fn(a)
-            _learn(memo, key, top, n0, s0, out, (va,))
+            _learn(memo, key, top, n0, s0, t0, out, (va,))
+            if key not in memo:
+                _remember(memo, key, _SKIP)
             return out
     op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     op.__module__ = getattr(fn, "__module__", __name__)
@@ -822,21 +931,36 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
     return op
 
 
-def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, out, operands: tuple) -> None:
-    """After an op layer call that started with `n0` nodes and `s0` signatures in `top`: remember
-    its node in `memo` under `key` when the call traced exactly one taped, non-view node whose
-    result is `out` and whose inputs are `operands` (or, for two, the same swapped: flagged)."""
-    nodes = top.builder.nodes
+def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, t0: int, out, operands: tuple) -> None:
+    """After an op layer call that started with `n0` nodes, `s0` signatures and `t0` tape items in
+    `top`: remember its node in `memo` under `key` when the call traced exactly one taped, non-view
+    node whose result is `out` and whose inputs are `operands` (or, for two, the same swapped:
+    flagged)."""
+    nodes = top._nodes
     if len(nodes) != n0 + 1 or len(top.sigs) != s0 + 1 or out.__class__ is not Tensor \
             or out._trace is not top or out._base is not None:
         return
     node = nodes[-1]
     sig = top.sigs[-1]
-    if sig is None or node.out is not out._value or node.prim.name in VIEW_PRIMS:
+    if sig is None or node.__class__ is not Node or node.out is not out._value or node.prim.name in VIEW_PRIMS:
         return
     ins = node.inputs
     if ins == operands or (len(operands) == 2 and ins == operands[::-1]):
         _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, ins != operands))
+        _retape(top, t0, 1)
+
+
+def _retape(top: Trace, t0: int, k: int) -> None:
+    """Rewrite `top`'s tape since `t0` as its last `k` nodes (all real, taped) recorded one by one, as
+    the op memo's replay records them: a composite the op layer ran inside may have recorded its
+    nodes as one block step (`_traced_memo`), and the first call must get the key of the hits."""
+    tape, base = top.tape, top.base
+    del tape[t0:]
+    for node, sig in zip(top._nodes[-k:], top.sigs[-k:]):
+        tape.append(sig)
+        tape.append(node.out.id - base)
+        for v in node.inputs:
+            tape.append(v.id - base)
 
 
 def _outside_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor) -> Tensor:
@@ -866,10 +990,14 @@ def _binary_memo(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor, va:
     key = (t.shape, t.dtype, u.shape, u.dtype)
     hit = memo.get(key)
     if hit is not None:
+        if hit is _SKIP:
+            return fn(a, b)
         return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
-    n0, s0 = len(top.builder.nodes), len(top.sigs)
+    n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
-    _learn(memo, key, top, n0, s0, out, (va, vb))
+    _learn(memo, key, top, n0, s0, t0, out, (va, vb))
+    if key not in memo:
+        _remember(memo, key, _SKIP)
     return out
 
 
@@ -886,8 +1014,8 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
     hit = memo.get(key)
     if hit is not None:
         return _replay(top, hit, (va, top.scalar_value(hit[5](b), t.dtype, t.shape)))
-    nodes = top.builder.nodes
-    n0, s0 = len(nodes), len(top.sigs)
+    nodes = top._nodes
+    n0, s0, t0 = len(nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
     k = len(nodes) - n0
     if (k == 1 or k == 2) and len(top.sigs) == s0 + k and out.__class__ is Tensor and out._trace is top \
@@ -898,10 +1026,14 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
         conv = bool if d.is_bool else int if d.is_integer else float  # as `ops._common._py`
         v = conv(b)
         vs = top._scalars.get((d, v if v else str(v), t.shape))
-        if sig is not None and node.out is out._value and node.prim.name not in VIEW_PRIMS and vs is not None \
-                and node.inputs == (va, vs) and (k == 1 or nodes[-2].out is vs):
+        if sig is not None and node.__class__ is Node and node.out is out._value and node.prim.name not in VIEW_PRIMS \
+                and vs is not None and node.inputs == (va, vs) and (k == 1 or nodes[-2].out is vs):
             _remember(memo, key, (node.prim, dict(node.attrs), sig, node.out.type, False, conv))
+            _retape(top, t0, k)
     return out
+
+
+_SKIP = ("not one node",)  # an op memo entry: these operand types trace to more than one node (run the op layer)
 
 
 def _remember(memo: dict, key: tuple, entry: tuple) -> None:
@@ -918,7 +1050,7 @@ def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
     value = _new_value(Value)
     value.type, value.node, value.id = typ, node, next(_value_ids)
     node.out = value
-    top.builder.nodes.append(node)
+    top._nodes.append(node)
     top.sigs.append(sig)
     base = top.base
     if len(vals) == 2:
@@ -1120,6 +1252,7 @@ class _TracedClosedGraph(ClosedGraph):
         lazy = d.get("_lazy")
         if lazy is not None:  # (see `_traced`): the graph of the trace's live nodes, built now
             inputs, nodes, results, name, sigs = lazy
+            _expand_deferred(nodes, sigs)  # (composite blocks not built while tracing: built now)
             live = live_nodes(nodes, results)
             graph = d["_graph"] = Graph(inputs, live, results, name)
             d["_lazy"] = None
@@ -1172,10 +1305,15 @@ def _release(trace: Trace) -> None:
     which are reference cycles (the tensors point back at the trace)."""
     views = trace.views
     views.args = []
-    views.proxies.clear()
-    views.sources.clear()
-    views.derived.clear()
-    views.view_layouts.clear()
+    d = views.__dict__
+    if len(d) > 1:  # (only `args` unless some container was written)
+        for name in _RELEASED:
+            c = d.get(name)
+            if c:
+                c.clear()
+
+
+_RELEASED = ("proxies", "sources", "derived", "view_layouts")
 
 
 def apply_steps(t: Tensor, steps) -> Tensor:
@@ -1243,24 +1381,40 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     trace.active = True  # `with trace:`, written out
     STATE.stack.append(trace)
     try:
-        traced_leaves = list(leaves)
+        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
+        use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
+        if use_known:  # every leaf a concrete C-contiguous tensor of its known type: `new_arg`, inlined
+            for typ in known:
+                v = _new_value(Value)
+                v.type, v.node, v.id = typ, None, next(_value_ids)
+                arg_values.append(v)
+                t = _new_tensor(Tensor)
+                t._data, t._trace, t._value = None, trace, v
+                arg_tensors.append(t)
+            if concrete:
+                sources.update(zip(arg_values, leaves))
+            traced_leaves = arg_tensors  # (the same list: neither is changed after this loop)
+        else:
+            traced_leaves = list(leaves)
         new_arg = trace.new_arg
         arg_types = _ARG_TYPES
         by_dtype = _ARG_TYPES_BY_DTYPE
-        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
-        use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
-        for k, i in enumerate(tensor_pos):
+        for k, i in enumerate(() if use_known else tensor_pos):
             leaf = leaves[i]
             typ = None
-            if use_known:
-                typ = known[k]
-            elif in_types is None and leaf._trace is None:  # the common argument: `new_arg`, inlined
+            batched = False
+            if leaf._trace is None:  # the common argument: `new_arg`, inlined
+                given = None if in_types is None else in_types[k]
                 data = leaf._data
-                dt = data.dtype
-                by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
-                hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
-                if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
-                    typ = hit[0]
+                if given is None:
+                    dt = data.dtype
+                    by_shape = by_dtype.get(id(dt))  # (dtype, {shape: (type, C strides)}): no dtype hashing
+                    hit = by_shape[1].get(data.shape) if by_shape is not None and by_shape[0] is dt else None
+                    if hit is not None and data.strides == hit[1]:  # exactly C strides: C-contiguous
+                        typ = hit[0]
+                elif given.shape != data.shape:  # a per-sample slice (vmap): no value, no layout
+                    typ = given
+                    batched = True
             if typ is not None:
                 v = _new_value(Value)
                 v.type, v.node, v.id = typ, None, next(_value_ids)
@@ -1269,7 +1423,11 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                 t._data, t._trace, t._value = None, trace, v
                 arg_tensors.append(t)
                 if concrete:
-                    sources[v] = leaf
+                    if batched:
+                        trace.batched = True
+                        sources[v] = _BATCHED
+                    else:
+                        sources[v] = leaf
                 traced_leaves[i] = t
                 continue
             typ = in_types[k] if in_types is not None else None
@@ -1295,7 +1453,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             traced_leaves[i] = arg = new_arg(typ, leaf, batched=not same_shape)
             lay = None if plain or not same_shape else _views.outside_layout(leaf)
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
-                trace.views.layouts[id(arg)] = lay
+                trace.views.mine("layouts")[id(arg)] = lay
         if use_known:
             trace.arg_key = _arg_key(known)
         if flat is True:

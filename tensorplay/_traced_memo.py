@@ -17,13 +17,17 @@ matches the op layer's whatever the trace held before.
 """
 from __future__ import annotations
 
+import itertools
+from itertools import islice
 from typing import Callable
 
+from ._deferred import FIXED, NODE, SCALAR, Deferred
 from ._state import STATE
+from ._trace import _NOTHING, _typed_sig, fixed_key
 from ._tensor import Tensor
-from tensorplay.ir import Value
-from tensorplay.ir import values as _ir_values
+from tensorplay.ir import Value, get_primitive
 from tensorplay.ir.core import Node
+from tensorplay.ir.values import _ids
 from .compiler import register_reset
 
 __all__ = ["memo_composite", "clear"]
@@ -31,7 +35,8 @@ __all__ = ["memo_composite", "clear"]
 _MEMOS: list = []
 _LIMIT = 512
 
-_NODE, _FIXED, _SCALAR = 0, 1, 2
+_NODE, _FIXED, _SCALAR = NODE, FIXED, SCALAR
+_tokens = itertools.count(1)  # a program's tape token is minus one of these: never a signature id (>= 0)
 
 
 def memo_composite(fn: Callable) -> Callable:
@@ -41,9 +46,10 @@ def memo_composite(fn: Callable) -> Callable:
     `operands` are the tensors `fn` reads (among `args`); `key` is a hashable value that, with the
     operands' types, determines what `fn` emits (its static options and any decision it takes from
     known values; None: do not memoise this call). A hit appends the recorded nodes on the current
-    operands (a concrete operand is captured first, as the op layer would at its first use); eager
-    calls, gradients off, operands of an enclosing trace, concrete views and views of storage
-    written since run `fn` as it is.
+    operands (a concrete operand is captured first, as the op layer would at its first use), as
+    a `Deferred` block built only when read (`tensorplay._deferred`); eager calls, gradients off,
+    operands of an enclosing trace, concrete views and views of storage written since run `fn`
+    as it is.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import grad
@@ -74,9 +80,12 @@ def memo_composite(fn: Callable) -> Callable:
                     return fn(*args, **kwargs)
                 v = t._value
             vals.append(v)
-            types.append(v.type)
+            t = v.type
+            types.append(t.shape)  # (shape, dtype) pairs: a TensorType's own hash is Python code
+            types.append(t.dtype)
         full_key = (key, tuple(types))
-        if len(vals) > 1 and len({id(v) for v in vals}) < len(vals):
+        n = len(vals)
+        if n > 1 and (vals[0] is vals[1] if n == 2 else len({id(v) for v in vals}) < n):
             # an operand passed twice (add(x, x)): the recorded nodes read it through one position,
             # so the aliasing pattern is part of the key
             full_key += (tuple([next(i for i, u in enumerate(vals) if u is v) for v in vals]),)
@@ -86,12 +95,13 @@ def memo_composite(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         if prog is not None:
             return _run(top, prog, vals)
+        top.materialise()  # (so the counts below index real nodes, whatever `fn` builds)
         nodes, sigs = top.builder.nodes, top.sigs
-        n0, s0 = len(nodes), len(sigs)
+        n0, s0, t0 = len(nodes), len(sigs), len(top.tape)
         fixed_before = {id(v): k for k, v in top._fixed.items()}
         scalars_before = {id(v): k for k, v in top._scalars.items()}
         out = fn(*args, **kwargs)
-        prog = _learn(top, n0, s0, vals, out, fixed_before, scalars_before)
+        prog = _learn(top, n0, s0, t0, vals, out, fixed_before, scalars_before)
         if prog is not None:
             if len(memo) >= _LIMIT:
                 memo.clear()
@@ -104,8 +114,11 @@ def memo_composite(fn: Callable) -> Callable:
     return call
 
 
-def _learn(top, n0: int, s0: int, operands: list, out, fixed_before: dict, scalars_before: dict):
-    """The replay program of the nodes appended to `top` since (`n0` nodes, `s0` signatures), or None."""
+def _learn(top, n0: int, s0: int, t0: int, operands: list, out, fixed_before: dict, scalars_before: dict):
+    """The replay program of the nodes appended to `top` since (`n0` nodes, `s0` signatures, `t0`
+    tape items), or None. When there is one, the tape since `t0` is rewritten to the form a hit
+    records (see `_run`), so this call and the hits after it have the same structural key."""
+    top.materialise()  # (nested composites' blocks: their nodes are part of this program)
     nodes, sigs = top.builder.nodes, top.sigs
     new = nodes[n0:]
     if len(sigs) - s0 != len(new) or out.__class__ is not Tensor or out._trace is not top \
@@ -118,6 +131,9 @@ def _learn(top, n0: int, s0: int, operands: list, out, fixed_before: dict, scala
     scalars = {id(v): k for k, v in top._scalars.items()}
     where = {id(v): i for i, v in enumerate(operands)}
     prog: list = []
+    values = list(operands)  # per program position: the value it stands for in this call
+    base = top.base
+    outside_tape: list = []  # the tape items of the op constants and scalar inputs made by this call
     k = len(operands)
 
     def ref(v) -> int | None:
@@ -127,24 +143,28 @@ def _learn(top, n0: int, s0: int, operands: list, out, fixed_before: dict, scala
             return i
         f = fixed_before.get(id(v))
         if f is not None:  # an op constant of the trace made before: taken again through its dedup
-            a = v.node.attrs
-            prog.append((_FIXED, a["shape"], a["dtype"], a["value"]))
+            prog.append(_fixed_step(v.node.attrs))
         else:
             s = scalars_before.get(id(v)) or scalars.get(id(v))  # (a 0-d scalar is its input: no node)
             if s is None:
                 return None
             prog.append((_SCALAR, _scalar_args(top, s)))
+        values.append(v)
         where[id(v)] = k
         k += 1
         return k - 1
 
     for node, sig in zip(new, new_sigs):
         v = node.out
-        if id(v) in fixed:
-            a = node.attrs
-            prog.append((_FIXED, a["shape"], a["dtype"], a["value"]))
-        elif id(v) in scalars:
-            prog.append((_SCALAR, _scalar_args(top, scalars[id(v)])))
+        if id(v) in fixed or id(v) in scalars:
+            if id(v) in fixed:
+                prog.append(_fixed_step(node.attrs))
+            else:
+                prog.append((_SCALAR, _scalar_args(top, scalars[id(v)])))
+            outside_tape.append(sig)
+            outside_tape.append(v.id - base)
+            for u in node.inputs:
+                outside_tape.append(u.id - base)
         else:
             ins = []
             for u in node.inputs:
@@ -153,12 +173,50 @@ def _learn(top, n0: int, s0: int, operands: list, out, fixed_before: dict, scala
                     return None
                 ins.append(i)
             prog.append((_NODE, (node.prim, dict(node.attrs), sig, v.type), tuple(ins)))
+        values.append(v)
         where[id(v)] = k
         k += 1
     i = where.get(id(out._value))
-    if i is None or i < len(operands):
+    if i is None or i < len(operands) or prog[i - len(operands)][0] != _NODE:
         return None
-    return prog, i
+    n_ops = len(operands)
+    segments: list = []  # runs of NODE steps as their lengths, the other steps as they are
+    refs, starts, consecutive, prev = list(operands), [], True, None
+    for step, v in zip(prog, values[n_ops:]):
+        if step[0] == _NODE:
+            if segments and segments[-1].__class__ is int:
+                segments[-1] += 1
+                consecutive = consecutive and v.id == prev + 1
+            else:
+                segments.append(1)
+                starts.append(v.id)
+            prev = v.id
+        else:
+            segments.append(step)
+            refs.append(v)
+    r = values[i]
+    run = sum(1 for j in range(i - n_ops + 1) if prog[j][0] == _NODE and (j == 0 or prog[j - 1][0] != _NODE)) - 1
+    token = -next(_tokens)
+    lazy = (prog, tuple(segments), token, n_ops, r.type, run, r.id - starts[run])
+    if consecutive:  # (ids taken by others in between, e.g. another thread: this call keeps its own tape)
+        tape = top.tape
+        del tape[t0:]
+        tape += outside_tape
+        tape.append(token)
+        for u in refs:
+            tape.append(u.id - base)
+        for s in starts:
+            tape.append(s - base)
+    return lazy
+
+
+def _fixed_step(attrs: dict) -> tuple:
+    """The FIXED step of an op constant (a `full` node's attributes): (kind, its `Trace._fixed`
+    key, the attributes, result type and signature id its node is appended with, as `Trace.append`
+    would append it; signature None: through `Trace.fixed_value`)."""
+    attrs = dict(attrs)
+    typ, sig = _typed_sig(_FULL, (), attrs)
+    return (_FIXED, fixed_key(attrs["shape"], attrs["dtype"], attrs["value"]), attrs, typ, sig)
 
 
 def _scalar_args(top, key: tuple) -> tuple:
@@ -169,37 +227,72 @@ def _scalar_args(top, key: tuple) -> tuple:
 
 
 def _run(top, prog, operands: list) -> Tensor:
-    steps, result = prog
-    vals = list(operands)
-    push = vals.append
-    nodes, sigs, tape, base = top.builder.nodes, top.sigs, top.tape, top.base
-    ids = _ir_values._ids
-    new = object.__new__
-    for step in steps:
-        kind = step[0]
-        if kind == _NODE:  # `Trace.append` with the memoised type and signature
-            prim, attrs, sig, typ = step[1]
-            ins = tuple([vals[i] for i in step[2]])
-            node = new(Node)
-            node.prim, node.inputs, node.attrs = prim, ins, attrs  # (the memo's own dict: never written)
-            value = new(Value)
-            value.type, value.node, value.id = typ, node, next(ids)
-            node.out = value
-            nodes.append(node)
-            sigs.append(sig)
-            tape.append(sig)
-            tape.append(value.id - base)
-            for u in ins:
-                tape.append(u.id - base)
-            push(value)
-        elif kind == _FIXED:
-            push(top.fixed(step[1], step[2], step[3])._value)
+    """A hit: the block of `prog` on `operands` as one `Deferred` entry. Its outside values (op
+    constants, scalar inputs) are taken now through the trace's dedup, the ids of its runs of nodes
+    reserved in order (as building them would take them), and one tape step recorded."""
+    steps, segments, token, n_ops, typ, run, offset = prog
+    refs = list(operands)
+    starts = []
+    nodes, sigs = top._nodes, top.sigs
+    n_before, s_before = len(nodes), len(sigs)
+    base = top.base
+    tape = top.tape
+    for seg in segments:
+        if seg.__class__ is int:
+            last = next(islice(_ids, seg - 1, None))  # `seg` ids at once
+            starts.append(last - seg + 1)
+        elif seg[0] == _FIXED:
+            fixed = top._fixed
+            v = fixed.get(seg[1])
+            if v is None:
+                sig = seg[4]
+                if sig is None:
+                    a = seg[2]
+                    v = top.fixed_value(a["shape"], a["dtype"], a["value"])
+                else:  # `Trace.fixed_value` with the memoised type and signature
+                    node = _new(Node)
+                    node.prim, node.inputs, node.attrs = _FULL, (), seg[2]
+                    v = _new(Value)
+                    v.type, v.node, v.id = seg[3], node, next(_ids)
+                    node.out = v
+                    nodes.append(node)
+                    sigs.append(sig)
+                    tape.append(sig)
+                    tape.append(v.id - base)
+                    if fixed is _NOTHING:  # (the trace's read-only empty until its first constant)
+                        fixed = top._fixed = {}
+                    fixed[seg[1]] = v
+            refs.append(v)
         else:
-            d, value, shape = step[1]
-            push(top.scalar_value(value, d, shape))
-    out = object.__new__(Tensor)
-    out._data, out._trace, out._value = None, top, vals[result]
+            d, value, shape = seg[1]
+            refs.append(top.scalar_value(value, d, shape))
+    tape.append(token)
+    for v in refs:
+        tape.append(v.id - base)
+    for s in starts:
+        tape.append(s - base)
+    block = _new(Deferred)
+    value = _new(Value)
+    value.type, value.node, value.id = typ, block, starts[run] + offset
+    block.steps, block.refs, block.starts, block.n_ops, block.out = steps, refs, starts, n_ops, value
+    if len(nodes) == n_before:
+        block.made = None
+    else:  # outside values made now: their nodes move into the block, where the op layer puts them
+        block.made = (nodes[n_before:], sigs[s_before:])
+        del nodes[n_before:]
+        del sigs[s_before:]
+    b = top.builder
+    if b.deferred < 0:
+        b.deferred = len(nodes)
+    nodes.append(block)
+    top.sigs.append(token)
+    out = _new(Tensor)
+    out._data, out._trace, out._value = None, top, value
     return out
+
+
+_new = object.__new__
+_FULL = get_primitive("full")
 
 
 @register_reset

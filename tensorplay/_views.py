@@ -45,6 +45,7 @@ Layouts and strides are pure functions in `tensorplay._layout`; the trace state 
 from __future__ import annotations
 
 import itertools
+from types import MappingProxyType
 from typing import Sequence
 
 import numpy as np
@@ -90,18 +91,31 @@ def outside_layout(t: Tensor) -> Layout | None:
 
 
 # === per-trace state ==========================================================================================
+_NOTHING = MappingProxyType({})  # a read-only empty mapping: the class default of the containers below
+
+
 class TraceViews:
     """What one trace knows about storages: its arguments, proxies for outside storages, layouts."""
 
+    # The containers most traces never write are read-only empties of the class until the first
+    # write, which makes the instance's own (`mine`): a trace allocates only what it uses.
+    locals: set[int] = frozenset()          # ids of concrete tensors created while this trace was active
+    proxies: dict[int, Tensor] = _NOTHING   # id(outside root) -> the proxy root standing for it here
+    sources: dict[int, Tensor] = _NOTHING   # id(proxy) -> the outside root (kept alive)
+    local_proxies: set[int] = frozenset()   # ids of proxies of trace-local tensors (never written back)
+    layouts: dict[int, Layout] = _NOTHING   # id(root) -> its layout when it is not C-contiguous
+    derived: dict[int, tuple] = _NOTHING    # id(outside view) -> (view, proxy stamp, value)
+    view_layouts: dict[int, tuple] = _NOTHING  # id(traced view made by a reshape) -> (view, its layout)
+
     def __init__(self):
-        self.locals: set[int] = set()          # ids of concrete tensors created while this trace was active
-        self.args: list[Tensor] = []           # the argument roots, in graph-input order
-        self.proxies: dict[int, Tensor] = {}   # id(outside root) -> the proxy root standing for it here
-        self.sources: dict[int, Tensor] = {}   # id(proxy) -> the outside root (kept alive)
-        self.local_proxies: set[int] = set()   # ids of proxies of trace-local tensors (never written back)
-        self.layouts: dict[int, Layout] = {}   # id(root) -> its layout when it is not C-contiguous
-        self.derived: dict[int, tuple] = {}    # id(outside view) -> (view, proxy stamp, value)
-        self.view_layouts: dict[int, tuple] = {}  # id(traced view made by a reshape) -> (view, its layout)
+        self.args: list[Tensor] = []  # the argument roots, in graph-input order
+
+    def mine(self, name: str):
+        """This trace's own container `name` (made on first use), to write into."""
+        c = self.__dict__.get(name)
+        if c is None:
+            c = self.__dict__[name] = set() if name == "locals" or name == "local_proxies" else {}
+        return c
 
     def wrote(self, t: Tensor) -> bool:
         """Has this trace written the (outside) storage of `t`?"""
@@ -187,13 +201,13 @@ def _proxy(trace, root: Tensor) -> Tensor:
     else:
         value = trace.capture(root, root._type())
     proxy = Tensor._symbolic(trace, value)
-    views.proxies[id(root)] = proxy
-    views.sources[id(proxy)] = root
+    views.mine("proxies")[id(root)] = proxy
+    views.mine("sources")[id(proxy)] = root
     if local:
-        views.local_proxies.add(id(proxy))
+        views.mine("local_proxies").add(id(proxy))
     lay = outside_layout(root)
     if lay is not None:
-        views.layouts[id(proxy)] = lay
+        views.mine("layouts")[id(proxy)] = lay
     return proxy
 
 
@@ -223,7 +237,7 @@ def lift_outside(trace, t: Tensor) -> Value:
         if proxy is None:
             proxy = _proxy(trace, base)
         value = replay(trace.builder, proxy._value, t._steps)
-    views.derived[id(t)] = (t, stamp, value)
+    views.mine("derived")[id(t)] = (t, stamp, value)
     return value
 
 
@@ -306,7 +320,7 @@ def traced_result(prim, attrs: dict, operands: Sequence[Tensor], out: Tensor) ->
         lay = layout_step(_view_layout(trace, src, root, steps), name, attrs)
         if lay is None:
             return out  # not expressible with strides: a copy, as in eager mode (never for a C-contiguous root)
-        trace.views.view_layouts[id(out)] = (out, lay)
+        trace.views.mine("view_layouts")[id(out)] = (out, lay)
     out._base = root
     out._steps = steps + ((name, attrs),)
     out._stamp = root._stamp
@@ -387,6 +401,7 @@ def store(target: Tensor, value: Tensor, op: str) -> Tensor:
         b = trace.builder
         root._value = b.add(old, b.stop_gradient(b.sub(root._value, old)))
     root._stamp = next(_stamps)
+    trace.stored = True  # (`Trace._plain_results` looks for written roots only after this)
     if target is not root and target._trace is trace:
         target._value = new
         target._stamp = root._stamp

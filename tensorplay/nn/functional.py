@@ -499,9 +499,34 @@ def _where0(cond: Tensor, x: Tensor) -> Tensor:
 
 def _in_range(arr, C: int, ignore_index: int) -> bool:
     """Are the class indices `arr` (known now, see `known_array`; None: not known) non-empty, all in
-    [0, C) and none equal to `ignore_index`? Then the loss needs no valid mask and no bounds check."""
+    [0, C) and none equal to `ignore_index`? Then the loss needs no valid mask and no bounds check.
+
+    The verdict on a small array is memoised by the array's bytes (its values, whatever wrote
+    them: a traced loss re-checks its targets on every call, and they seldom change).
+
+    >>> _in_range(np.array([0, 2]), 3, -100), _in_range(np.array([0, 3]), 3, -100)
+    (True, False)
+    """
     if arr is None or not arr.size or not C:
         return False
+    if arr.nbytes <= _IN_RANGE_BYTES:
+        key = (arr.dtype, C, ignore_index, arr.tobytes())
+        hit = _IN_RANGE.get(key)
+        if hit is None:
+            hit = _check_range(arr, C, ignore_index)
+            if len(_IN_RANGE) >= _IN_RANGE_LIMIT:
+                _IN_RANGE.clear()
+            _IN_RANGE[key] = hit
+        return hit
+    return _check_range(arr, C, ignore_index)
+
+
+_IN_RANGE: dict = {}  # (dtype, C, ignore_index, the targets' bytes) -> `_in_range`'s verdict
+_IN_RANGE_BYTES = 4096
+_IN_RANGE_LIMIT = 1024
+
+
+def _check_range(arr, C: int, ignore_index: int) -> bool:
     u = _UNSIGNED.get(arr.dtype)  # viewed as unsigned, a negative index is huge: one reduction checks both ends
     if u is not None:
         if arr.view(u).max() >= C:
@@ -593,17 +618,20 @@ def _loss_key(x, t, weight, size_average, ignore_index, reduce, reduction, label
     trace it through the op layer: the options (exactly: classes and float bits), the default
     dtype, and the one decision taken from known values, whether the class-index targets are all
     in range and none ignored (`_in_range`). Deprecated or unusual arguments take the op layer."""
-    if x.__class__ is not Tensor or t.__class__ is not Tensor or x.ndim == 0 or size_average is not None \
+    if x.__class__ is not Tensor or t.__class__ is not Tensor or size_average is not None \
             or reduce is not None or (weight is not None and weight.__class__ is not Tensor) \
             or ignore_index.__class__ is not int or reduction.__class__ is not str:
+        return None
+    shape = x._data.shape if x._trace is None else x._value.type.shape
+    if not shape:
         return None
     ls = label_smoothing
     if ls.__class__ is float:
         ls = ls.hex()
     elif ls.__class__ is not int:
         return None
-    clean = False if t.dtype.is_floating_point else _in_range(known_array(t), x.shape[0 if x.ndim == 1 else 1],
-                                                              ignore_index)
+    floating = (t._type() if t._trace is None else t._value.type).dtype.kind == "f"
+    clean = False if floating else _in_range(known_array(t), shape[0 if len(shape) == 1 else 1], ignore_index)
     return (weight is None, ignore_index, reduction, ls, clean, get_default_dtype())
 
 

@@ -1,0 +1,111 @@
+"""Deferred composite blocks: a memo hit's nodes, built only when someone reads them.
+
+A `memo_composite` hit (`tensorplay._traced_memo`) does not build the composite's Nodes and
+Values: only its result is visible to user code. It reserves the block's value ids (so every
+later value is numbered as if the nodes existed), records one compact tape step, and appends one
+`Deferred` entry to the trace's node list, whose result Value points at it (``value.node``).
+`expand` turns the entries into the nodes the eager replay would have appended, with the same
+ids, primitives, attributes and inputs, in place: `Trace.materialise` calls it before any reader
+walks the trace's nodes, and `_TracedClosedGraph.graph` when a finished trace's graph is built.
+
+The tape step of a block is its program's token (a negative int: never a signature id), the
+relative ids of its operands and outside values (op constants, scalar inputs) in program order,
+then the relative id of the first value of each run of consecutive nodes. The program fixes every
+node's primitive, attributes, result type and which of those values (or earlier nodes of the
+block) it reads, so equal steps mean equal nodes: the trace's structural key stays sound.
+"""
+from __future__ import annotations
+
+from tensorplay.ir import Value
+from tensorplay.ir.core import Node
+
+__all__ = ["Deferred", "expand", "NODE", "FIXED", "SCALAR"]
+
+NODE, FIXED, SCALAR = 0, 1, 2  # the kinds of a composite program's steps (see `_traced_memo`)
+
+_new = object.__new__
+
+
+class Deferred:
+    """A composite block not built yet: its program's steps, the values it reads (operands, then
+    the outside values of its FIXED/SCALAR steps in order), the first id of each run of NODE steps,
+    the number of operands, its result Value (``out.node`` is this entry until it is built), and
+    the nodes of the outside values the hit made (``(nodes, signature ids)`` or None), which go
+    where their steps are."""
+
+    __slots__ = ("steps", "refs", "starts", "n_ops", "out", "made")
+
+    def nodes(self) -> tuple[list, list]:
+        """(the block's nodes, their signature ids), built now; the result Value is linked to its node.
+
+        >>> from tensorplay.ir import TensorType, float32, get_primitive
+        >>> x = Value(TensorType((2,), float32))
+        >>> out = Value(TensorType((2,), float32))
+        >>> d = _new(Deferred)
+        >>> steps = ((NODE, (get_primitive("neg"), {}, 7, out.type), (0,)),)
+        >>> d.steps, d.refs, d.starts, d.n_ops, d.out, d.made = steps, [x], [out.id], 1, out, None
+        >>> out.node = d
+        >>> nodes, sigs = d.nodes()
+        >>> nodes[0].out is out, out.node is nodes[0], nodes[0].inputs == (x,), sigs
+        (True, True, True, [7])
+        """
+        refs, starts, out = self.refs, self.starts, self.out
+        n = self.n_ops
+        vals = refs[:n]
+        push = vals.append
+        nodes, sigs = [], []
+        made, made_sigs = self.made or ((), ())
+        ext, run, cur, in_run, m = n, -1, 0, False, 0
+        for step in self.steps:
+            if step[0] != NODE:
+                v = refs[ext]
+                if m < len(made) and made[m].out is v:
+                    nodes.append(made[m])
+                    sigs.append(made_sigs[m])
+                    m += 1
+                push(v)
+                ext += 1
+                in_run = False
+                continue
+            if not in_run:
+                run += 1
+                cur = starts[run]
+                in_run = True
+            prim, attrs, sig, typ = step[1]
+            node = _new(Node)
+            node.prim, node.inputs, node.attrs = prim, tuple([vals[i] for i in step[2]]), attrs
+            if cur == out.id:
+                value = out
+            else:
+                value = _new(Value)
+                value.type, value.id = typ, cur
+            value.node = node
+            node.out = value
+            cur += 1
+            nodes.append(node)
+            sigs.append(sig)
+            push(value)
+        return nodes, sigs
+
+
+def expand(nodes: list, sigs: list, start: int = 0) -> None:
+    """Replace every `Deferred` entry of `nodes` (from index `start`) by its nodes, in place (the
+    lists may be held by others); when `sigs` is parallel to `nodes` (every node taped), its entry
+    by their signature ids too (else `sigs` describes no graph and is left as it is)."""
+    parallel = len(nodes) == len(sigs)
+    out_nodes = nodes[:start]
+    out_sigs = sigs[:start] if parallel else None
+    for k in range(start, len(nodes)):
+        entry = nodes[k]
+        if entry.__class__ is Deferred:
+            more, more_sigs = entry.nodes()
+            out_nodes += more
+            if parallel:
+                out_sigs += more_sigs
+        else:
+            out_nodes.append(entry)
+            if parallel:
+                out_sigs.append(sigs[k])
+    nodes[:] = out_nodes
+    if parallel:
+        sigs[:] = out_sigs
