@@ -38,7 +38,7 @@ import numpy as np
 from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import disk_cache, recycle
+from . import disk_cache, fastcall, recycle
 from .host import default_threads
 
 if TYPE_CHECKING:
@@ -148,6 +148,10 @@ class Executable:
             self._jit.addresses[layout["entry"]])
         self._finish = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args)(
             self._jit.addresses[layout["finish"]]) if self._blocks else None
+        self._entry_address = self._jit.addresses[layout["entry"]]
+        # the generated calls' entry: a METH_FASTCALL builtin taking the array objects themselves
+        # (`fastcall`: no ctypes argument conversion), else the ctypes function taking their ids
+        self._object_entry = None if self._size or self._blocks else fastcall.builtin(self._entry_address, n_args)
         self._fast = None if self._size or self._blocks else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
@@ -228,8 +232,8 @@ class Executable:
                 return [o0]
         """
         # `me` is a weak reference: the function must not keep the executable (and its machine code) alive
-        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._entry, "me": weakref.ref(self),
-                     "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
+        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._object_entry or self._entry,
+                     "me": weakref.ref(self), "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
         ins = [f"a{i}" for i in range(self._n_in)]
         checks = []
         for i, (shape, dtype, strides) in enumerate(self._in_sig):
@@ -241,7 +245,7 @@ class Executable:
             lines.append(f"    {', '.join(ins)}, = arrays")
         if checks:
             lines += [f"    if {' or '.join(checks)}:", "        return me()._call(arrays, None)"]
-        self._emit_run(lines, env, "    ", [f"id({n})" for n in ins], ins)
+        self._emit_run(lines, env, "    ", [self._ptr(n) for n in ins], ins)
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["call"]
 
@@ -284,10 +288,10 @@ class Executable:
             outs.append(f"o{j}")
         if any(self._recycled):
             env["take"], env["give"] = recycle.take, recycle.give
-        ptrs = in_ptrs + [f"id({n})" for n in outs]
+        ptrs = in_ptrs + [self._ptr(n) for n in outs]
         if self._arena_bytes:
             lines.append(f"{pad}arena = pool.pop() if pool else empty(NB, U8)")
-            ptrs.append("id(arena)")
+            ptrs.append(self._ptr("arena"))
         lines.append(f"{pad}status = entry({', '.join(ptrs)})")
         if self._arena_bytes:
             lines.append(f"{pad}pool.append(arena)")
@@ -298,6 +302,11 @@ class Executable:
             result.append(f"o{i}" if kind == "slot" else f"{in_names[i]}.copy()" if kind == "input"
                           else f"{result[i]}.copy()")
         lines.append(f"{pad}return [{', '.join(result)}]")
+
+    def _ptr(self, name: str) -> str:
+        """How the generated calls pass array `name` to their entry: the object itself to the
+        fastcall builtin, its address to ctypes."""
+        return name if self._object_entry is not None else f"id({name})"
 
     def _binder(self, k: int) -> Callable[[tuple], Callable | None]:
         """The generated `bound_call` for prefixes of `k` arrays, e.g. for k = 1 of two inputs::
@@ -316,8 +325,8 @@ class Executable:
                     return [o0]
                 return call
         """
-        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._entry, "me": weakref.ref(self),
-                     "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
+        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._object_entry or self._entry,
+                     "me": weakref.ref(self), "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
         rest = [f"a{i}" for i in range(k, self._n_in)]
         fixed = [f"p{i}" for i in range(k)]
         lines = ["def bind(prefix, exe):"]
@@ -330,7 +339,7 @@ class Executable:
                 pre.append(f"p{i}.__class__ is not ND or p{i}.shape != S{i} or p{i}.strides != T{i} "
                            f"or p{i}.dtype != D{i}")
             lines += [f"    if {' or '.join(pre)}:", "        return None"]
-            lines += [f"    P{i} = id(p{i})" for i in range(k)]
+            lines += [f"    P{i} = {self._ptr(f'p{i}')}" for i in range(k)]
         lines.append(f"    def call({''.join(r + ', ' for r in rest)}_keep=(prefix, exe)):")
         checks = []
         for i in range(k, self._n_in):
@@ -341,7 +350,7 @@ class Executable:
         if checks:
             lines += [f"        if {' or '.join(checks)}:",
                       f"            return me()._call(prefix + ({''.join(r + ', ' for r in rest)}), None)"]
-        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [f"id({n})" for n in rest], fixed + rest)
+        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [self._ptr(n) for n in rest], fixed + rest)
         lines.append("    return call")
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["bind"]
