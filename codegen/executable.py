@@ -249,7 +249,7 @@ class Executable:
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["call"]
 
-    def bound_call(self, prefix: tuple) -> Callable[..., list[np.ndarray]] | None:
+    def bound_call(self, prefix: tuple, single: bool = False) -> Callable[..., list[np.ndarray]] | None:
         """The fast call with its first ``len(prefix)`` inputs fixed to the arrays `prefix`: a
         function of the remaining input arrays (positional) returning the outputs, as
         ``self(*prefix, *rest)`` does. The prefix is checked once, here; the function keeps its
@@ -261,6 +261,11 @@ class Executable:
         code is generated once per prefix length, so a bound call costs a closure.
         linearize's `jvp_fn` calls its linear graph this way, the residuals being the prefix.
 
+        `single`: for one remaining input and one output, the function returns that output's
+        array itself, and None (instead of taking the general path) for an argument that does not
+        match its input exactly (the caller then reports or coerces it); None if the graph is not
+        of that form.
+
         >>> from tensorplay.ir import GraphBuilder, TensorType, float32
         >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32)); y = b.add_input(TensorType((2,), float32))
         >>> exe = Executable(b.build([b.mul(x, y)]))
@@ -269,15 +274,16 @@ class Executable:
         [2.0, 3.0]
         """
         k = len(prefix)
-        if self._fast is None or k > self._n_in:
+        if self._fast is None or k > self._n_in or (single and (self._n_in - k != 1 or len(self._recipe) != 1)):
             return None
         binders = self.__dict__.setdefault("_binders", {})
-        bind = binders.get(k)
+        bind = binders.get((k, single))
         if bind is None:
-            bind = binders[k] = self._binder(k)
+            bind = binders[(k, single)] = self._binder(k, single)
         return bind(prefix, self)
 
-    def _emit_run(self, lines: list[str], env: dict, pad: str, in_ptrs: list[str], in_names: list[str]) -> None:
+    def _emit_run(self, lines: list[str], env: dict, pad: str, in_ptrs: list[str], in_names: list[str],
+                  single: bool = False) -> None:
         """Append the body the generated calls share: allocate the outputs, take a scratch arena
         from the pool, run the entry on `in_ptrs` (the inputs' pointer expressions), raise its
         status, and return the outputs by the recipe (`in_names[i]` names input i for its copies)."""
@@ -301,14 +307,14 @@ class Executable:
         for kind, i in self._recipe:
             result.append(f"o{i}" if kind == "slot" else f"{in_names[i]}.copy()" if kind == "input"
                           else f"{result[i]}.copy()")
-        lines.append(f"{pad}return [{', '.join(result)}]")
+        lines.append(f"{pad}return {result[0]}" if single else f"{pad}return [{', '.join(result)}]")
 
     def _ptr(self, name: str) -> str:
         """How the generated calls pass array `name` to their entry: the object itself to the
         fastcall builtin, its address to ctypes."""
         return name if self._object_entry is not None else f"id({name})"
 
-    def _binder(self, k: int) -> Callable[[tuple], Callable | None]:
+    def _binder(self, k: int, single: bool = False) -> Callable[[tuple], Callable | None]:
         """The generated `bound_call` for prefixes of `k` arrays, e.g. for k = 1 of two inputs::
 
             def bind(prefix, exe):
@@ -349,8 +355,10 @@ class Executable:
                           f"or (a{i}.dtype is not D{i} and a{i}.dtype != D{i})")
         if checks:
             lines += [f"        if {' or '.join(checks)}:",
+                      "            return None" if single else
                       f"            return me()._call(prefix + ({''.join(r + ', ' for r in rest)}), None)"]
-        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [self._ptr(n) for n in rest], fixed + rest)
+        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [self._ptr(n) for n in rest], fixed + rest,
+                       single)
         lines.append("    return call")
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["bind"]
