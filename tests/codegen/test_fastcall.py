@@ -131,3 +131,21 @@ def test_a_second_process_links_the_trampoline_from_the_disk_cache(cache_dir):
     assert runs[0]["kinds"] and runs[1]["kinds"] and set(runs[1]["kinds"]) == {"LoadedCode"}
     assert runs[1]["llvm"] is False
     codegen.clear_cache()
+
+
+def test_compile_calls_the_generated_call_and_its_refusals_are_coerced():
+    """`tp.compile`'s hot path hands a tuple of arrays to the executable's generated call; a
+    C-contiguous array whose size-1 axis has another stride passes the compile's walk but not the
+    generated call's exact check, and goes to the general call (coerced), with the same values."""
+    import tensorplay as tp
+
+    f = tp.compile(lambda x, y: x * y + 1)
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    y = np.full((1, 4), 2.0, np.float32)
+    want = x * y + 1
+    np.testing.assert_array_equal(f(tp.from_numpy(x), tp.from_numpy(y)).numpy(), want)
+    odd = np.lib.stride_tricks.as_strided(x.copy(), shape=(1, 4), strides=(4, 4))  # size-1 axis, odd stride
+    assert odd.flags.c_contiguous and odd.strides != x.strides
+    for _ in range(2):
+        np.testing.assert_array_equal(f(tp.from_numpy(odd), tp.from_numpy(y)).numpy(), want)
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32).reshape(1, 4))
