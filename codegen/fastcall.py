@@ -111,7 +111,12 @@ def _link(n: int) -> int:
 
 
 def trampoline(n: int) -> _MethodDef | None:
-    """The method definition of the arity-`n` trampoline (made on first use), or None."""
+    """The method definition of the arity-`n` trampoline (made on first use), or None.
+
+    >>> d = trampoline(2)
+    >>> d is None or (d.ml_flags == METH_FASTCALL and d is trampoline(2))
+    True
+    """
     global _failed
     d = _defs.get(n)
     if d is not None or _failed:
