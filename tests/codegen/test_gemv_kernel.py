@@ -28,6 +28,8 @@ TAKEN = [
     ((96,), (96, 400), VEC, True),         # 400 columns: blocks of 16 + 9 zmm, or 4 x 12 + 2 ymm
     ((3, 256), (3, 256, 128), (((1,), (1,)), ((0,), (0,))), True),   # a loop of 3 gemv calls
     ((256, 144), (256,), VEC, False),      # A^T v (n = 1): the matrix's rows are the lhs's
+    ((256, 3), (3, 256, 128), (((0,), (1,)), ((1,), (0,))), True),   # x strided by 3 (incx) per batch
+    ((3, 256), (256, 3, 128), (((1,), (0,)), ((0,), (1,))), True),   # matrix rows 384 apart (ld > cols)
 ]
 
 
