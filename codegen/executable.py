@@ -149,9 +149,11 @@ class Executable:
         self._finish = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args)(
             self._jit.addresses[layout["finish"]]) if self._blocks else None
         self._entry_address = self._jit.addresses[layout["entry"]]
-        # the generated calls' entry: a METH_FASTCALL builtin taking the array objects themselves
-        # (`fastcall`: no ctypes argument conversion), else the ctypes function taking their ids
-        self._object_entry = None if self._size or self._blocks else fastcall.builtin(self._entry_address, n_args)
+        # the generated calls' entry: the module's METH_FASTCALL trampoline as a builtin taking the
+        # array objects themselves (`fastcall`: no ctypes argument conversion), else the ctypes
+        # function taking their ids
+        trampoline = self._jit.addresses.get(_fastcall_name(layout))
+        self._object_entry = fastcall.builtin(trampoline) if trampoline else None
         self._fast = None if self._size or self._blocks else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
@@ -610,7 +612,17 @@ def _link_cached(images: list[bytes], layout: dict, llvm_ir: str):
 
 def _entry_names(layout: dict) -> list[str]:
     """The symbols the compiled code of `layout` is called through."""
-    return [layout["entry"]] + ([layout["finish"]] if layout["finish"] else [])
+    fast = _fastcall_name(layout)
+    return [layout["entry"]] + ([layout["finish"]] if layout["finish"] else []) + ([fast] if fast else [])
+
+
+def _fastcall_name(layout: dict) -> str | None:
+    """The METH_FASTCALL trampoline's symbol (`module._emit_fastcall`, named as `module.fastcall_name`,
+    which a disk-cache hit must not import), or None: ranged and split entries have none."""
+    if layout["size"] or layout["blocks"]:
+        return None
+    entry = layout["entry"]
+    return entry[:-len("_entry")] + "_fastcall" if entry.endswith("_entry") else entry + "_fastcall"
 
 
 def _error_message(node, where: str):

@@ -1,6 +1,7 @@
-"""The METH_FASTCALL entry of the generated calls (`codegen.fastcall`): the same results as the
-ctypes entry, errors through it, no reference leaks, a wrong argument count refused, the ctypes
-fallback when no trampoline can be made, and a disk-cache hit that links it without llvmlite."""
+"""The METH_FASTCALL entry of the generated calls (`codegen.fastcall`, the trampoline each module
+defines: `module._emit_fastcall`): the same results as the ctypes entry, errors through it, no
+reference leaks, a wrong argument count refused, the ctypes fallback when no builtin can be made,
+and a disk-cache hit that links it without llvmlite."""
 from __future__ import annotations
 
 import json
@@ -12,11 +13,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from tensorplay import codegen, ir
+from tensorplay import ir
 from tensorplay.codegen import executable as ce, fastcall
 from tensorplay.ir import TensorType, dtypes as dt
 
-needs_fastcall = pytest.mark.skipif(fastcall.trampoline(3) is None, reason="no CPython C API trampoline here")
+needs_fastcall = pytest.mark.skipif(fastcall._NEW is None, reason="no CPython C API here")
 
 
 def _graph():
@@ -78,7 +79,7 @@ def test_no_reference_is_leaked_or_lost(monkeypatch):
         exe._fast((x, y))
     assert (sys.getrefcount(x), sys.getrefcount(y)) == before
     o = [np.empty(5, np.float32), np.empty(5, np.float32)]
-    f = fastcall.builtin(exe._entry_address, 4)
+    f = exe._object_entry
     refs = [sys.getrefcount(a) for a in (x, y, *o)]
     for _ in range(100):
         assert f(x, y, *o) == 0
@@ -89,15 +90,17 @@ def test_no_reference_is_leaked_or_lost(monkeypatch):
 @needs_fastcall
 def test_a_wrong_argument_count_is_refused_not_run():
     exe = ce.Executable(_graph())
-    f = fastcall.builtin(exe._entry_address, 4)
     x, y = _args(2)
     with pytest.raises(SystemError):
-        f(x, y)  # (the trampoline returns NULL before touching anything)
+        exe._object_entry(x, y)  # (the trampoline returns NULL before touching anything)
+    o = [np.empty(5, np.float32), np.empty(5, np.float32)]
+    with pytest.raises(SystemError):
+        exe._object_entry(x, y, *o, o[0])
 
 
 def test_without_a_trampoline_the_calls_keep_ctypes(monkeypatch):
     monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
-    monkeypatch.setattr(fastcall, "builtin", lambda address, n: None)
+    monkeypatch.setattr(fastcall, "builtin", lambda address: None)
     g = _graph()
     exe = ce.Executable(g)
     assert exe._object_entry is None
@@ -116,21 +119,20 @@ def test_a_second_process_links_the_trampoline_from_the_disk_cache(cache_dir):
         import json, sys
         import numpy as np
         import tensorplay as tp
-        from tensorplay.codegen import fastcall
+        from tensorplay import codegen
         f = tp.compile(lambda x, y: x * y + 1)
         out = f(tp.ones(6), tp.ones(6) * 2).numpy()
-        print(json.dumps({"out": out.tolist(), "kinds": [type(m).__name__ for m in fastcall._modules],
-                          "llvm": "llvmlite.binding" in sys.modules}))
+        exe = next(iter(codegen.cache._entries.values()))
+        print(json.dumps({"out": out.tolist(), "source": exe.stats["source"], "loader": type(exe._jit).__name__,
+                          "fastcall": exe._object_entry is not None, "llvm": "llvmlite.binding" in sys.modules}))
     """)
     runs = [json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                                       env=dict(os.environ), timeout=300).stdout.strip().splitlines()[-1])
             for _ in range(2)]
     assert runs[0]["out"] == runs[1]["out"] == [3.0] * 6
-    if fastcall.trampoline(3) is None:
-        return
-    assert runs[0]["kinds"] and runs[1]["kinds"] and set(runs[1]["kinds"]) == {"LoadedCode"}
-    assert runs[1]["llvm"] is False
-    codegen.clear_cache()
+    assert [r["source"] for r in runs] == ["compiled", "disk cache"]
+    assert runs[1]["llvm"] is False and runs[1]["loader"] == "LoadedCode"
+    assert runs[0]["fastcall"] == runs[1]["fastcall"] == (fastcall._NEW is not None)
 
 
 def test_compile_calls_the_generated_call_and_its_refusals_are_coerced():
@@ -149,3 +151,22 @@ def test_compile_calls_the_generated_call_and_its_refusals_are_coerced():
     for _ in range(2):
         np.testing.assert_array_equal(f(tp.from_numpy(odd), tp.from_numpy(y)).numpy(), want)
     np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32).reshape(1, 4))
+
+
+def test_ranged_and_split_entries_have_no_trampoline(monkeypatch):
+    from tensorplay.codegen import module
+
+    layout = {"entry": "tp_f_entry", "size": 0, "blocks": 0}
+    assert ce._fastcall_name(layout) == module.fastcall_name("tp_f_entry") == "tp_f_fastcall"
+    assert ce._fastcall_name({**layout, "size": 1 << 20}) is None
+    assert ce._fastcall_name({**layout, "blocks": 4}) is None
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    n = ce.PARALLEL_MIN_ELEMENTS
+    b = ir.GraphBuilder("threaded")
+    x = b.add_input(TensorType((n,), dt.float32))
+    g = b.build([b.add(b.mul(x, x), x)])
+    monkeypatch.setattr(ce, "_THREADS", 2)
+    exe = ce.Executable(g)
+    assert exe._fast is None and exe._object_entry is None and ce._fastcall_name({**layout, "size": exe._size}) is None
+    xs = np.linspace(-2, 2, n).astype(np.float32)
+    np.testing.assert_array_equal(exe(xs)[0], ir.interpret(g, [xs])[0])
