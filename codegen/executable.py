@@ -188,7 +188,8 @@ class Executable:
         if split:
             text, entry, finish = threads.build_split_module(graph, split, plan, prefix, triple, layout)
         else:
-            (text, entry), finish = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size)), None
+            (text, entry), finish = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size),
+                                                 fastcall=True), None
         clock.lap("llvm_ir")
         out = _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels), split, finish)
         self._jit = jit.compile_ir(text, _entry_names(out))

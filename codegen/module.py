@@ -180,13 +180,14 @@ def coded_nodes(graph: Graph, kernels: list[Kernel], where: str = "") -> list[tu
 
 
 def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: str,
-                 triple: str, layout: str, ranged: bool = False) -> tuple[str, str]:
+                 triple: str, layout: str, ranged: bool = False, fastcall: bool = False) -> tuple[str, str]:
     """Emit the module's IR text; returns (ir text, entry symbol name).
 
     The entry returns the i64 status word (0, or the code of a node that read an index out of
     range: its position in `coded_nodes(graph, kernels)` + 1; see `context`). With `ranged` (only
     valid when `splittable(kernels)`), the entry and every kernel take two more i64 arguments, the
-    element range [start, stop) to compute."""
+    element range [start, stop) to compute. With `fastcall` (unranged only), the module also
+    defines the entry's METH_FASTCALL trampoline (`_emit_fastcall`, named `fastcall_name`)."""
     module = ir.Module(name=prefix)
     module.triple = triple
     module.data_layout = layout
@@ -222,7 +223,7 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
     builder = EntryBuilder(b, status, fns, list(entry.args[n_args:]) if ranged else [])
     builder.run(graph, kernels, plan, ins, outs, arena, copies=False)
     b.ret(b.load(status, typ=u.I64))
-    if not ranged:
+    if fastcall and not ranged:
         _emit_fastcall(module, entry, n_args, fastcall_name(entry_name))
     text = fix_loop_ids(str(module))
     if VECTOR_WIDTH:
