@@ -71,6 +71,7 @@ from tensorplay.ir import dtypes as dt
 from tensorplay.ir.core import Node
 from tensorplay.ir.prims.linalg import free_axes
 from . import gemm_kernel
+from . import gemv_kernel
 from . import irutil as u
 from . import jit
 from .context import Index, KernelContext
@@ -529,6 +530,10 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     ft = u.reg_type(out.dtype)
     it = ir.IntType(blas.int_bits)
     gemv = plan.gemv() if blas.sgemv else None
+    low = u.mem_type(out.dtype) is u.I16
+    if gemv is not None and not low and gemv_kernel.applies(ft, gemv.trans, gemv.rows, gemv.cols, gemv.incy):
+        _emit_gemv_generated(ctx, node, plan, gemv)
+        return
     if gemv is None:
         name = blas.dgemm if ft == u.F64 else blas.sgemm
         params = [u.I32, u.I32, u.I32, it, it, it, ft, u.PTR, it, u.PTR, it, ft, u.PTR, it]
@@ -542,7 +547,6 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
 
     esize = out.dtype.itemsize
     base = {v: ctx.buffers[v] for v in (lhs, rhs, out)}
-    low = u.mem_type(out.dtype) is u.I16
     if low:  # a 16-bit float: sgemm on float32 copies (exact), then one rounding per output element
         esize = 4
         base = {v: _malloc(b, 4 * v.type.size) for v in (lhs, rhs, out)}
@@ -573,6 +577,25 @@ def emit_dot_blas(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
             ctx.store(out, Index(out.shape, linear=i), x)
         for v in (lhs, rhs, out):
             _free(b, base[v])
+
+
+def _emit_gemv_generated(ctx: KernelContext, node: Node, plan: GemmPlan, gemv: GemvCall) -> None:
+    """The plan's gemv calls (axpy form, `gemv_kernel.applies`) as the generated kernel, one per
+    point of the loop nest at the offsets the cblas call would get."""
+    b = ctx.b
+    lhs, rhs = node.inputs
+    out = node.out
+    ft = u.reg_type(out.dtype)
+    esize = out.dtype.itemsize
+    ops = ((lhs, 1), (rhs, 2))
+    with u.loop_nest(b, tuple(e for e, *_ in plan.loops), "gemv") as ivs:
+        def at(v, which):
+            off = u.i64(0)
+            for iv, loop in zip(ivs, plan.loops):
+                off = u.iadd(b, off, u.imul(b, iv, loop[which] * esize))
+            return b.gep(ctx.buffers[v], [off], inbounds=True, source_etype=u.I8)
+        gemv_kernel.emit_gemv(b, at(*ops[gemv.matrix]), gemv.ld, at(*ops[gemv.vector]), gemv.incx,
+                              at(out, 3), gemv.rows, gemv.cols, ft)
 
 
 def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:

@@ -38,7 +38,7 @@ import numpy as np
 from tensorplay.ir import dtypes
 from tensorplay.ir.core import Graph
 from tensorplay.ir.interpreter import check_arguments
-from . import disk_cache, recycle
+from . import disk_cache, fastcall, recycle
 from .host import default_threads
 
 if TYPE_CHECKING:
@@ -148,6 +148,12 @@ class Executable:
             self._jit.addresses[layout["entry"]])
         self._finish = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args)(
             self._jit.addresses[layout["finish"]]) if self._blocks else None
+        self._entry_address = self._jit.addresses[layout["entry"]]
+        # the generated calls' entry: the module's METH_FASTCALL trampoline as a builtin taking the
+        # array objects themselves (`fastcall`: no ctypes argument conversion), else the ctypes
+        # function taking their ids
+        trampoline = self._jit.addresses.get(_fastcall_name(layout))
+        self._object_entry = fastcall.builtin(trampoline) if trampoline else None
         self._fast = None if self._size or self._blocks else self._fast_call()
         clock.lap("prepare")
         ph = clock.phases
@@ -182,7 +188,8 @@ class Executable:
         if split:
             text, entry, finish = threads.build_split_module(graph, split, plan, prefix, triple, layout)
         else:
-            (text, entry), finish = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size)), None
+            (text, entry), finish = build_module(graph, kernels, plan, prefix, triple, layout, ranged=bool(size),
+                                                 fastcall=True), None
         clock.lap("llvm_ir")
         out = _layout(graph, kernels, plan, entry, size, coded_nodes(graph, kernels), split, finish)
         self._jit = jit.compile_ir(text, _entry_names(out))
@@ -228,8 +235,8 @@ class Executable:
                 return [o0]
         """
         # `me` is a weak reference: the function must not keep the executable (and its machine code) alive
-        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._entry, "me": weakref.ref(self),
-                     "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
+        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._object_entry or self._entry,
+                     "me": weakref.ref(self), "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
         ins = [f"a{i}" for i in range(self._n_in)]
         checks = []
         for i, (shape, dtype, strides) in enumerate(self._in_sig):
@@ -241,11 +248,11 @@ class Executable:
             lines.append(f"    {', '.join(ins)}, = arrays")
         if checks:
             lines += [f"    if {' or '.join(checks)}:", "        return me()._call(arrays, None)"]
-        self._emit_run(lines, env, "    ", [f"id({n})" for n in ins], ins)
+        self._emit_run(lines, env, "    ", [self._ptr(n) for n in ins], ins)
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["call"]
 
-    def bound_call(self, prefix: tuple) -> Callable[..., list[np.ndarray]] | None:
+    def bound_call(self, prefix: tuple, single: bool = False) -> Callable[..., list[np.ndarray]] | None:
         """The fast call with its first ``len(prefix)`` inputs fixed to the arrays `prefix`: a
         function of the remaining input arrays (positional) returning the outputs, as
         ``self(*prefix, *rest)`` does. The prefix is checked once, here; the function keeps its
@@ -257,6 +264,11 @@ class Executable:
         code is generated once per prefix length, so a bound call costs a closure.
         linearize's `jvp_fn` calls its linear graph this way, the residuals being the prefix.
 
+        `single`: for one remaining input and one output, the function returns that output's
+        array itself, and None (instead of taking the general path) for an argument that does not
+        match its input exactly (the caller then reports or coerces it); None if the graph is not
+        of that form.
+
         >>> from tensorplay.ir import GraphBuilder, TensorType, float32
         >>> b = GraphBuilder(); x = b.add_input(TensorType((2,), float32)); y = b.add_input(TensorType((2,), float32))
         >>> exe = Executable(b.build([b.mul(x, y)]))
@@ -265,15 +277,16 @@ class Executable:
         [2.0, 3.0]
         """
         k = len(prefix)
-        if self._fast is None or k > self._n_in:
+        if self._fast is None or k > self._n_in or (single and (self._n_in - k != 1 or len(self._recipe) != 1)):
             return None
         binders = self.__dict__.setdefault("_binders", {})
-        bind = binders.get(k)
+        bind = binders.get((k, single))
         if bind is None:
-            bind = binders[k] = self._binder(k)
+            bind = binders[(k, single)] = self._binder(k, single)
         return bind(prefix, self)
 
-    def _emit_run(self, lines: list[str], env: dict, pad: str, in_ptrs: list[str], in_names: list[str]) -> None:
+    def _emit_run(self, lines: list[str], env: dict, pad: str, in_ptrs: list[str], in_names: list[str],
+                  single: bool = False) -> None:
         """Append the body the generated calls share: allocate the outputs, take a scratch arena
         from the pool, run the entry on `in_ptrs` (the inputs' pointer expressions), raise its
         status, and return the outputs by the recipe (`in_names[i]` names input i for its copies)."""
@@ -284,10 +297,10 @@ class Executable:
             outs.append(f"o{j}")
         if any(self._recycled):
             env["take"], env["give"] = recycle.take, recycle.give
-        ptrs = in_ptrs + [f"id({n})" for n in outs]
+        ptrs = in_ptrs + [self._ptr(n) for n in outs]
         if self._arena_bytes:
             lines.append(f"{pad}arena = pool.pop() if pool else empty(NB, U8)")
-            ptrs.append("id(arena)")
+            ptrs.append(self._ptr("arena"))
         lines.append(f"{pad}status = entry({', '.join(ptrs)})")
         if self._arena_bytes:
             lines.append(f"{pad}pool.append(arena)")
@@ -297,9 +310,14 @@ class Executable:
         for kind, i in self._recipe:
             result.append(f"o{i}" if kind == "slot" else f"{in_names[i]}.copy()" if kind == "input"
                           else f"{result[i]}.copy()")
-        lines.append(f"{pad}return [{', '.join(result)}]")
+        lines.append(f"{pad}return {result[0]}" if single else f"{pad}return [{', '.join(result)}]")
 
-    def _binder(self, k: int) -> Callable[[tuple], Callable | None]:
+    def _ptr(self, name: str) -> str:
+        """How the generated calls pass array `name` to their entry: the object itself to the
+        fastcall builtin, its address to ctypes."""
+        return name if self._object_entry is not None else f"id({name})"
+
+    def _binder(self, k: int, single: bool = False) -> Callable[[tuple], Callable | None]:
         """The generated `bound_call` for prefixes of `k` arrays, e.g. for k = 1 of two inputs::
 
             def bind(prefix, exe):
@@ -316,8 +334,8 @@ class Executable:
                     return [o0]
                 return call
         """
-        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._entry, "me": weakref.ref(self),
-                     "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
+        env: dict = {"ND": np.ndarray, "empty": np.empty, "entry": self._object_entry or self._entry,
+                     "me": weakref.ref(self), "pool": self._arenas, "U8": np.uint8, "NB": self._arena_bytes}
         rest = [f"a{i}" for i in range(k, self._n_in)]
         fixed = [f"p{i}" for i in range(k)]
         lines = ["def bind(prefix, exe):"]
@@ -330,7 +348,7 @@ class Executable:
                 pre.append(f"p{i}.__class__ is not ND or p{i}.shape != S{i} or p{i}.strides != T{i} "
                            f"or p{i}.dtype != D{i}")
             lines += [f"    if {' or '.join(pre)}:", "        return None"]
-            lines += [f"    P{i} = id(p{i})" for i in range(k)]
+            lines += [f"    P{i} = {self._ptr(f'p{i}')}" for i in range(k)]
         lines.append(f"    def call({''.join(r + ', ' for r in rest)}_keep=(prefix, exe)):")
         checks = []
         for i in range(k, self._n_in):
@@ -340,8 +358,10 @@ class Executable:
                           f"or (a{i}.dtype is not D{i} and a{i}.dtype != D{i})")
         if checks:
             lines += [f"        if {' or '.join(checks)}:",
+                      "            return None" if single else
                       f"            return me()._call(prefix + ({''.join(r + ', ' for r in rest)}), None)"]
-        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [f"id({n})" for n in rest], fixed + rest)
+        self._emit_run(lines, env, "        ", [f"P{i}" for i in range(k)] + [self._ptr(n) for n in rest], fixed + rest,
+                       single)
         lines.append("    return call")
         exec("\n".join(lines), env)  # noqa: S102 - the text is built above from names and indices
         return env["bind"]
@@ -593,7 +613,17 @@ def _link_cached(images: list[bytes], layout: dict, llvm_ir: str):
 
 def _entry_names(layout: dict) -> list[str]:
     """The symbols the compiled code of `layout` is called through."""
-    return [layout["entry"]] + ([layout["finish"]] if layout["finish"] else [])
+    fast = _fastcall_name(layout)
+    return [layout["entry"]] + ([layout["finish"]] if layout["finish"] else []) + ([fast] if fast else [])
+
+
+def _fastcall_name(layout: dict) -> str | None:
+    """The METH_FASTCALL trampoline's symbol (`module._emit_fastcall`, named as `module.fastcall_name`,
+    which a disk-cache hit must not import), or None: ranged and split entries have none."""
+    if layout["size"] or layout["blocks"]:
+        return None
+    entry = layout["entry"]
+    return entry[:-len("_entry")] + "_fastcall" if entry.endswith("_entry") else entry + "_fastcall"
 
 
 def _error_message(node, where: str):

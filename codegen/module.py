@@ -180,13 +180,14 @@ def coded_nodes(graph: Graph, kernels: list[Kernel], where: str = "") -> list[tu
 
 
 def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: str,
-                 triple: str, layout: str, ranged: bool = False) -> tuple[str, str]:
+                 triple: str, layout: str, ranged: bool = False, fastcall: bool = False) -> tuple[str, str]:
     """Emit the module's IR text; returns (ir text, entry symbol name).
 
     The entry returns the i64 status word (0, or the code of a node that read an index out of
     range: its position in `coded_nodes(graph, kernels)` + 1; see `context`). With `ranged` (only
     valid when `splittable(kernels)`), the entry and every kernel take two more i64 arguments, the
-    element range [start, stop) to compute."""
+    element range [start, stop) to compute. With `fastcall` (unranged only), the module also
+    defines the entry's METH_FASTCALL trampoline (`_emit_fastcall`, named `fastcall_name`)."""
     module = ir.Module(name=prefix)
     module.triple = triple
     module.data_layout = layout
@@ -222,6 +223,8 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
     builder = EntryBuilder(b, status, fns, list(entry.args[n_args:]) if ranged else [])
     builder.run(graph, kernels, plan, ins, outs, arena, copies=False)
     b.ret(b.load(status, typ=u.I64))
+    if fastcall and not ranged:
+        _emit_fastcall(module, entry, n_args, fastcall_name(entry_name))
     text = fix_loop_ids(str(module))
     if VECTOR_WIDTH:
         # llvmlite only knows a fixed set of function attributes; this one is a string attribute
@@ -230,6 +233,40 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
         text = text.replace(") noinline nounwind optsize\n",
                             f') noinline nounwind optsize "prefer-vector-width"="{VECTOR_WIDTH}"\n')
     return text, entry_name
+
+
+def fastcall_name(entry_name: str) -> str:
+    """The symbol of the METH_FASTCALL trampoline of an unranged entry (`_emit_fastcall`).
+
+    >>> fastcall_name("tp_f_entry")
+    'tp_f_fastcall'
+    """
+    return entry_name[:-len("_entry")] + "_fastcall" if entry_name.endswith("_entry") else entry_name + "_fastcall"
+
+
+def _emit_fastcall(module: ir.Module, entry: ir.Function, n_args: int, name: str) -> None:
+    """``PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)``: the entry as a
+    CPython METH_FASTCALL function (`fastcall.builtin`). The vectorcall argument array is the array
+    of object addresses the entry takes, so the arguments go to it as they come; a wrong count
+    returns NULL (a SystemError) before anything runs; the GIL is released around the entry, as
+    ctypes does; the status comes back as a Python int. The C API functions are external symbols
+    (the process's), so the code is the same in every process and goes to the disk cache."""
+    fn = ir.Function(module, ir.FunctionType(u.PTR, [u.PTR, u.PTR, u.I64]), name)
+    _, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    go, bad = fn.append_basic_block("go"), fn.append_basic_block("bad")
+    b.cbranch(b.icmp_signed("==", nargs, u.i64(n_args)), go, bad)
+    b.position_at_end(bad)
+    b.ret(ir.Constant(u.PTR, None))
+    b.position_at_end(go)
+    objs = [b.load(b.gep(args, [u.i64(i)], inbounds=True, source_etype=u.PTR), typ=u.PTR) for i in range(n_args)]
+
+    def api(fname, ret, params):
+        return module.globals.get(fname) or ir.Function(module, ir.FunctionType(ret, params), fname)
+    save = b.call(api("PyEval_SaveThread", u.PTR, []), [])
+    status = b.call(entry, objs)
+    b.call(api("PyEval_RestoreThread", u.VOID, [u.PTR]), [save])
+    b.ret(b.call(api("PyLong_FromLongLong", u.PTR, [u.I64]), [status]))
 
 
 class _Lazy:

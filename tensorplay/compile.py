@@ -40,12 +40,15 @@ _new = object.__new__
 class _Entry:
     """One traced signature: the closed graph, how to run it, and what the call path may skip."""
 
-    __slots__ = ("closed", "run", "captures", "fast", "finish")
+    __slots__ = ("closed", "run", "call", "captures", "fast", "finish")
 
     def __init__(self, closed: ClosedGraph):
         self.closed = closed
         run, fresh = runner(closed.graph)
         self.run = run
+        # the executable's generated call of a tuple of arrays when it has one (no `__call__` frame)
+        fast_call = getattr(run, "_fast", None)
+        self.call = fast_call if fast_call is not None else (lambda arrays, run=run: run(*arrays))
         # captures that are tensors are passed as they are; a RandomKey draws a fresh key per call
         self.captures = None if any(isinstance(s, RandomKey) for s in closed.captures) else list(closed.captures)
         # outputs are new buffers, nothing is written back, no output is an input or a view of one:
@@ -327,7 +330,7 @@ class CompiledFunction:
                 if c._trace is not None:
                     return self._call(args, kwargs)
                 arrays.append(c._data)
-        return entry.finish(entry.run(*arrays))
+        return entry.finish(entry.call(tuple(arrays)))  # (a tuple: a refused array goes to the general call)
 
     def _call(self, args, kwargs):
         entry, tensors, concrete = self._entry(args, kwargs)

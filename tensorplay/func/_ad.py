@@ -590,6 +590,24 @@ class _LinearPlan:
             return lambda *tangents: fast(residuals + tangents)
         return call
 
+    def bind_single(self, residuals: tuple):
+        """For one primal and one output: a function of the tangent array returning the output
+        array, or None when the array is not exactly of the primal's shape, dtype and C layout
+        (the caller takes the general path); False for the general path always."""
+        call = self.bind(residuals)
+        if call is False:
+            return False
+        single = self.lin.bound_call(residuals, single=True) if hasattr(self.lin, "bound_call") else None
+        if single is not None:
+            return single
+        ((shape, dt),) = self.sigs
+
+        def checked(a):
+            if a.__class__ is np.ndarray and a.shape == shape and a.dtype is dt:
+                return call(a)[0]
+            return None
+        return checked
+
 
 def _first_free(pool: list, free_refs: int | None):
     """The first array of `pool` nothing but the pool references (its reference count is
@@ -681,19 +699,21 @@ def _plain_jvp_fn(plan: _LinearPlan, residuals: tuple) -> Callable:
     call = None  # the bound linear call, made at the first fast call
 
     if n == 1 and single:
-        ((shape, dt),) = sigs
+        new = object.__new__
 
         def jvp_fn(*tangents):
             nonlocal call
             if len(tangents) == 1 and not state.stack:
                 t = tangents[0]
-                if t.__class__ is Tensor and t._trace is None:
-                    a = t._data
-                    if a.shape == shape and a.dtype is dt and not (ACTIVE[0] and needs_tape(tangents)):
-                        if call is None:
-                            call = plan.bind(residuals)
-                        if call is not False:
-                            return _bare(call(a)[0])
+                if t.__class__ is Tensor and t._trace is None and not (ACTIVE[0] and needs_tape(tangents)):
+                    if call is None:
+                        call = plan.bind_single(residuals)
+                    if call is not False:
+                        o = call(t._data)  # (None: not exactly the primal's shape, dtype and layout)
+                        if o is not None:
+                            r = new(Tensor)
+                            r._data, r._trace, r._value = o, None, None
+                            return r
             return general(tangents)
 
         return jvp_fn

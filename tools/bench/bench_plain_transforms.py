@@ -19,7 +19,7 @@ The `vs torch.func` column is the plain call's median over torch.func's (target 
 of the samples, in this process): the argument signature, the trace of the user's function as the
 call path makes it, the trace key and entry lookup, the cached entry, its bare executable, and the
 `tp.compile` call of the same transform (for linearize: the trace, the forward executable, the
-residual copies, one `jvp_fn` call and its bare bound call).
+residual copies, one `jvp_fn` call, its bare bound call and the native entry alone).
 """
 from __future__ import annotations
 
@@ -260,9 +260,16 @@ def phases(target, time_it) -> list[tuple[str, float]]:
                ("forward", time_it(lambda: plan.forward(tuple(arrays)))),
                ("residual copies", time_it(lambda: plan.residuals(outs, arrays)))]
         _, jvp_fn = linearize(f, x)
-        bound = plan.bind(plan.residuals(outs, arrays))
-        return out + [("jvp_fn", time_it(lambda: jvp_fn(t))),
-                ("bare bound call", time_it(lambda: bound(t._data)))]
+        residuals = plan.residuals(outs, arrays)
+        bound = plan.bind(residuals)
+        out += [("jvp_fn", time_it(lambda: jvp_fn(t))), ("bare bound call", time_it(lambda: bound(t._data)))]
+        exe = plan.lin
+        entry = getattr(exe, "_object_entry", None)
+        if entry is not None:  # the compiled code alone: its fastcall entry on prepared arguments
+            objs = (*residuals, t._data, np.empty(t._data.shape, t._data.dtype),
+                    *([np.empty(exe.arena_bytes, np.uint8)] if exe.arena_bytes else []))
+            out.append(("native entry", time_it(lambda: entry(*objs))))
+        return out
     wrapper(*args)
     chain, user_fn = wrapper._tp_chain
     plan = P._PLANS[chain]
