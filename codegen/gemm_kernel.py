@@ -627,3 +627,201 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
     code = jit.compile_ir(str(mod), ["fma_peak"])
     run = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(code.addresses["fma_peak"])
     return run, 2 * LANES * accumulators * iters, code
+
+
+# --- the in-place gemm as one shape-generic function per tile (compiled once per process) --------
+# The in-place product above bakes m, n, k and the strides into each graph's code: ~28 ms of LLVM
+# per distinct gemm. `emit_generic_inplace` emits the same loops as one function taking them at run
+# time, `GENERIC_ARGS`; `gemm_library` compiles it once per process (or loads its object from the
+# disk cache) and graph modules call it by symbol (`generic_symbol`). The k loop advances explicit
+# offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`),
+# the last row tile of m % mr rows reads its rows clamped to m - 1 and stores only rows < m, and a
+# transposed B's panel comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
+# Every element is still one in-order fma chain over k from 0: the bits of the code above.
+GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
+GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous (when they fit)
+GENERIC_PANEL_K = 256  # rows of k of the stack panel (32 KiB for the 32-column tile)
+
+
+def generic_symbol(tile: Tile, trans_b: bool) -> str:
+    """The name graph modules call the generic in-place gemm of `tile` by (`gemm_library`).
+
+    >>> generic_symbol(AVX512_TILE, False), generic_symbol(AVX2_TILE, True)
+    ('tp_gemm_f32_8x32_nn', 'tp_gemm_f32_6x16_nt')
+    """
+    return f"tp_gemm_f32_{tile.mr}x{tile.nr}_{'nt' if trans_b else 'nn'}"
+
+
+def generic_function_type() -> ir.FunctionType:
+    """void (i64 m, i64 n, i64 k, ptr a, i64 a_rs, i64 a_cs, ptr b, i64 ldb, ptr c, i64 ldc, i64 flags)."""
+    t = {"a": u.PTR, "b": u.PTR, "c": u.PTR}
+    return ir.FunctionType(u.VOID, [t.get(name, u.I64) for name in GENERIC_ARGS])
+
+
+def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, c_rows: list,
+             k: ir.Value, tile: Tile, keep: list | None) -> None:
+    """C rows `c_rows` (pointers to column 0 of the tile) = sum over kk < k of A[r, kk] B[kk, 0:nr]:
+    A's row r at `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column
+    stride). Row r is stored only if `keep` is None or `keep[r]` (an i1) is true."""
+    MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
+    zero = ir.Constant(vt, [0.0] * vt.count)
+    pre = b.block
+    head, body, done = (b.append_basic_block(f"gk.{s}") for s in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    kk = b.phi(u.I64, name="gk.k")
+    a_off = b.phi(u.I64, name="gk.aoff")
+    b_row = b.phi(bm.type, name="gk.brow")
+    accs = [b.phi(vt, name=f"gk.acc{t}") for t in range(MR * NV)]
+    for phi, start in [(kk, u.i64(0)), (a_off, u.i64(0)), (b_row, bm)] + [(acc, zero) for acc in accs]:
+        phi.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", kk, k), body, done)
+    b.position_at_end(body)
+    bv = [b.load(_at(b, b_row, u.i64(v * LANES)), typ=vt, align=4) for v in range(NV)]
+    new = []
+    for r in range(MR):
+        x = _splat(b, b.load(_at(b, rows[r], a_off), typ=_F32), vt)
+        new += [_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
+    end = b.block
+    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), end)
+    a_off.add_incoming(b.add(a_off, a_cs), end)
+    b_row.add_incoming(_at(b, b_row, ldb), end)
+    for acc, x in zip(accs, new):
+        acc.add_incoming(x, end)
+    b.branch(head)
+    b.position_at_end(done)
+    for r in range(MR):
+        def store_row(r=r):
+            for v in range(NV):
+                b.store(accs[r * NV + v], b.bitcast(_at(b, c_rows[r], u.i64(v * LANES)), vt.as_pointer()), align=4)
+        if keep is None:
+            store_row()
+        else:
+            with u.if_then(b, keep[r]):
+                store_row()
+
+
+def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir.Value, k: ir.Value,
+                         width: int, lanes: int) -> None:
+    """panel[kk * width + j] = Bt[j, kk] for j < width, kk < k (Bt's rows ldt apart): lanes x lanes
+    blocks transposed in registers, the last k % lanes columns one element at a time (loops kept
+    rolled: the function is compiled once, its size is its compile time)."""
+    vt = ir.VectorType(_F32, lanes)
+    blocks = b.udiv(k, u.i64(lanes))
+    with u.for_range(b, width // lanes, "gt.jb", unroll=False) as jb:
+        j0 = u.imul(b, jb, lanes)
+        rows_at = [_at(b, bt, b.mul(u.iadd(b, j0, u.i64(r)), ldt)) for r in range(lanes)]
+        with u.for_range(b, blocks, "gt.kb", unroll=False) as kb:
+            k0 = u.imul(b, kb, lanes)
+            rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
+            for t, x in enumerate(_transpose_block(b, rows)):
+                at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
+                b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
+    with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes), unroll=False) as kk:
+        with u.for_range(b, width, "gt.j", unroll=False) as j:
+            x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
+            b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
+
+
+def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Function:
+    """Define the generic in-place gemm `generic_symbol(tile, trans_b)` in `module`: C (m x n, rows
+    ldc apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
+    with `trans_b`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
+    multiple of tile.lanes. Column panels of tile.nr floats outer (a last one of whole vectors),
+    row tiles of tile.mr inner. An untransposed B's panel is copied contiguous first when flags has
+    `GENERIC_COPY_PANEL` and k <= `GENERIC_PANEL_K`; a transposed one always is (on the stack, or
+    from malloc for a longer k). The bits are those of `emit_gemm_inplace`.
+
+    >>> import ctypes, numpy as np
+    >>> name = generic_symbol(AVX512_TILE, False)
+    >>> code = jit.compile_ir(generic_module_text(AVX512_TILE, False), [name])  # keep it alive while used
+    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+    ...                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+    ...     code.addresses[name])
+    >>> x = np.arange(65, dtype=np.float32).reshape(5, 13); w = np.ones((5, 48), np.float32)
+    >>> out = np.empty((13, 48), np.float32)
+    >>> run(13, 48, 5, x.ctypes.data, 1, 13, w.ctypes.data, 48, out.ctypes.data, 48, 0)  # x.T @ w
+    >>> bool((out == x.T @ w).all())
+    True
+    """
+    fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
+    for arg, name in zip(fn.args, GENERIC_ARGS):
+        arg.name = name
+    m, n, k, a, a_rs, a_cs, bm, ldb, c, ldc, flags = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
+    a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
+    stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * tile.nr), name="panel")
+    stack.align = 64
+    fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
+    if trans_b:
+        malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
+        free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
+        heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
+        with u.if_then(b, b.not_(fits)):
+            b.store(b.call(malloc, [u.imul(b, k, 4 * tile.nr)]), heap)
+        big = b.bitcast(b.load(heap, typ=u.PTR), fptr)
+        panel = b.select(fits, stack, big)
+        copy = ir.Constant(u.I1, True)
+    else:
+        panel = stack
+        copy = b.and_(fits, b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0)))
+    m_full = b.udiv(m, u.i64(tile.mr))
+    last_row = b.sub(m, u.i64(1))
+
+    def column_block(j0: ir.Value, nv: int) -> None:
+        t = Tile(tile.mr, nv, tile.lanes)
+        cj = _at(b, c, j0)
+        if trans_b:
+            _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, t.nr, t.lanes)
+            bj, ldp = panel, u.i64(t.nr)
+        else:
+            src = _at(b, bm, j0)
+            with u.if_then(b, copy):
+                with u.for_range(b, k, "gk.pk", unroll=False) as kk:
+                    row = _at(b, src, b.mul(kk, ldb))
+                    for v in range(nv):
+                        x = b.load(_at(b, row, u.i64(v * t.lanes)), typ=t.vec, align=4)
+                        at = _at(b, panel, u.iadd(b, u.imul(b, kk, t.nr), u.i64(v * t.lanes)))
+                        b.store(x, b.bitcast(at, t.vec.as_pointer()), align=4)
+            bj, ldp = b.select(copy, panel, src), b.select(copy, u.i64(t.nr), ldb)
+
+        def row_tile(i0: ir.Value, clamp: bool) -> None:
+            rows, c_rows, keep = [], [], [] if clamp else None
+            for r in range(t.mr):
+                i = u.iadd(b, i0, u.i64(r))
+                if clamp:
+                    inside = b.icmp_signed("<", i, m)
+                    keep.append(inside)
+                    i = b.select(inside, i, last_row)
+                rows.append(_at(b, a, b.mul(i, a_rs)))
+                c_rows.append(_at(b, cj, b.mul(u.iadd(b, i0, u.i64(r)), ldc)))
+            _rt_tile(b, rows, a_cs, bj, ldp, c_rows, k, t, keep)
+
+        with u.for_range(b, m_full, "gk.mb", unroll=False) as mb:
+            row_tile(u.imul(b, mb, t.mr), False)
+        with u.if_then(b, b.icmp_unsigned("!=", b.urem(m, u.i64(t.mr)), u.i64(0))):
+            row_tile(u.imul(b, m_full, t.mr), True)
+
+    with u.for_range(b, b.udiv(n, u.i64(tile.nr)), "gk.nb", unroll=False) as nb:
+        column_block(u.imul(b, nb, tile.nr), tile.nv)
+    rest = b.urem(n, u.i64(tile.nr))
+    j_rest = b.sub(n, rest)
+    for nv in range(tile.nv - 1, 0, -1):  # a last panel of nv whole vectors
+        with u.if_then(b, b.icmp_unsigned("==", b.udiv(rest, u.i64(tile.lanes)), u.i64(nv))):
+            column_block(j_rest, nv)
+    if trans_b:
+        with u.if_then(b, b.not_(fits)):
+            b.call(free, [b.load(heap, typ=u.PTR)])
+    b.ret_void()
+    return fn
+
+
+def generic_module_text(tile: Tile, trans_b: bool) -> str:
+    """The LLVM module (text) defining the one generic in-place gemm function of `tile`."""
+    from .lowerings.reduce import fix_loop_ids
+
+    mod = ir.Module(generic_symbol(tile, trans_b))
+    mod.triple, mod.data_layout = jit.host_triple_and_layout()
+    emit_generic_inplace(mod, tile, trans_b)
+    return fix_loop_ids(str(mod))

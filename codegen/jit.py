@@ -547,10 +547,17 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None,
 
 def link_object(obj: bytes | list[bytes], symbols: list[str], llvm_ir: str = "") -> JitModule:
     """Load object code (from `compile_ir` or the disk cache: one image or a list of them) into a
-    fresh LLJIT, all images into one library."""
+    fresh LLJIT, all images into one library. The generic in-place gemm functions the images call
+    (`gemm_library`) are made resolvable first."""
     e = engine()
     t0 = time.perf_counter()
     images = [obj] if isinstance(obj, (bytes, bytearray, memoryview)) else list(obj)
+    if any(b"tp_gemm_" in bytes(image) for image in images):  # calls of the generic in-place gemm
+        from . import gemm_library
+
+        for name in gemm_library.referenced(images) - set(e.imports):
+            if name not in symbols:
+                gemm_library.jit_import(name)
     lljit = llvm.create_lljit_compiler()
     builder = llvm.JITLibraryBuilder()
     for image in images:

@@ -384,7 +384,8 @@ def _relocate(objects, defined, externals, got, stubs, relocs, symbols, base, st
 
 class Resolver:
     """External symbols the way the JIT resolves them: the libraries a disk-cache entry lists (path,
-    symbols: numpy's OpenBLAS), then the process's own symbols (libc, libm). A name found nowhere
+    symbols: numpy's OpenBLAS), the generic in-place gemm functions (``tp_gemm_*``, by
+    `gemm_library.address`), then the process's own symbols (libc, libm). A name found nowhere
     gives None.
 
     >>> r = Resolver([])
@@ -403,6 +404,12 @@ class Resolver:
     def __call__(self, name: str) -> int | None:
         if name in self.known:
             return self.known[name]
+        if name.startswith("tp_gemm_"):  # the generic in-place gemm, loaded or compiled once per process
+            from . import gemm_library
+
+            found = gemm_library.address(name)
+            if found is not None:
+                return found
         try:
             return ctypes.cast(getattr(self._process, name), ctypes.c_void_p).value
         except AttributeError:

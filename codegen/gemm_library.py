@@ -1,0 +1,153 @@
+"""The shape-generic in-place gemm functions (`gemm_kernel.emit_generic_inplace`), one per tile and
+B orientation, compiled at most once per process and called by graph code through their symbol.
+
+A graph module that runs a product in place declares ``tp_gemm_f32_8x32_nn`` (or ``_nt`` for a
+transposed B) and calls it with m, n, k, the strides and the pointers. The symbol is resolved when
+the module is linked, as numpy's OpenBLAS symbols are: by the JIT linker (`jit_import` puts its
+address among the engine's imports before `jit.link_object`), and by `object_loader.load` for a
+disk-cache hit (`object_loader.Resolver` asks `address`). No module's code holds an absolute
+address of it, so a graph's object code stays valid in another process.
+
+`address(name)` gives the function's address, making it on first use in the process: its object
+code is read from the disk cache (`disk_cache`, keyed like any executable: the function's name,
+the host fingerprint, the tensorplay version and the codegen sources) and linked by
+`object_loader` (no LLVM), or else generated, compiled (`COMPILE_LEVEL`) and stored there. The code
+stays mapped for the life of the process (`compiled()` counts the compiles: tests check that two
+graphs of different shapes compile the function once).
+
+This module imports neither llvmlite nor the code generator until it must compile: a disk-cache
+hit of a graph that calls the function costs an object load, not an LLVM start-up.
+
+    >>> parse("tp_gemm_f32_8x32_nt"), parse("tp_gemm_f32_5x5_nn"), parse("cblas_sgemm")
+    ((8, 2, 16, True), None, None)
+"""
+from __future__ import annotations
+
+import re
+import sys
+import threading
+
+from . import disk_cache
+
+PREFIX = "tp_gemm_"
+# The tiles the generic function is made for: name -> (rows, vectors per row, lanes per vector);
+# `gemm_kernel.AVX512_TILE` and `AVX2_TILE` (tests/codegen/test_generic_gemm.py checks they agree).
+TILES = {"8x32": (8, 2, 16), "6x16": (6, 2, 8)}
+# The optimiser's level for the function: its loops are written with explicit phis and vectors, so
+# the O2 pipeline had nothing to add (the same run time on the MLP's six shapes, Zen 4) for 3-4x
+# the compile time (nn 150 -> 35 ms, nt 300 -> 70 ms of LLVM). The machine-code generator keeps
+# its own level (`jit.CODEGEN_OPT`).
+COMPILE_LEVEL = 0
+KERNEL_VERSION = 1  # part of the disk-cache key: bump when the function's arguments change
+
+_NAME = re.compile(r"tp_gemm_f32_(\d+x\d+)_(nn|nt)")
+_lock = threading.RLock()
+_addresses: dict[str, int] = {}
+_code: dict[str, object] = {}  # name -> its JitModule or LoadedCode, never released
+_compiles: list[str] = []
+
+
+def parse(name: str) -> tuple[int, int, int, bool] | None:
+    """(rows, vectors, lanes, transposed B) of generic gemm function `name`, or None if `name` is
+    not one."""
+    m = _NAME.fullmatch(name)
+    if m is None or m.group(1) not in TILES:
+        return None
+    return (*TILES[m.group(1)], m.group(2) == "nt")
+
+
+def compiled() -> int:
+    """How many generic functions this process has compiled with LLVM (not loaded from disk).
+
+    >>> isinstance(compiled(), int)
+    True
+    """
+    return len(_compiles)
+
+
+def _key(name: str) -> str:
+    return disk_cache.make_key(f"generic gemm {name} v{KERNEL_VERSION}", f"level={COMPILE_LEVEL}",
+                               disk_cache.host_fingerprint())
+
+
+def address(name: str) -> int | None:
+    """The address of generic gemm function `name` in this process (loaded or compiled on first
+    use), or None if `name` is not one.
+
+    >>> address("tp_gemm_f32_8x32_nn") == address("tp_gemm_f32_8x32_nn") != 0
+    True
+    """
+    found = _addresses.get(name)
+    if found is not None:
+        return found
+    if parse(name) is None:
+        return None
+    with _lock:
+        if name not in _addresses:
+            code = _load(name)
+            if code is None:
+                code = _compile(name)
+            _code[name] = code
+            _addresses[name] = code.addresses[name]
+    return _addresses[name]
+
+
+def _load(name: str):
+    """The function's code from the disk cache, linked without LLVM when the loader can; None if absent."""
+    if not disk_cache.enabled():
+        return None
+    entry = disk_cache.load(_key(name))
+    if entry is None:
+        return None
+    images, llvm_ir, _ = entry
+    from . import object_loader
+
+    try:
+        return object_loader.load(images, [name], object_loader.Resolver([]), llvm_ir)
+    except object_loader.Unsupported:
+        pass
+    from . import jit
+
+    try:
+        return jit.link_object(images, [name], llvm_ir)
+    except (RuntimeError, KeyError):
+        return None
+
+
+def _compile(name: str):
+    from . import gemm_kernel, jit
+
+    rows, nv, lanes, trans_b = parse(name)
+    tile = gemm_kernel.Tile(rows, nv, lanes)
+    code = jit.compile_ir(gemm_kernel.generic_module_text(tile, trans_b), [name], speed_level=COMPILE_LEVEL)
+    _compiles.append(name)
+    if disk_cache.enabled():
+        disk_cache.store(_key(name), code.objects, code.llvm_ir, "generic gemm")
+    return code
+
+
+def jit_import(name: str) -> None:
+    """Make `name` resolvable by the JIT linker (`jit.link_object`): its address among the engine's
+    imports. Called where a graph module declares it, and for cached images that name it."""
+    jit = sys.modules.get(__name__.rpartition(".")[0] + ".jit")
+    if jit is None:
+        from . import jit
+    imports = jit.engine().imports
+    if name not in imports:
+        imports[name] = address(name)
+
+
+_REFERENCE = re.compile(rb"tp_gemm_f32_\d+x\d+_n[nt]")
+
+
+def referenced(images) -> set[str]:
+    """The generic gemm functions object images name (their string tables hold the symbol).
+
+    >>> sorted(referenced([b"..\\0tp_gemm_f32_8x32_nt\\0..", b"none"]))
+    ['tp_gemm_f32_8x32_nt']
+    """
+    out = set()
+    for image in images:
+        if PREFIX.encode() in image:
+            out.update(m.group(0).decode() for m in _REFERENCE.finditer(bytes(image)))
+    return {n for n in out if parse(n) is not None}
