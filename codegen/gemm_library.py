@@ -43,7 +43,7 @@ KERNEL_VERSION = 1  # part of the disk-cache key: bump when the function's argum
 _NAME = re.compile(r"tp_gemm_f32_(\d+x\d+)_(nn|nt)")
 _lock = threading.RLock()
 _addresses: dict[str, int] = {}
-_code: dict[str, object] = {}  # name -> its JitModule or LoadedCode, never released
+_code: list = []  # every JitModule or LoadedCode made here, never released (callers hold addresses)
 _compiles: list[str] = []
 
 
@@ -87,7 +87,7 @@ def address(name: str) -> int | None:
             code = _load(name)
             if code is None:
                 code = _compile(name)
-            _code[name] = code
+            _code.append(code)
             _addresses[name] = code.addresses[name]
     return _addresses[name]
 
