@@ -636,10 +636,10 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # disk cache) and graph modules call it by symbol (`generic_symbol`). The k loop advances explicit
 # offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`),
 # the last row tile of m % mr rows reads its rows clamped to m - 1 and stores only rows < m, and a
-# transposed B's panel comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
+# copied panel of B comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
 # Every element is still one in-order fma chain over k from 0: the bits of the code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
-GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous (when they fit)
+GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
 GENERIC_PANEL_K = 256  # rows of k of the stack panel (32 KiB for the 32-column tile)
 
 
@@ -729,8 +729,8 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     with `trans_b`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
     multiple of tile.lanes. Column panels of tile.nr floats outer (a last one of whole vectors),
     row tiles of tile.mr inner. An untransposed B's panel is copied contiguous first when flags has
-    `GENERIC_COPY_PANEL` and k <= `GENERIC_PANEL_K`; a transposed one always is (on the stack, or
-    from malloc for a longer k). The bits are those of `emit_gemm_inplace`.
+    `GENERIC_COPY_PANEL`; a transposed one always is (on the stack, or from malloc for a k longer
+    than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
 
     >>> import ctypes, numpy as np
     >>> name = generic_symbol(AVX512_TILE, False)
@@ -755,17 +755,16 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     stack.align = 64
     fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
     if trans_b:
-        malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
-        free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
-        heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
-        with u.if_then(b, b.not_(fits)):
-            b.store(b.call(malloc, [u.imul(b, k, 4 * tile.nr)]), heap)
-        big = b.bitcast(b.load(heap, typ=u.PTR), fptr)
-        panel = b.select(fits, stack, big)
         copy = ir.Constant(u.I1, True)
     else:
-        panel = stack
-        copy = b.and_(fits, b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0)))
+        copy = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0))
+    malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
+    free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
+    on_heap = b.and_(copy, b.not_(fits))  # a panel longer than the stack one
+    heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
+    with u.if_then(b, on_heap):
+        b.store(b.call(malloc, [u.imul(b, k, 4 * tile.nr)]), heap)
+    panel = b.select(fits, stack, b.bitcast(b.load(heap, typ=u.PTR), fptr))
     m_full = b.udiv(m, u.i64(tile.mr))
     last_row = b.sub(m, u.i64(1))
 
@@ -810,9 +809,8 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     for nv in range(tile.nv - 1, 0, -1):  # a last panel of nv whole vectors
         with u.if_then(b, b.icmp_unsigned("==", b.udiv(rest, u.i64(tile.lanes)), u.i64(nv))):
             column_block(j_rest, nv)
-    if trans_b:
-        with u.if_then(b, b.not_(fits)):
-            b.call(free, [b.load(heap, typ=u.PTR)])
+    with u.if_then(b, on_heap):
+        b.call(free, [b.load(heap, typ=u.PTR)])
     b.ret_void()
     return fn
 
