@@ -1,6 +1,6 @@
 """dot_general: batched contraction, its own kernel over materialised operands.
 
-Four implementations, chosen per node at compile time:
+Five implementations, chosen per node at compile time:
 
 - **cblas gemm from numpy's own OpenBLAS** (float32/float64, and float16/bfloat16
   through float32 copies of the operands and result, 2*m*n*k >=
@@ -14,6 +14,10 @@ Four implementations, chosen per node at compile time:
   loaded is made resolvable to the JIT; compiled code calls
   `scipy_cblas_sgemm64_`/`dgemm`/`sgemv`/`dgemv` directly. No new
   dependency and no Python on the hot path. Set TENSORPLAY_NO_BLAS=1 to disable.
+- **the in-place gemm** (`GemmPlan.inplace_kernel`: one float32 product of >= 8.4 MFLOP on an
+  AVX-512 host; ``TENSORPLAY_INPLACE_GEMM=0`` turns it off): a call of the shape-generic 8 x 32
+  register-tile function `gemm_kernel.emit_generic_inplace`, compiled once per process or loaded
+  from the disk cache (`gemm_library`) and linked by symbol, reading A and B where they are.
 - **a generated register-blocked gemm** (`gemm_kernel`) for a plan that OpenBLAS
   would run as a loop of float32 calls sharing one lhs (vmap over stacked weights
   with a shared batch): the lhs is packed once instead of once per call, and
@@ -267,7 +271,11 @@ def inplace_gemm_enabled() -> bool:
 
 def inplace_tile() -> "gemm_kernel.Tile":
     """The register tile of the in-place gemm: the 8 x 32 one (the rule takes AVX-512 hosts only;
-    tests force the other to check that the bits do not depend on it)."""
+    tests force the other to check that the bits do not depend on it).
+
+    >>> gemm_kernel.generic_symbol(inplace_tile(), False)
+    'tp_gemm_f32_8x32_nn'
+    """
     return gemm_kernel.AVX512_TILE
 
 

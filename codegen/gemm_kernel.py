@@ -236,6 +236,9 @@ def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m:
 
 
 # --- one product read in place (no packing): single gemm calls on AVX-512 hosts ----------------
+# (`emit_gemm_inplace` is the per-shape form: m, n, k and the strides are constants. Graph code
+# calls the shape-generic function below instead, `emit_generic_inplace`; this one is the reference
+# it is tested against bit for bit, tests/codegen/test_generic_gemm.py.)
 # A product of its own (the MLP's x @ W1, dW1 = x^T @ dh, ...) has nothing to pack once: packing
 # both operands per call cost as much as it saved (within +-5 % of OpenBLAS). Read in place, with
 # the column panel of B outer and the row tiles of A inner, the 8 x 32 tile beat OpenBLAS on the
@@ -634,9 +637,11 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # per distinct gemm. `emit_generic_inplace` emits the same loops as one function taking them at run
 # time, `GENERIC_ARGS`; `gemm_library` compiles it once per process (or loads its object from the
 # disk cache) and graph modules call it by symbol (`generic_symbol`). The k loop advances explicit
-# offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`),
-# the last row tile of m % mr rows reads its rows clamped to m - 1 and stores only rows < m, and a
-# copied panel of B comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
+# offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`).
+# One tile loop serves every tile (its code size is the compile time): the last row tile of m % mr
+# rows reads its rows clamped to m - 1 and stores only rows < m, a last column panel narrower than
+# nr goes through a zero-padded panel copy and stores only its vectors, and a copied panel of B
+# comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
 # Every element is still one in-order fma chain over k from 0: the bits of the code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
 GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
@@ -653,16 +658,21 @@ def generic_symbol(tile: Tile, trans_b: bool) -> str:
 
 
 def generic_function_type() -> ir.FunctionType:
-    """void (i64 m, i64 n, i64 k, ptr a, i64 a_rs, i64 a_cs, ptr b, i64 ldb, ptr c, i64 ldc, i64 flags)."""
+    """The generic function's type: its `GENERIC_ARGS`, pointers and 64-bit integers.
+
+    >>> str(generic_function_type())
+    'void (i64, i64, i64, ptr, i64, i64, ptr, i64, ptr, i64, i64)'
+    """
     t = {"a": u.PTR, "b": u.PTR, "c": u.PTR}
     return ir.FunctionType(u.VOID, [t.get(name, u.I64) for name in GENERIC_ARGS])
 
 
-def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, c_rows: list,
-             k: ir.Value, tile: Tile, keep: list | None) -> None:
-    """C rows `c_rows` (pointers to column 0 of the tile) = sum over kk < k of A[r, kk] B[kk, 0:nr]:
-    A's row r at `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column
-    stride). Row r is stored only if `keep` is None or `keep[r]` (an i1) is true."""
+def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, c_rows,
+             k: ir.Value, tile: Tile, wide: list) -> None:
+    """C rows `c_rows()` ((pointer to column 0, i1 stored) per row, made after the k loop so that
+    they do not hold registers over it) = sum over kk < k of A[r, kk] B[kk, 0:nr]: A's row r at
+    `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride). Vector v of
+    a stored row is stored where `wide[v]` (i1) holds."""
     MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
     zero = ir.Constant(vt, [0.0] * vt.count)
     pre = b.block
@@ -690,25 +700,32 @@ def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.
         acc.add_incoming(x, end)
     b.branch(head)
     b.position_at_end(done)
-    for r in range(MR):
-        def store_row(r=r):
-            for v in range(NV):
-                b.store(accs[r * NV + v], b.bitcast(_at(b, c_rows[r], u.i64(v * LANES)), vt.as_pointer()), align=4)
-        if keep is None:
-            store_row()
-        else:
-            with u.if_then(b, keep[r]):
-                store_row()
+    c_rows, keep = zip(*c_rows())
+
+    def store(r, v):
+        b.store(accs[r * NV + v], b.bitcast(_at(b, c_rows[r], u.i64(v * LANES)), vt.as_pointer()), align=4)
+
+    whole = keep[MR - 1] if NV == 1 else b.and_(keep[MR - 1], wide[NV - 1])  # every row and vector stored
+    with b.if_else(whole) as (then, otherwise):
+        with then:
+            for r in range(MR):
+                for v in range(NV):
+                    store(r, v)
+        with otherwise:
+            for r in range(MR):
+                for v in range(NV):
+                    with u.if_then(b, keep[r] if v == 0 else b.and_(keep[r], wide[v])):
+                        store(r, v)
 
 
 def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir.Value, k: ir.Value,
-                         width: int, lanes: int) -> None:
-    """panel[kk * width + j] = Bt[j, kk] for j < width, kk < k (Bt's rows ldt apart): lanes x lanes
-    blocks transposed in registers, the last k % lanes columns one element at a time (loops kept
-    rolled: the function is compiled once, its size is its compile time)."""
+                         groups: ir.Value, width: int, lanes: int) -> None:
+    """panel[kk * width + j] = Bt[j, kk] for j < groups * lanes, kk < k (Bt's rows ldt apart):
+    lanes x lanes blocks transposed in registers, the last k % lanes columns one element at a time
+    (loops kept rolled: the function is compiled once, its size is its compile time)."""
     vt = ir.VectorType(_F32, lanes)
     blocks = b.udiv(k, u.i64(lanes))
-    with u.for_range(b, width // lanes, "gt.jb", unroll=False) as jb:
+    with u.for_range(b, groups, "gt.jb", unroll=False) as jb:
         j0 = u.imul(b, jb, lanes)
         rows_at = [_at(b, bt, b.mul(u.iadd(b, j0, u.i64(r)), ldt)) for r in range(lanes)]
         with u.for_range(b, blocks, "gt.kb", unroll=False) as kb:
@@ -718,7 +735,7 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
                 at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
                 b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
     with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes), unroll=False) as kk:
-        with u.for_range(b, width, "gt.j", unroll=False) as j:
+        with u.for_range(b, u.imul(b, groups, lanes), "gt.j", unroll=False) as j:
             x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
             b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
 
@@ -727,10 +744,12 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     """Define the generic in-place gemm `generic_symbol(tile, trans_b)` in `module`: C (m x n, rows
     ldc apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
     with `trans_b`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
-    multiple of tile.lanes. Column panels of tile.nr floats outer (a last one of whole vectors),
-    row tiles of tile.mr inner. An untransposed B's panel is copied contiguous first when flags has
-    `GENERIC_COPY_PANEL`; a transposed one always is (on the stack, or from malloc for a k longer
-    than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
+    multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of tile.mr inner, all
+    through one tile loop: a last panel narrower than nr is copied into a zero-padded panel and
+    stores only its vectors, a last row tile reads its rows past m clamped to m - 1 and stores only
+    rows < m. An untransposed B's panel is copied contiguous first when flags has
+    `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed one always is (on the stack, or
+    from malloc for a k longer than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
 
     >>> import ctypes, numpy as np
     >>> name = generic_symbol(AVX512_TILE, False)
@@ -744,6 +763,7 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     >>> bool((out == x.T @ w).all())
     True
     """
+    MR, NV, LANES, NR = tile.mr, tile.nv, tile.lanes, tile.nr
     fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
     for arg, name in zip(fn.args, GENERIC_ARGS):
         arg.name = name
@@ -751,64 +771,63 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
     a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
-    stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * tile.nr), name="panel")
+    stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * NR), name="panel")
     stack.align = 64
     fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
-    if trans_b:
-        copy = ir.Constant(u.I1, True)
-    else:
-        copy = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0))
+    n_full = b.udiv(n, u.i64(NR))
+    groups_last = b.udiv(b.urem(n, u.i64(NR)), u.i64(LANES))  # vectors of a narrower last panel
+    narrow = b.icmp_unsigned("!=", groups_last, u.i64(0))
+    asked = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0))
+    any_copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, narrow)
     malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
     free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
-    on_heap = b.and_(copy, b.not_(fits))  # a panel longer than the stack one
+    on_heap = b.and_(any_copy, b.not_(fits))  # a panel longer than the stack one
     heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
     with u.if_then(b, on_heap):
-        b.store(b.call(malloc, [u.imul(b, k, 4 * tile.nr)]), heap)
+        b.store(b.call(malloc, [u.imul(b, k, 4 * NR)]), heap)
     panel = b.select(fits, stack, b.bitcast(b.load(heap, typ=u.PTR), fptr))
-    m_full = b.udiv(m, u.i64(tile.mr))
     last_row = b.sub(m, u.i64(1))
+    row_tiles = b.udiv(b.add(m, u.i64(MR - 1)), u.i64(MR))
+    vt = tile.vec
 
-    def column_block(j0: ir.Value, nv: int) -> None:
-        t = Tile(tile.mr, nv, tile.lanes)
-        cj = _at(b, c, j0)
+    with u.for_range(b, b.add(n_full, b.zext(narrow, u.I64)), "gk.nb", unroll=False) as nb:
+        j0 = u.imul(b, nb, NR)
+        part = b.icmp_unsigned(">=", nb, n_full)  # the narrower last panel
+        groups = b.select(part, groups_last, u.i64(NV))
+        copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, part)
+        with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
+            with u.for_range(b, u.imul(b, k, NV), "gk.z", unroll=False) as q:
+                b.store(ir.Constant(vt, [0.0] * LANES), b.bitcast(_at(b, panel, u.imul(b, q, LANES)), vt.as_pointer()),
+                        align=4)
         if trans_b:
-            _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, t.nr, t.lanes)
-            bj, ldp = panel, u.i64(t.nr)
+            _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
         else:
             src = _at(b, bm, j0)
             with u.if_then(b, copy):
                 with u.for_range(b, k, "gk.pk", unroll=False) as kk:
                     row = _at(b, src, b.mul(kk, ldb))
-                    for v in range(nv):
-                        x = b.load(_at(b, row, u.i64(v * t.lanes)), typ=t.vec, align=4)
-                        at = _at(b, panel, u.iadd(b, u.imul(b, kk, t.nr), u.i64(v * t.lanes)))
-                        b.store(x, b.bitcast(at, t.vec.as_pointer()), align=4)
-            bj, ldp = b.select(copy, panel, src), b.select(copy, u.i64(t.nr), ldb)
-
-        def row_tile(i0: ir.Value, clamp: bool) -> None:
-            rows, c_rows, keep = [], [], [] if clamp else None
-            for r in range(t.mr):
+                    with u.for_range(b, groups, "gk.pv", unroll=False) as v:
+                        x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
+                        at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
+                        b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
+        bj = panel if trans_b else b.select(copy, panel, _at(b, bm, j0))
+        ldp = u.i64(NR) if trans_b else b.select(copy, u.i64(NR), ldb)
+        wide = [None] + [b.icmp_unsigned(">", groups, u.i64(v)) for v in range(1, NV)]
+        cj = _at(b, c, j0)
+        with u.for_range(b, row_tiles, "gk.mb", unroll=False) as mb:
+            i0 = u.imul(b, mb, MR)
+            rows = []
+            for r in range(MR):
                 i = u.iadd(b, i0, u.i64(r))
-                if clamp:
-                    inside = b.icmp_signed("<", i, m)
-                    keep.append(inside)
-                    i = b.select(inside, i, last_row)
-                rows.append(_at(b, a, b.mul(i, a_rs)))
-                c_rows.append(_at(b, cj, b.mul(u.iadd(b, i0, u.i64(r)), ldc)))
-            _rt_tile(b, rows, a_cs, bj, ldp, c_rows, k, t, keep)
+                rows.append(_at(b, a, b.mul(b.select(b.icmp_signed("<", i, m), i, last_row), a_rs)))
 
-        with u.for_range(b, m_full, "gk.mb", unroll=False) as mb:
-            row_tile(u.imul(b, mb, t.mr), False)
-        with u.if_then(b, b.icmp_unsigned("!=", b.urem(m, u.i64(t.mr)), u.i64(0))):
-            row_tile(u.imul(b, m_full, t.mr), True)
-
-    with u.for_range(b, b.udiv(n, u.i64(tile.nr)), "gk.nb", unroll=False) as nb:
-        column_block(u.imul(b, nb, tile.nr), tile.nv)
-    rest = b.urem(n, u.i64(tile.nr))
-    j_rest = b.sub(n, rest)
-    for nv in range(tile.nv - 1, 0, -1):  # a last panel of nv whole vectors
-        with u.if_then(b, b.icmp_unsigned("==", b.udiv(rest, u.i64(tile.lanes)), u.i64(nv))):
-            column_block(j_rest, nv)
+            def c_rows(i0=i0):
+                out = []
+                for r in range(MR):
+                    i = u.iadd(b, i0, u.i64(r))
+                    out.append((_at(b, cj, b.mul(i, ldc)), b.icmp_signed("<", i, m)))
+                return out
+            _rt_tile(b, rows, a_cs, bj, ldp, c_rows, k, tile, wide)
     with u.if_then(b, on_heap):
         b.call(free, [b.load(heap, typ=u.PTR)])
     b.ret_void()

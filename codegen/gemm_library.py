@@ -24,7 +24,6 @@ hit of a graph that calls the function costs an object load, not an LLVM start-u
 from __future__ import annotations
 
 import re
-import sys
 import threading
 
 from . import disk_cache
@@ -128,10 +127,12 @@ def _compile(name: str):
 
 def jit_import(name: str) -> None:
     """Make `name` resolvable by the JIT linker (`jit.link_object`): its address among the engine's
-    imports. Called where a graph module declares it, and for cached images that name it."""
-    jit = sys.modules.get(__name__.rpartition(".")[0] + ".jit")
-    if jit is None:
-        from . import jit
+    imports. Called where a graph module declares it, and for cached images that name it.
+
+    >>> jit_import("tp_gemm_f32_8x32_nn")  # graph modules calling it now link
+    """
+    from . import jit
+
     imports = jit.engine().imports
     if name not in imports:
         imports[name] = address(name)

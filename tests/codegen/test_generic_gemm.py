@@ -183,7 +183,8 @@ def test_the_function_is_stored_in_and_loaded_from_the_disk_cache(fresh_library,
 @pytest.mark.skipif(not (gemm_kernel.host_supported() and gemm_kernel.host_avx512()), reason="not an AVX-512 host")
 def test_a_second_process_loads_the_graph_and_the_function_from_disk(tmp_path):
     """The graph's object code names the function (no absolute address): a second process links
-    it from the disk cache through `object_loader.Resolver`, without compiling anything."""
+    it from the disk cache through `object_loader.Resolver`, without compiling anything or
+    importing llvmlite."""
     script = textwrap.dedent("""
         import json, sys
         import numpy as np
@@ -198,7 +199,11 @@ def test_a_second_process_loads_the_graph_and_the_function_from_disk(tmp_path):
         rng = np.random.default_rng(0)
         xs, ws = rng.standard_normal((64, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)
         out = exe(xs, ws)[0]
-        print(json.dumps({"source": exe.stats["source"], "compiled": gemm_library.compiled(),
+        heavy = [m for m in ("codegen.jit", "codegen.dot", "codegen.gemm_kernel", "codegen.module")
+                 if "tensorplay." + m in sys.modules]
+        heavy += [m for m in ("llvmlite.binding", "llvmlite.ir") if m in sys.modules]
+        print(json.dumps({"source": exe.stats["source"], "compiled": gemm_library.compiled(), "heavy": heavy,
+                          "loader": type(exe._jit).__name__,
                           "calls": sorted(gemm_library.referenced(exe._jit.objects)),
                           "err": float(np.abs(out - xs.astype(np.float64) @ ws.T).max()),
                           "sum": float(out.astype(np.float64).sum())}))
@@ -211,6 +216,8 @@ def test_a_second_process_loads_the_graph_and_the_function_from_disk(tmp_path):
     assert [r["compiled"] for r in runs] == [1, 0]
     assert runs[0]["calls"] == runs[1]["calls"] == ["tp_gemm_f32_8x32_nt"]
     assert runs[0]["err"] < 1e-2 and runs[0]["sum"] == runs[1]["sum"]
+    assert runs[0]["heavy"] and runs[1]["heavy"] == []  # the hit never starts LLVM, for the graph nor the gemm
+    assert runs[1]["loader"] == "LoadedCode"
 
 
 @needs_fma
