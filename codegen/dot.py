@@ -627,7 +627,7 @@ def emit_dot_inplace(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     lhs, rhs = node.inputs
     tile = inplace_tile()
     name = gemm_kernel.generic_symbol(tile, plan.trans_b)
-    gemm_library.jit_import(name)  # compiled or loaded now, once per process; linked by name
+    gemm_library.prefetch(name)  # made once per process, beside this module's compile; linked by name
     fn = b.module.globals.get(name) or ir.Function(b.module, gemm_kernel.generic_function_type(), name)
     a_rs, a_cs = (1, plan.lda) if plan.trans_a else (plan.lda, 1)
     flags = gemm_kernel.GENERIC_COPY_PANEL if plan.m >= COPY_PANEL_MIN_ROWS else 0

@@ -3,16 +3,18 @@ B orientation, compiled at most once per process and called by graph code throug
 
 A graph module that runs a product in place declares ``tp_gemm_f32_8x32_nn`` (or ``_nt`` for a
 transposed B) and calls it with m, n, k, the strides and the pointers. The symbol is resolved when
-the module is linked, as numpy's OpenBLAS symbols are: by the JIT linker (`jit_import` puts its
-address among the engine's imports before `jit.link_object`), and by `object_loader.load` for a
-disk-cache hit (`object_loader.Resolver` asks `address`). No module's code holds an absolute
+the module is linked, as numpy's OpenBLAS symbols are: by the JIT linker (`jit.link_object` puts
+the address of each one its images name among the engine's imports, `jit_import`), and by
+`object_loader.load` for a disk-cache hit (`object_loader.Resolver` asks `address`). No module's code holds an absolute
 address of it, so a graph's object code stays valid in another process.
 
 `address(name)` gives the function's address, making it on first use in the process: its object
 code is read from the disk cache (`disk_cache`, keyed like any executable: the function's name,
 the host fingerprint, the tensorplay version and the codegen sources) and linked by
-`object_loader` (no LLVM), or else generated, compiled (`COMPILE_LEVEL`) and stored there. The code
-stays mapped for the life of the process (`compiled()` counts the compiles: tests check that two
+`object_loader` (no LLVM), or else generated, compiled (`COMPILE_LEVEL`) and stored there; where a
+graph module is built that calls it, `prefetch` starts that in a thread of its own, so that it
+runs beside the graph's own compile and only the graph's link waits. The code stays mapped for the
+life of the process (`compiled()` counts the compiles: tests check that two
 graphs of different shapes compile the function once).
 
 This module imports neither llvmlite nor the code generator until it must compile: a disk-cache
@@ -44,6 +46,8 @@ _lock = threading.RLock()
 _addresses: dict[str, int] = {}
 _code: list = []  # every JitModule or LoadedCode made here, never released (callers hold addresses)
 _compiles: list[str] = []
+_pending: dict[str, threading.Thread] = {}  # name -> the thread making it (`prefetch`)
+_errors: dict[str, BaseException] = {}
 
 
 def parse(name: str) -> tuple[int, int, int, bool] | None:
@@ -69,9 +73,39 @@ def _key(name: str) -> str:
                                disk_cache.host_fingerprint())
 
 
+def prefetch(name: str) -> None:
+    """Start making generic gemm function `name` in a thread of its own (loaded from the disk cache
+    or compiled), unless it is made or under way: a graph module that calls it is still being
+    built and compiled (LLVM releases the GIL), and only its link waits (`address`).
+
+    >>> prefetch("tp_gemm_f32_8x32_nn"); address("tp_gemm_f32_8x32_nn") != 0
+    True
+    """
+    if name in _addresses or name in _pending or parse(name) is None:
+        return
+    with _lock:
+        if name not in _addresses and name not in _pending:
+            worker = threading.Thread(target=_make, args=(name,), name=f"tensorplay-{name}", daemon=True)
+            _pending[name] = worker
+            worker.start()
+
+
+def _make(name: str) -> None:
+    try:
+        code = _load(name)
+        if code is None:
+            code = _compile(name)
+    except BaseException as e:  # raised again by `address`, in the thread that needs the function
+        _errors[name] = e
+        return
+    with _lock:
+        _code.append(code)
+        _addresses[name] = code.addresses[name]
+
+
 def address(name: str) -> int | None:
     """The address of generic gemm function `name` in this process (loaded or compiled on first
-    use), or None if `name` is not one.
+    use, or waited for when `prefetch` started it), or None if `name` is not one.
 
     >>> address("tp_gemm_f32_8x32_nn") == address("tp_gemm_f32_8x32_nn") != 0
     True
@@ -81,14 +115,19 @@ def address(name: str) -> int | None:
         return found
     if parse(name) is None:
         return None
+    prefetch(name)
+    worker = _pending.get(name)
+    if worker is not None:
+        worker.join()
     with _lock:
-        if name not in _addresses:
-            code = _load(name)
-            if code is None:
-                code = _compile(name)
-            _code.append(code)
-            _addresses[name] = code.addresses[name]
-    return _addresses[name]
+        if name in _errors:
+            _pending.pop(name, None)
+            raise _errors.pop(name)
+        if name not in _addresses:  # the worker did not run (a fork took it away): make it here
+            _make(name)
+            if name in _errors:
+                raise _errors.pop(name)
+        return _addresses[name]
 
 
 def _load(name: str):

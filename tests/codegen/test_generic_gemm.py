@@ -126,6 +126,8 @@ def fresh_library(monkeypatch):
     """A process state in which no generic function is loaded yet (restored afterwards)."""
     monkeypatch.setattr(gemm_library, "_addresses", {})
     monkeypatch.setattr(gemm_library, "_compiles", [])
+    monkeypatch.setattr(gemm_library, "_pending", {})
+    monkeypatch.setattr(gemm_library, "_errors", {})
     imports = jit.engine().imports
     saved = {name: imports.pop(name) for name in list(imports) if name.startswith(gemm_library.PREFIX)}
     yield
@@ -154,6 +156,18 @@ def test_graphs_of_different_shapes_compile_the_function_once(fresh_library, mon
     finally:
         codegen.clear_cache()
     assert gemm_library.compiled() == 1 and len(made) == 1
+
+
+@needs_fma
+def test_a_failure_in_the_prefetch_thread_is_raised_where_the_function_is_needed(fresh_library, monkeypatch):
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    real = gemm_library._compile
+    monkeypatch.setattr(gemm_library, "_compile", lambda name: (_ for _ in ()).throw(RuntimeError("no LLVM today")))
+    gemm_library.prefetch("tp_gemm_f32_8x32_nn")
+    with pytest.raises(RuntimeError, match="no LLVM today"):
+        gemm_library.address("tp_gemm_f32_8x32_nn")
+    monkeypatch.setattr(gemm_library, "_compile", real)
+    assert gemm_library.address("tp_gemm_f32_8x32_nn") and gemm_library.compiled() == 1  # a retry makes it
 
 
 @needs_fma
