@@ -384,8 +384,10 @@ class GemmPlan:
         with FMA (where it was measured faster: the MLP's x @ W1, x^T @ dh and dh @ W^T), one call
         (no loop), an untransposed rhs or a transposed one whose column panel (k x 32 floats) fits
         `PANEL_STACK_BYTES` (k <= 256: it is copied there, transposed), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
-        512-bit tile), at least `INPLACE_MIN_FLOPS` and each operand at most 1 MB (its panels stay
-        in L2). Shapes, dtype and host only: never timing.
+        512-bit tile), at least `INPLACE_MIN_FLOPS` and B at most 1 MB (its panels stay in L2), A
+        too unless it is untransposed with m >= `COPY_PANEL_MIN_ROWS` (B's panels copied: the MLP's
+        x @ W1 at B = 1024, 1024x784 @ 784x256, 0.91-0.94x OpenBLAS; a large A^T ran 1.13x).
+        Shapes, dtype and host only: never timing.
 
         >>> GemmPlan((), 64, 256, 784, False, 784, False, 256, 256).inplace_kernel(dt.float32, host_avx512=True)
         True
@@ -398,7 +400,8 @@ class GemmPlan:
         return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
                 and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
                 and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
-                and self.m * self.k <= GENERATED_MAX_PANEL and self.k * self.n <= GENERATED_MAX_PANEL)
+                and self.k * self.n <= GENERATED_MAX_PANEL
+                and (self.m * self.k <= GENERATED_MAX_PANEL or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS))
 
 
 @dataclass(frozen=True)

@@ -314,3 +314,26 @@ def test_the_mlp_products_run_in_place_by_default(monkeypatch):
         assert (calls >= 4) if value == "1" else calls == 0
         for a, w in zip(got, want):
             np.testing.assert_allclose(a, w, rtol=2e-4, atol=1e-5)
+
+
+@needs_fma
+@needs_blas
+@pytest.mark.parametrize("ls, rs, contract, taken", [
+    ((300, 1200), (1200, 64), ((1,), (0,)), True),     # A of 1.4 MB untransposed, m >= 256: B's panels copied
+    ((1200, 300), (1200, 64), ((0,), (0,)), False),    # the same A transposed: OpenBLAS
+], ids=["a_large", "a_t_large"])
+def test_a_large_untransposed_lhs_runs_in_place(ls, rs, contract, taken, monkeypatch):
+    monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: True)
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    monkeypatch.delenv(dot.INPLACE_GEMM_ENV, raising=False)
+    g = _graph(ls, rs, contract)
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(ls).astype(np.float32), rng.standard_normal(rs).astype(np.float32)]
+    codegen.clear_cache()
+    try:
+        exe = codegen.compile_graph(g)
+        got = exe(*args)[0]
+    finally:
+        codegen.clear_cache()
+    assert ("tp_gemm_f32_8x32_nn" in exe.llvm_ir) == taken
+    np.testing.assert_allclose(got, ir.interpret(g, args)[0], rtol=1e-4, atol=1e-3)
