@@ -279,9 +279,11 @@ def inplace_tile() -> "gemm_kernel.Tile":
     return gemm_kernel.AVX512_TILE
 
 
-# The in-place gemm copies an untransposed B's column panel to the stack too when it fits there and
-# at least this many rows of A pass over it (Zen 4, same process, bits equal: x^T @ dh 784x64 @
-# 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087).
+# The in-place gemm copies an untransposed B's column panel too (to the kernel's stack, or from
+# malloc for k > `gemm_kernel.GENERIC_PANEL_K`) when at least this many rows of A pass over it
+# (Zen 4, same process, bits equal: x^T @ dh 784x64 @ 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256
+# 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087; 1024x784 @ 784x256 0.91-0.94x vs 0.96-1.07x of
+# OpenBLAS, round 12).
 COPY_PANEL_MIN_ROWS = 256
 
 
