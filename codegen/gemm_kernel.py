@@ -725,17 +725,17 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
     (loops kept rolled: the function is compiled once, its size is its compile time)."""
     vt = ir.VectorType(_F32, lanes)
     blocks = b.udiv(k, u.i64(lanes))
-    with u.for_range(b, groups, "gt.jb", unroll=False) as jb:
+    with u.for_range(b, groups, "gt.jb") as jb:
         j0 = u.imul(b, jb, lanes)
         rows_at = [_at(b, bt, b.mul(u.iadd(b, j0, u.i64(r)), ldt)) for r in range(lanes)]
-        with u.for_range(b, blocks, "gt.kb", unroll=False) as kb:
+        with u.for_range(b, blocks, "gt.kb") as kb:
             k0 = u.imul(b, kb, lanes)
             rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
             for t, x in enumerate(_transpose_block(b, rows)):
                 at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
                 b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
-    with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes), unroll=False) as kk:
-        with u.for_range(b, u.imul(b, groups, lanes), "gt.j", unroll=False) as j:
+    with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes)) as kk:
+        with u.for_range(b, u.imul(b, groups, lanes), "gt.j") as j:
             x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
             b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
 
@@ -790,13 +790,13 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     row_tiles = b.udiv(b.add(m, u.i64(MR - 1)), u.i64(MR))
     vt = tile.vec
 
-    with u.for_range(b, b.add(n_full, b.zext(narrow, u.I64)), "gk.nb", unroll=False) as nb:
+    with u.for_range(b, b.add(n_full, b.zext(narrow, u.I64)), "gk.nb") as nb:
         j0 = u.imul(b, nb, NR)
         part = b.icmp_unsigned(">=", nb, n_full)  # the narrower last panel
         groups = b.select(part, groups_last, u.i64(NV))
         copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, part)
         with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
-            with u.for_range(b, u.imul(b, k, NV), "gk.z", unroll=False) as q:
+            with u.for_range(b, u.imul(b, k, NV), "gk.z") as q:
                 b.store(ir.Constant(vt, [0.0] * LANES), b.bitcast(_at(b, panel, u.imul(b, q, LANES)), vt.as_pointer()),
                         align=4)
         if trans_b:
@@ -804,9 +804,9 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
         else:
             src = _at(b, bm, j0)
             with u.if_then(b, copy):
-                with u.for_range(b, k, "gk.pk", unroll=False) as kk:
+                with u.for_range(b, k, "gk.pk") as kk:
                     row = _at(b, src, b.mul(kk, ldb))
-                    with u.for_range(b, groups, "gk.pv", unroll=False) as v:
+                    with u.for_range(b, groups, "gk.pv") as v:
                         x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
                         at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
                         b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
@@ -814,7 +814,7 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
         ldp = u.i64(NR) if trans_b else b.select(copy, u.i64(NR), ldb)
         wide = [None] + [b.icmp_unsigned(">", groups, u.i64(v)) for v in range(1, NV)]
         cj = _at(b, c, j0)
-        with u.for_range(b, row_tiles, "gk.mb", unroll=False) as mb:
+        with u.for_range(b, row_tiles, "gk.mb") as mb:
             i0 = u.imul(b, mb, MR)
             rows = []
             for r in range(MR):
@@ -835,10 +835,9 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
 
 
 def generic_module_text(tile: Tile, trans_b: bool) -> str:
-    """The LLVM module (text) defining the one generic in-place gemm function of `tile`."""
-    from .lowerings.reduce import fix_loop_ids
-
+    """The LLVM module (text) defining the one generic in-place gemm function of `tile`. (Its loops
+    carry no unroll hints: the O0 pipeline `gemm_library` compiles it with unrolls nothing.)"""
     mod = ir.Module(generic_symbol(tile, trans_b))
     mod.triple, mod.data_layout = jit.host_triple_and_layout()
     emit_generic_inplace(mod, tile, trans_b)
-    return fix_loop_ids(str(mod))
+    return str(mod)

@@ -3,19 +3,21 @@ B orientation, compiled at most once per process and called by graph code throug
 
 A graph module that runs a product in place declares ``tp_gemm_f32_8x32_nn`` (or ``_nt`` for a
 transposed B) and calls it with m, n, k, the strides and the pointers. The symbol is resolved when
-the module is linked, as numpy's OpenBLAS symbols are: by the JIT linker (`jit.link_object` puts
-the address of each one its images name among the engine's imports, `jit_import`), and by
-`object_loader.load` for a disk-cache hit (`object_loader.Resolver` asks `address`). No module's code holds an absolute
-address of it, so a graph's object code stays valid in another process.
+the module is linked, as numpy's OpenBLAS symbols are: by the JIT linker (`prefetch` registers it
+with `jit.import_later`), and by `object_loader.load` for a disk-cache hit (`object_loader.Resolver`:
+`object_loader.provided` once this process has made it, else its own disk-cache entry,
+`object_loader.load_symbol`). No module's code holds an absolute address of it, so a graph's
+object code stays valid in another process. (The lower modules know it only through those two
+registries and the disk cache: they never import this one.)
 
 `address(name)` gives the function's address, making it on first use in the process: its object
-code is read from the disk cache (`disk_cache`, keyed like any executable: the function's name,
-the host fingerprint, the tensorplay version and the codegen sources) and linked by
-`object_loader` (no LLVM), or else generated, compiled (`COMPILE_LEVEL`) and stored there; where a
-graph module is built that calls it, `prefetch` starts that in a thread of its own, so that it
-runs beside the graph's own compile and only the graph's link waits. The code stays mapped for the
-life of the process (`compiled()` counts the compiles: tests check that two
-graphs of different shapes compile the function once).
+code is read from the disk cache (`disk_cache.symbol_key`: the function's name, the host
+fingerprint, the tensorplay version and the codegen sources) and linked by `object_loader` (no
+LLVM), or else generated, compiled (`COMPILE_LEVEL`) and stored there; where a graph module is
+built that calls it, `prefetch` starts that in a thread of its own, so that it runs beside the
+graph's own compile and only the graph's link waits. The code stays mapped for the life of the
+process (`compiled()` counts the compiles: tests check that two graphs of different shapes compile
+the function once).
 
 This module imports neither llvmlite nor the code generator until it must compile: a disk-cache
 hit of a graph that calls the function costs an object load, not an LLVM start-up.
@@ -39,7 +41,6 @@ TILES = {"8x32": (8, 2, 16), "6x16": (6, 2, 8)}
 # the compile time (nn 150 -> 35 ms, nt 300 -> 70 ms of LLVM). The machine-code generator keeps
 # its own level (`jit.CODEGEN_OPT`).
 COMPILE_LEVEL = 0
-KERNEL_VERSION = 1  # part of the disk-cache key: bump when the function's arguments change
 
 _NAME = re.compile(r"tp_gemm_f32_(\d+x\d+)_(nn|nt)")
 _lock = threading.RLock()
@@ -68,11 +69,6 @@ def compiled() -> int:
     return len(_compiles)
 
 
-def _key(name: str) -> str:
-    return disk_cache.make_key(f"generic gemm {name} v{KERNEL_VERSION}", f"level={COMPILE_LEVEL}",
-                               disk_cache.host_fingerprint())
-
-
 def prefetch(name: str) -> None:
     """Start making generic gemm function `name` in a thread of its own (loaded from the disk cache
     or compiled), unless it is made or under way: a graph module that calls it is still being
@@ -88,6 +84,9 @@ def prefetch(name: str) -> None:
             worker = threading.Thread(target=_make, args=(name,), name=f"tensorplay-{name}", daemon=True)
             _pending[name] = worker
             worker.start()
+            from . import jit
+
+            jit.import_later(name, lambda: address(name))  # the graph module's link waits for it
 
 
 def _make(name: str) -> None:
@@ -98,9 +97,12 @@ def _make(name: str) -> None:
     except BaseException as e:  # raised again by `address`, in the thread that needs the function
         _errors[name] = e
         return
+    from . import object_loader
+
     with _lock:
         _code.append(code)
         _addresses[name] = code.addresses[name]
+        object_loader.provided[name] = _addresses[name]  # for cached graph code linked by the loader
 
 
 def address(name: str) -> int | None:
@@ -131,10 +133,10 @@ def address(name: str) -> int | None:
 
 
 def _load(name: str):
-    """The function's code from the disk cache, linked without LLVM when the loader can; None if absent."""
+    """The function's code from its disk-cache entry, linked without LLVM when the loader can; None if absent."""
     if not disk_cache.enabled():
         return None
-    entry = disk_cache.load(_key(name))
+    entry = disk_cache.load(disk_cache.symbol_key(name))
     if entry is None:
         return None
     images, llvm_ir, _ = entry
@@ -160,7 +162,7 @@ def _compile(name: str):
     code = jit.compile_ir(gemm_kernel.generic_module_text(tile, trans_b), [name], speed_level=COMPILE_LEVEL)
     _compiles.append(name)
     if disk_cache.enabled():
-        disk_cache.store(_key(name), code.objects, code.llvm_ir, "generic gemm")
+        disk_cache.store(disk_cache.symbol_key(name), code.objects, code.llvm_ir, "generic gemm")
     return code
 
 
