@@ -113,6 +113,16 @@ def make_key(graph_text: str, options: str, host: str) -> str:
     return h.hexdigest()
 
 
+def symbol_key(name: str) -> str:
+    """The key of an entry holding the object code that defines the global function `name` alone
+    (the in-place gemm's generic functions, `gemm_library`): whoever needs the symbol can load it.
+
+    >>> symbol_key("tp_gemm_f32_8x32_nn") == symbol_key("tp_gemm_f32_8x32_nn") != symbol_key("f")
+    True
+    """
+    return make_key(f"symbol {name}", "", host_fingerprint())
+
+
 def _path(key: str) -> str:
     return os.path.join(directory(), key[:2], key + SUFFIX)
 

@@ -1,6 +1,6 @@
 """dot_general: batched contraction, its own kernel over materialised operands.
 
-Four implementations, chosen per node at compile time:
+Five implementations, chosen per node at compile time:
 
 - **cblas gemm from numpy's own OpenBLAS** (float32/float64, and float16/bfloat16
   through float32 copies of the operands and result, 2*m*n*k >=
@@ -14,6 +14,10 @@ Four implementations, chosen per node at compile time:
   loaded is made resolvable to the JIT; compiled code calls
   `scipy_cblas_sgemm64_`/`dgemm`/`sgemv`/`dgemv` directly. No new
   dependency and no Python on the hot path. Set TENSORPLAY_NO_BLAS=1 to disable.
+- **the in-place gemm** (`GemmPlan.inplace_kernel`: one float32 product of >= 8.4 MFLOP on an
+  AVX-512 host; ``TENSORPLAY_INPLACE_GEMM=0`` turns it off): a call of the shape-generic 8 x 32
+  register-tile function `gemm_kernel.emit_generic_inplace`, compiled once per process or loaded
+  from the disk cache (`gemm_library`) and linked by symbol, reading A and B where they are.
 - **a generated register-blocked gemm** (`gemm_kernel`) for a plan that OpenBLAS
   would run as a loop of float32 calls sharing one lhs (vmap over stacked weights
   with a shared batch): the lhs is packed once instead of once per call, and
@@ -247,24 +251,40 @@ GENERATED_MAX_PANEL = 1 << 18  # floats of each packed operand of the generated 
 # one thread: 128^3 0.048 vs 0.049 ms, 64x128 @ 128x128 0.029 vs 0.027; 64x256 @ 256x256 0.084 vs
 # 0.093, 64x784 @ 784x256 0.26 vs 0.31).
 INPLACE_MIN_FLOPS = 1 << 23
-# The in-place gemm is opt-in (TENSORPLAY_INPLACE_GEMM=1): its per-shape kernels cost ~28 ms of LLVM
-# each, which took the first call of the MLP loss+grad from 0.39x to 0.74x jax.jit's (issue 15's
-# target is 0.5x) for 0.82x of the executable's time. A shape-generic kernel compiled once per
-# process would remove that cost; until then OpenBLAS stays the default. The bits are the same.
+# The in-place gemm is on by default where `GemmPlan.inplace_kernel` takes it (AVX-512 hosts);
+# TENSORPLAY_INPLACE_GEMM=0 keeps every such product on OpenBLAS. Its code is one shape-generic
+# function per tile (`gemm_library`: compiled once per process or loaded from the disk cache, called
+# by symbol), not a kernel per shape: the per-shape kernels cost ~28 ms of LLVM each, which took the
+# first call of the MLP loss+grad from 0.39x to 0.74x jax.jit's. The bits are the same either way.
 INPLACE_GEMM_ENV = "TENSORPLAY_INPLACE_GEMM"
 
 
 def inplace_gemm_enabled() -> bool:
     """Whether single float32 gemms may run as the generated in-place kernel (`GemmPlan.inplace_kernel`
-    says where): ``TENSORPLAY_INPLACE_GEMM=1``, read when a graph is compiled.
+    says where): yes unless ``TENSORPLAY_INPLACE_GEMM=0``, read when a graph is compiled (the
+    disk-cache key has it too, `executable._disk_key`).
 
     >>> isinstance(inplace_gemm_enabled(), bool)
     True
     """
-    return os.environ.get(INPLACE_GEMM_ENV, "").strip() == "1"
-# The in-place gemm copies an untransposed B's column panel to the stack too when it fits there and
-# at least this many rows of A pass over it (Zen 4, same process, bits equal: x^T @ dh 784x64 @
-# 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087).
+    return os.environ.get(INPLACE_GEMM_ENV, "").strip() != "0"
+
+
+def inplace_tile() -> "gemm_kernel.Tile":
+    """The register tile of the in-place gemm: the 8 x 32 one (the rule takes AVX-512 hosts only;
+    tests force the other to check that the bits do not depend on it).
+
+    >>> gemm_kernel.generic_symbol(inplace_tile(), False)
+    'tp_gemm_f32_8x32_nn'
+    """
+    return gemm_kernel.AVX512_TILE
+
+
+# The in-place gemm copies an untransposed B's column panel too (to the kernel's stack, or from
+# malloc for k > `gemm_kernel.GENERIC_PANEL_K`) when at least this many rows of A pass over it
+# (Zen 4, same process, bits equal: x^T @ dh 784x64 @ 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256
+# 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087; 1024x784 @ 784x256 0.91-0.94x vs 0.96-1.07x of
+# OpenBLAS, round 12).
 COPY_PANEL_MIN_ROWS = 256
 
 
@@ -367,8 +387,10 @@ class GemmPlan:
         with FMA (where it was measured faster: the MLP's x @ W1, x^T @ dh and dh @ W^T), one call
         (no loop), an untransposed rhs or a transposed one whose column panel (k x 32 floats) fits
         `PANEL_STACK_BYTES` (k <= 256: it is copied there, transposed), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
-        512-bit tile), at least `INPLACE_MIN_FLOPS` and each operand at most 1 MB (its panels stay
-        in L2). Shapes, dtype and host only: never timing.
+        512-bit tile), at least `INPLACE_MIN_FLOPS` and B at most 1 MB (its panels stay in L2), A
+        too unless it is untransposed with m >= `COPY_PANEL_MIN_ROWS` (B's panels copied: the MLP's
+        x @ W1 at B = 1024, 1024x784 @ 784x256, 0.91-0.94x OpenBLAS; a large A^T ran 1.13x).
+        Shapes, dtype and host only: never timing.
 
         >>> GemmPlan((), 64, 256, 784, False, 784, False, 256, 256).inplace_kernel(dt.float32, host_avx512=True)
         True
@@ -381,7 +403,8 @@ class GemmPlan:
         return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
                 and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
                 and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
-                and self.m * self.k <= GENERATED_MAX_PANEL and self.k * self.n <= GENERATED_MAX_PANEL)
+                and self.k * self.n <= GENERATED_MAX_PANEL
+                and (self.m * self.k <= GENERATED_MAX_PANEL or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS))
 
 
 @dataclass(frozen=True)
@@ -622,25 +645,23 @@ def emit_dot_generated(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
 
 
 def emit_dot_inplace(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
-    """The plan's single gemm call as the generated kernel over the operands where they are
-    (`gemm_kernel.emit_gemm_inplace`), in the tile the host and shape choose; B's column panel is
-    copied to the stack when it fits `PANEL_STACK_BYTES` and m >= `COPY_PANEL_MIN_ROWS` (a
-    transposed B always: the rule bounds it)."""
+    """The plan's single gemm call as a call of the generic in-place kernel
+    (`gemm_kernel.emit_generic_inplace`, by symbol: `gemm_library`) over the operands where they
+    are, in `inplace_tile`; B's column panel is copied to the kernel's stack when m >=
+    `COPY_PANEL_MIN_ROWS` (a transposed B's always is)."""
+    from . import gemm_library
+
     b = ctx.b
     lhs, rhs = node.inputs
-    a_strides = (1, plan.lda) if plan.trans_a else (plan.lda, 1)
-    panel = None
-    if plan.trans_b or (plan.m >= COPY_PANEL_MIN_ROWS
-                        and 4 * gemm_kernel.inplace_panel_elements(plan.k) <= PANEL_STACK_BYTES):
-        # a copy of one column panel (transposed for B^T), on the stack (the rule bounds B^T's)
-        with b.goto_block(b.function.entry_basic_block):
-            if b.function.entry_basic_block.instructions:
-                b.position_before(b.function.entry_basic_block.instructions[0])
-            panel = b.alloca(u.F32, size=u.i64(gemm_kernel.inplace_panel_elements(plan.k)), name="panel")
-            panel.align = 64
-    gemm_kernel.emit_gemm_inplace(b, ctx.buffers[lhs], a_strides, ctx.buffers[rhs], plan.ldb,
-                                  ctx.buffers[node.out], plan.ldc, plan.m, plan.n, plan.k,
-                                  gemm_kernel.choose_tile(plan.m, plan.n), plan.trans_b, panel)
+    tile = inplace_tile()
+    name = gemm_kernel.generic_symbol(tile, plan.trans_b)
+    gemm_library.prefetch(name)  # made once per process, beside this module's compile; linked by name
+    fn = b.module.globals.get(name) or ir.Function(b.module, gemm_kernel.generic_function_type(), name)
+    a_rs, a_cs = (1, plan.lda) if plan.trans_a else (plan.lda, 1)
+    flags = gemm_kernel.GENERIC_COPY_PANEL if plan.m >= COPY_PANEL_MIN_ROWS else 0
+    args = {"m": plan.m, "n": plan.n, "k": plan.k, "a": ctx.buffers[lhs], "a_rs": a_rs, "a_cs": a_cs,
+            "b": ctx.buffers[rhs], "ldb": plan.ldb, "c": ctx.buffers[node.out], "ldc": plan.ldc, "flags": flags}
+    b.call(fn, [u.i64(v) if isinstance(v, int) else v for v in (args[a] for a in gemm_kernel.GENERIC_ARGS)])
 
 
 def _malloc(b: ir.IRBuilder, nbytes: int) -> ir.Value:

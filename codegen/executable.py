@@ -705,12 +705,13 @@ def _disk_key(graph: Graph) -> str:
     for module, name, default in KEY_SETTINGS:
         loaded = sys.modules.get(f"{package}.{module}")
         settings.append(f"{name}={getattr(loaded, name) if loaded is not None else default}")
-    # whether the entry is threaded (`_chunks`), and which BLAS `dot.find_blas` finds: numpy's own
+    # whether the entry is threaded (`_chunks`), which BLAS `dot.find_blas` finds (numpy's own), and
+    # whether products may call the generic in-place gemm (`dot.inplace_gemm_enabled`) or OpenBLAS
     blas = "off" if os.environ.get("TENSORPLAY_NO_BLAS") else f"numpy {np.__version__} {os.path.dirname(np.__file__)}"
     from .host import stream_min_bytes  # which outputs get non-temporal stores
 
     options = (f"parallel={_THREADS >= 2} parallel_min={PARALLEL_MIN_ELEMENTS} blas={blas} "
-               f"stream={stream_min_bytes()} inplace_gemm={os.environ.get('TENSORPLAY_INPLACE_GEMM', '').strip() == '1'} "
+               f"stream={stream_min_bytes()} inplace_gemm={os.environ.get('TENSORPLAY_INPLACE_GEMM', '').strip() != '0'} "
                + " ".join(settings))
     return disk_cache.make_key(print_graph(graph), options, disk_cache.host_fingerprint())
 

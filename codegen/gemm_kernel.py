@@ -236,6 +236,9 @@ def emit_gemm_tiles(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, m:
 
 
 # --- one product read in place (no packing): single gemm calls on AVX-512 hosts ----------------
+# (`emit_gemm_inplace` is the per-shape form: m, n, k and the strides are constants. Graph code
+# calls the shape-generic function below instead, `emit_generic_inplace`; this one is the reference
+# it is tested against bit for bit, tests/codegen/test_generic_gemm.py.)
 # A product of its own (the MLP's x @ W1, dW1 = x^T @ dh, ...) has nothing to pack once: packing
 # both operands per call cost as much as it saved (within +-5 % of OpenBLAS). Read in place, with
 # the column panel of B outer and the row tiles of A inner, the 8 x 32 tile beat OpenBLAS on the
@@ -627,3 +630,214 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
     code = jit.compile_ir(str(mod), ["fma_peak"])
     run = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(code.addresses["fma_peak"])
     return run, 2 * LANES * accumulators * iters, code
+
+
+# --- the in-place gemm as one shape-generic function per tile (compiled once per process) --------
+# The in-place product above bakes m, n, k and the strides into each graph's code: ~28 ms of LLVM
+# per distinct gemm. `emit_generic_inplace` emits the same loops as one function taking them at run
+# time, `GENERIC_ARGS`; `gemm_library` compiles it once per process (or loads its object from the
+# disk cache) and graph modules call it by symbol (`generic_symbol`). The k loop advances explicit
+# offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`).
+# One tile loop serves every tile (its code size is the compile time): the last row tile of m % mr
+# rows reads its rows clamped to m - 1 and stores only rows < m, a last column panel narrower than
+# nr goes through a zero-padded panel copy and stores only its vectors, and a copied panel of B
+# comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
+# Every element is still one in-order fma chain over k from 0: the bits of the code above.
+GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
+GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
+GENERIC_PANEL_K = 256  # rows of k of the stack panel (32 KiB for the 32-column tile)
+
+
+def generic_symbol(tile: Tile, trans_b: bool) -> str:
+    """The name graph modules call the generic in-place gemm of `tile` by (`gemm_library`).
+
+    >>> generic_symbol(AVX512_TILE, False), generic_symbol(AVX2_TILE, True)
+    ('tp_gemm_f32_8x32_nn', 'tp_gemm_f32_6x16_nt')
+    """
+    return f"tp_gemm_f32_{tile.mr}x{tile.nr}_{'nt' if trans_b else 'nn'}"
+
+
+def generic_function_type() -> ir.FunctionType:
+    """The generic function's type: its `GENERIC_ARGS`, pointers and 64-bit integers.
+
+    >>> str(generic_function_type())
+    'void (i64, i64, i64, ptr, i64, i64, ptr, i64, ptr, i64, i64)'
+    """
+    t = {"a": u.PTR, "b": u.PTR, "c": u.PTR}
+    return ir.FunctionType(u.VOID, [t.get(name, u.I64) for name in GENERIC_ARGS])
+
+
+def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, c_rows,
+             k: ir.Value, tile: Tile, wide: list) -> None:
+    """C rows `c_rows()` ((pointer to column 0, i1 stored) per row, made after the k loop so that
+    they do not hold registers over it) = sum over kk < k of A[r, kk] B[kk, 0:nr]: A's row r at
+    `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride). Vector v of
+    a stored row is stored where `wide[v]` (i1) holds."""
+    MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
+    zero = ir.Constant(vt, [0.0] * vt.count)
+    pre = b.block
+    head, body, done = (b.append_basic_block(f"gk.{s}") for s in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    kk = b.phi(u.I64, name="gk.k")
+    a_off = b.phi(u.I64, name="gk.aoff")
+    b_row = b.phi(bm.type, name="gk.brow")
+    accs = [b.phi(vt, name=f"gk.acc{t}") for t in range(MR * NV)]
+    for phi, start in [(kk, u.i64(0)), (a_off, u.i64(0)), (b_row, bm)] + [(acc, zero) for acc in accs]:
+        phi.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", kk, k), body, done)
+    b.position_at_end(body)
+    bv = [b.load(_at(b, b_row, u.i64(v * LANES)), typ=vt, align=4) for v in range(NV)]
+    new = []
+    for r in range(MR):
+        x = _splat(b, b.load(_at(b, rows[r], a_off), typ=_F32), vt)
+        new += [_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
+    end = b.block
+    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), end)
+    a_off.add_incoming(b.add(a_off, a_cs), end)
+    b_row.add_incoming(_at(b, b_row, ldb), end)
+    for acc, x in zip(accs, new):
+        acc.add_incoming(x, end)
+    b.branch(head)
+    b.position_at_end(done)
+    c_rows, keep = zip(*c_rows())
+
+    def store(r, v):
+        b.store(accs[r * NV + v], b.bitcast(_at(b, c_rows[r], u.i64(v * LANES)), vt.as_pointer()), align=4)
+
+    whole = keep[MR - 1] if NV == 1 else b.and_(keep[MR - 1], wide[NV - 1])  # every row and vector stored
+    with b.if_else(whole) as (then, otherwise):
+        with then:
+            for r in range(MR):
+                for v in range(NV):
+                    store(r, v)
+        with otherwise:
+            for r in range(MR):
+                for v in range(NV):
+                    with u.if_then(b, keep[r] if v == 0 else b.and_(keep[r], wide[v])):
+                        store(r, v)
+
+
+def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir.Value, k: ir.Value,
+                         groups: ir.Value, width: int, lanes: int) -> None:
+    """panel[kk * width + j] = Bt[j, kk] for j < groups * lanes, kk < k (Bt's rows ldt apart):
+    lanes x lanes blocks transposed in registers, the last k % lanes columns one element at a time
+    (loops kept rolled: the function is compiled once, its size is its compile time)."""
+    vt = ir.VectorType(_F32, lanes)
+    blocks = b.udiv(k, u.i64(lanes))
+    with u.for_range(b, groups, "gt.jb") as jb:
+        j0 = u.imul(b, jb, lanes)
+        rows_at = [_at(b, bt, b.mul(u.iadd(b, j0, u.i64(r)), ldt)) for r in range(lanes)]
+        with u.for_range(b, blocks, "gt.kb") as kb:
+            k0 = u.imul(b, kb, lanes)
+            rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
+            for t, x in enumerate(_transpose_block(b, rows)):
+                at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
+                b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
+    with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes)) as kk:
+        with u.for_range(b, u.imul(b, groups, lanes), "gt.j") as j:
+            x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
+            b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
+
+
+def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Function:
+    """Define the generic in-place gemm `generic_symbol(tile, trans_b)` in `module`: C (m x n, rows
+    ldc apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
+    with `trans_b`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
+    multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of tile.mr inner, all
+    through one tile loop: a last panel narrower than nr is copied into a zero-padded panel and
+    stores only its vectors, a last row tile reads its rows past m clamped to m - 1 and stores only
+    rows < m. An untransposed B's panel is copied contiguous first when flags has
+    `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed one always is (on the stack, or
+    from malloc for a k longer than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
+
+    >>> import ctypes, numpy as np
+    >>> name = generic_symbol(AVX512_TILE, False)
+    >>> code = jit.compile_ir(generic_module_text(AVX512_TILE, False), [name])  # keep it alive while used
+    >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+    ...                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+    ...     code.addresses[name])
+    >>> x = np.arange(65, dtype=np.float32).reshape(5, 13); w = np.ones((5, 48), np.float32)
+    >>> out = np.empty((13, 48), np.float32)
+    >>> run(13, 48, 5, x.ctypes.data, 1, 13, w.ctypes.data, 48, out.ctypes.data, 48, 0)  # x.T @ w
+    >>> bool((out == x.T @ w).all())
+    True
+    """
+    MR, NV, LANES, NR = tile.mr, tile.nv, tile.lanes, tile.nr
+    fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
+    for arg, name in zip(fn.args, GENERIC_ARGS):
+        arg.name = name
+    m, n, k, a, a_rs, a_cs, bm, ldb, c, ldc, flags = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
+    a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
+    stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * NR), name="panel")
+    stack.align = 64
+    fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
+    n_full = b.udiv(n, u.i64(NR))
+    groups_last = b.udiv(b.urem(n, u.i64(NR)), u.i64(LANES))  # vectors of a narrower last panel
+    narrow = b.icmp_unsigned("!=", groups_last, u.i64(0))
+    asked = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0))
+    any_copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, narrow)
+    malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
+    free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
+    on_heap = b.and_(any_copy, b.not_(fits))  # a panel longer than the stack one
+    heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
+    with u.if_then(b, on_heap):
+        b.store(b.call(malloc, [u.imul(b, k, 4 * NR)]), heap)
+    panel = b.select(fits, stack, b.bitcast(b.load(heap, typ=u.PTR), fptr))
+    last_row = b.sub(m, u.i64(1))
+    row_tiles = b.udiv(b.add(m, u.i64(MR - 1)), u.i64(MR))
+    vt = tile.vec
+
+    with u.for_range(b, b.add(n_full, b.zext(narrow, u.I64)), "gk.nb") as nb:
+        j0 = u.imul(b, nb, NR)
+        part = b.icmp_unsigned(">=", nb, n_full)  # the narrower last panel
+        groups = b.select(part, groups_last, u.i64(NV))
+        copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, part)
+        with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
+            with u.for_range(b, u.imul(b, k, NV), "gk.z") as q:
+                b.store(ir.Constant(vt, [0.0] * LANES), b.bitcast(_at(b, panel, u.imul(b, q, LANES)), vt.as_pointer()),
+                        align=4)
+        if trans_b:
+            _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
+        else:
+            src = _at(b, bm, j0)
+            with u.if_then(b, copy):
+                with u.for_range(b, k, "gk.pk") as kk:
+                    row = _at(b, src, b.mul(kk, ldb))
+                    with u.for_range(b, groups, "gk.pv") as v:
+                        x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
+                        at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
+                        b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
+        bj = panel if trans_b else b.select(copy, panel, _at(b, bm, j0))
+        ldp = u.i64(NR) if trans_b else b.select(copy, u.i64(NR), ldb)
+        wide = [None] + [b.icmp_unsigned(">", groups, u.i64(v)) for v in range(1, NV)]
+        cj = _at(b, c, j0)
+        with u.for_range(b, row_tiles, "gk.mb") as mb:
+            i0 = u.imul(b, mb, MR)
+            rows = []
+            for r in range(MR):
+                i = u.iadd(b, i0, u.i64(r))
+                rows.append(_at(b, a, b.mul(b.select(b.icmp_signed("<", i, m), i, last_row), a_rs)))
+
+            def c_rows(i0=i0):
+                out = []
+                for r in range(MR):
+                    i = u.iadd(b, i0, u.i64(r))
+                    out.append((_at(b, cj, b.mul(i, ldc)), b.icmp_signed("<", i, m)))
+                return out
+            _rt_tile(b, rows, a_cs, bj, ldp, c_rows, k, tile, wide)
+    with u.if_then(b, on_heap):
+        b.call(free, [b.load(heap, typ=u.PTR)])
+    b.ret_void()
+    return fn
+
+
+def generic_module_text(tile: Tile, trans_b: bool) -> str:
+    """The LLVM module (text) defining the one generic in-place gemm function of `tile`. (Its loops
+    carry no unroll hints: the O0 pipeline `gemm_library` compiles it with unrolls nothing.)"""
+    mod = ir.Module(generic_symbol(tile, trans_b))
+    mod.triple, mod.data_layout = jit.host_triple_and_layout()
+    emit_generic_inplace(mod, tile, trans_b)
+    return str(mod)

@@ -547,10 +547,14 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None,
 
 def link_object(obj: bytes | list[bytes], symbols: list[str], llvm_ir: str = "") -> JitModule:
     """Load object code (from `compile_ir` or the disk cache: one image or a list of them) into a
-    fresh LLJIT, all images into one library."""
+    fresh LLJIT, all images into one library. Symbols registered with `import_later` that the
+    images name are resolved first."""
     e = engine()
     t0 = time.perf_counter()
     images = [obj] if isinstance(obj, (bytes, bytearray, memoryview)) else list(obj)
+    for name, get_address in list(_lazy_imports.items()):  # made on demand (`import_later`)
+        if name not in e.imports and name not in symbols and any(name.encode() in bytes(i) for i in images):
+            e.imports[name] = get_address()
     lljit = llvm.create_lljit_compiler()
     builder = llvm.JITLibraryBuilder()
     for image in images:
@@ -565,6 +569,16 @@ def link_object(obj: bytes | list[bytes], symbols: list[str], llvm_ir: str = "")
         tracker = builder.link(lljit, f"tp{e.count}")
     addresses = {s: tracker[s] for s in symbols}
     return JitModule(addresses, llvm_ir, [bytes(i) for i in images], {"link": time.perf_counter() - t0}, lljit, tracker)
+
+
+_lazy_imports: dict = {}  # name -> a function giving its address (`import_later`)
+
+
+def import_later(name: str, get_address) -> None:
+    """Have `link_object` resolve `name`, in images that name it, to ``get_address()`` (called at
+    the first such link: the in-place gemm's generic functions are made in a thread of their own
+    meanwhile, `gemm_library.prefetch`)."""
+    _lazy_imports.setdefault(name, get_address)
 
 
 def load_library(path: str, symbols: list[str] = ()) -> None:

@@ -384,8 +384,10 @@ def _relocate(objects, defined, externals, got, stubs, relocs, symbols, base, st
 
 class Resolver:
     """External symbols the way the JIT resolves them: the libraries a disk-cache entry lists (path,
-    symbols: numpy's OpenBLAS), then the process's own symbols (libc, libm). A name found nowhere
-    gives None.
+    symbols: numpy's OpenBLAS), functions made in this process for compiled code to call
+    (`provided`), the process's own symbols (libc, libm), then a function the disk cache holds an
+    entry of its own for (`load_symbol`: the in-place gemm's generic functions, `gemm_library`).
+    A name found nowhere gives None.
 
     >>> r = Resolver([])
     >>> r("memset") == ctypes.cast(ctypes.CDLL(None).memset, ctypes.c_void_p).value
@@ -403,7 +405,39 @@ class Resolver:
     def __call__(self, name: str) -> int | None:
         if name in self.known:
             return self.known[name]
+        if name in provided:
+            return provided[name]
         try:
             return ctypes.cast(getattr(self._process, name), ctypes.c_void_p).value
         except AttributeError:
-            return None
+            return load_symbol(name)
+
+
+# Functions made in this process that compiled code may call by name (`gemm_library` puts the
+# in-place gemm's generic functions here): name -> address.
+provided: dict[str, int] = {}
+_symbol_code: list = []  # what `load_symbol` mapped: never unmapped (callers hold the addresses)
+
+
+def load_symbol(name: str) -> int | None:
+    """The address of global function `name` from the disk cache's entry for it
+    (`disk_cache.symbol_key`), linked here and kept for the life of the process; None when there is
+    no such entry or it does not load. A later call finds it in `provided`.
+
+    >>> load_symbol("no_such_symbol_anywhere") is None
+    True
+    """
+    from . import disk_cache
+
+    if name in provided:
+        return provided[name]
+    entry = disk_cache.load(disk_cache.symbol_key(name)) if disk_cache.enabled() else None
+    if entry is None:
+        return None
+    try:
+        code = load(entry[0], [name], Resolver([]), entry[1])
+    except Unsupported:
+        return None
+    _symbol_code.append(code)
+    provided[name] = code.addresses[name]
+    return provided[name]

@@ -168,9 +168,12 @@ def test_the_in_place_gemm_switch_is_another_entry(cache_dir, monkeypatch):
     monkeypatch.delenv("TENSORPLAY_INPLACE_GEMM", raising=False)
     codegen.compile_graph(_graph(1.5))
     codegen.clear_cache()
-    monkeypatch.setenv("TENSORPLAY_INPLACE_GEMM", "1")
+    monkeypatch.setenv("TENSORPLAY_INPLACE_GEMM", "0")  # the opt-out: OpenBLAS's code, another entry
     exe = codegen.compile_graph(_graph(1.5))
     assert exe.stats["source"] == "compiled" and len(_files(cache_dir)) == 2
+    codegen.clear_cache()
+    monkeypatch.setenv("TENSORPLAY_INPLACE_GEMM", "1")  # the default spelled out: the first entry
+    assert codegen.compile_graph(_graph(1.5)).stats["source"] == "disk cache"
 
 
 def test_an_entry_whose_layout_does_not_read_is_rebuilt(cache_dir):

@@ -1,8 +1,11 @@
-"""The generated gemm that reads one product's operands in place (`gemm_kernel.emit_gemm_inplace`,
+"""The generated gemm that reads one product's operands in place (the generic function of
+`gemm_kernel.emit_generic_inplace`, called by graph code through `gemm_library`;
 `dot.GemmPlan.inplace_kernel`): which plans take it, its values vs the interpreter, bit for bit vs
 the axpy loop nest (the same fma chain), the same bits in either tile, and the plans that must
 keep OpenBLAS or the loops."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -54,7 +57,7 @@ def _run(g, args, monkeypatch, *, blas_min=0, inplace_min=0, avx512=True, tile=N
     monkeypatch.setattr(dot, "INPLACE_MIN_FLOPS", inplace_min)
     monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: avx512)
     if tile is not None:
-        monkeypatch.setattr(gemm_kernel, "choose_tile", lambda m, n: tile)
+        monkeypatch.setattr(dot, "inplace_tile", lambda: tile)
     monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")  # emit every time (the spy below counts)
     monkeypatch.setenv(dot.INPLACE_GEMM_ENV, "1")
     emitted = []
@@ -91,8 +94,12 @@ def test_the_rule_is_shapes_dtype_and_host_only():
     assert 2 * 128 ** 3 < dot.INPLACE_MIN_FLOPS and not small.inplace_kernel(dt.float32, host_avx512=True)
     big_b = dot.GemmPlan((), 64, 1024, 1024, False, 1024, False, 1024, 1024)  # B of 4 MB
     assert not big_b.inplace_kernel(dt.float32, host_avx512=True)
-    big_a = dot.GemmPlan((), 2048, 256, 256, False, 256, False, 256, 256)     # A of 2 MB
-    assert not big_a.inplace_kernel(dt.float32, host_avx512=True)
+    big_a = dot.GemmPlan((), 2048, 256, 256, False, 256, False, 256, 256)     # A of 2 MB, B's panels copied
+    assert big_a.inplace_kernel(dt.float32, host_avx512=True)
+    big_a_t = dot.GemmPlan((), 784, 256, 1024, True, 784, False, 256, 256)    # A^T of 3 MB: OpenBLAS
+    assert not big_a_t.inplace_kernel(dt.float32, host_avx512=True)
+    few_rows = dot.GemmPlan((), 200, 64, 2048, False, 2048, False, 64, 64)    # A of 1.6 MB, m < 256
+    assert not few_rows.inplace_kernel(dt.float32, host_avx512=True)
 
 
 @needs_kernel
@@ -163,16 +170,13 @@ def test_the_copied_panel_has_the_bits_of_b_read_in_place(case, strided, monkeyp
     g = _graph(*case)
     args = _args(case, seed=9, strided=strided)
     m = g.outputs[0].type.shape[0]
-    real = gemm_kernel.emit_gemm_inplace
     outs = {}
     for name, rows in (("copied", 0), ("direct", float("inf")), ("default", dot.COPY_PANEL_MIN_ROWS)):
-        panels = []
-        monkeypatch.setattr(gemm_kernel, "emit_gemm_inplace",
-                            lambda *a, **k: (panels.append(a[-1] if len(a) > 12 else k.get("panel")), real(*a, **k)))
         monkeypatch.setattr(dot, "COPY_PANEL_MIN_ROWS", rows)
-        _, outs[name], emitted = _run(g, args, monkeypatch)
-        assert emitted == 1 and len(panels) == 1
-        assert (panels[0] is not None) == (name == "copied" or name == "default" and m >= dot.COPY_PANEL_MIN_ROWS)
+        exe, outs[name], emitted = _run(g, args, monkeypatch)
+        calls = re.findall(r'call void @"?tp_gemm_f32_8x32_nn"?\(.*, i64 (\d+)\)', exe.llvm_ir)
+        assert emitted == 1 and len(calls) == 1
+        assert (calls[0] == "1") == (name == "copied" or name == "default" and m >= dot.COPY_PANEL_MIN_ROWS)
     np.testing.assert_array_equal(outs["copied"], outs["direct"])
     np.testing.assert_array_equal(outs["default"], outs["direct"])
 
@@ -252,8 +256,9 @@ def test_mlp_grad_through_tp_compile(monkeypatch):
 
 
 @needs_kernel
-def test_the_in_place_gemm_is_opt_in(monkeypatch):
-    """Without TENSORPLAY_INPLACE_GEMM=1 the rule's products stay on OpenBLAS, with the same values."""
+def test_the_in_place_gemm_is_on_by_default_and_can_be_turned_off(monkeypatch):
+    """Unset (or 1) the rule's products run in place; TENSORPLAY_INPLACE_GEMM=0 keeps them on
+    OpenBLAS, with the same values to rounding."""
     g = _graph((64, 784), (784, 256), MM)
     rng = np.random.default_rng(3)
     args = [rng.standard_normal((64, 784)).astype(np.float32), rng.standard_normal((784, 256)).astype(np.float32)]
@@ -262,12 +267,18 @@ def test_the_in_place_gemm_is_opt_in(monkeypatch):
     emitted = []
     real = dot.emit_dot_inplace
     monkeypatch.setattr(dot, "emit_dot_inplace", lambda *a: (emitted.append(a[1]), real(*a)))
-    for value, count in (("", 0), ("0", 0), ("1", 1)):
-        monkeypatch.setenv(dot.INPLACE_GEMM_ENV, value)
+    for value, count in ((None, 1), ("", 2), ("1", 3), ("0", 3), (" 0 ", 3)):
+        if value is None:
+            monkeypatch.delenv(dot.INPLACE_GEMM_ENV, raising=False)
+        else:
+            monkeypatch.setenv(dot.INPLACE_GEMM_ENV, value)
         codegen.clear_cache()
         try:
-            out = codegen.compile_graph(g)(*args)[0]
+            exe = codegen.compile_graph(g)
+            out = exe(*args)[0]
         finally:
             codegen.clear_cache()
         assert len(emitted) == count, value
+        assert ("tp_gemm_f32_8x32_nn" in exe.llvm_ir) == (value not in ("0", " 0 "))
+        assert (dot.find_blas().sgemm in exe.llvm_ir) == (value in ("0", " 0 "))
         np.testing.assert_allclose(out, args[0].astype(np.float64) @ args[1], rtol=1e-4, atol=1e-3)

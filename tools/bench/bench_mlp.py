@@ -15,6 +15,9 @@ ensemble (issue 15): the forward of 10 MLPs 784-128-10 (ReLU) on one batch of 64
   as numpy's loop of OpenBLAS sgemms and as `tp.compile(vmap(x @ w))`, against a generated
   kernel of independent register FMAs doing the same flops (`gemm_kernel.fma_peak_kernel`: the
   core's FMA peak); both tables give GFLOP/s and the fraction of that peak.
+`--ab-gemm` adds two rows to forward and loss+grad: the compiled graph as two `codegen.Executable`s
+  called directly, one built as tensorplay builds it (the in-place gemm where the rule takes it) and
+  one with TENSORPLAY_INPLACE_GEMM=0 (every product on OpenBLAS): a same-process A/B of the gemm path.
 products (issue 12's compiled MLP loss+grad, B=64): its eight dot_generals one at a time, each
   compiled alone as tensorplay compiles it inside the grad (`codegen.compile_graph` of the one
   node, called with `out=`: the path the rule picks, the generated in-place gemm or OpenBLAS)
@@ -44,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="layer widths (default 784 256 256 10)")
     ap.add_argument("--only", nargs="+", choices=PARTS, default=PARTS[:3],
                     help="tables to run (default: forward grad ensemble)")
+    ap.add_argument("--ab-gemm", action="store_true",
+                    help="add executable rows with and without the in-place gemm (same process)")
     args = H.parse(ap, argv)
     batches = args.batches or ([2] if args.quick else [64, 1024])
     sizes = args.sizes or ([3, 2, 2] if args.quick else [784, 256, 256, 10])
@@ -98,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             impls.append(H.Impl("torch eager", torch_fwd))
             gimpls.append(H.Impl("torch.func.grad", lambda: tgrad(tparams_t, xto, yto)))
             gimpls.append(H.Impl("torch autograd", torch_autograd))
+        if args.ab_gemm:
+            impls += _gemm_ab(fwd_c.lower(tparams, xt).graph, [w for p in P for w in p] + [x])
+            gimpls += _gemm_ab(grad_c.lower(tparams, xt, yt).graph, [w for p in P for w in p] + [x, y])
         if "forward" in args.only:
             fwd.run_case(case, impls, args)
         bwd.ref = "jax.jit(grad)"
@@ -109,6 +117,30 @@ def main(argv: list[str] | None = None) -> int:
     if "products" in args.only:
         suites.append(products(args, sizes))
     return H.report(suites, args)
+
+
+def _gemm_ab(graph, flat) -> list:
+    """Rows for `graph` as an executable with the in-place gemm (the default) and one without it
+    (TENSORPLAY_INPLACE_GEMM=0), both built here (not from the compile caches) and called directly."""
+    from tensorplay.codegen import dot
+    from tensorplay.codegen.executable import Executable
+
+    flat = [np.ascontiguousarray(a) for a in flat]
+    saved = {k: os.environ.get(k) for k in (dot.INPLACE_GEMM_ENV, "TENSORPLAY_DISK_CACHE")}
+    rows = []
+    try:
+        os.environ["TENSORPLAY_DISK_CACHE"] = "0"
+        for label, value in (("in-place gemm", "1"), ("OpenBLAS", "0")):
+            os.environ[dot.INPLACE_GEMM_ENV] = value
+            exe = Executable(graph)
+            rows.append(H.Impl(f"executable, {label}", lambda exe=exe: exe(*flat)))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return rows
 
 
 PEAK_IMPL = "FMA peak, same flops (roofline)"
