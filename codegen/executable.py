@@ -148,7 +148,6 @@ class Executable:
             self._jit.addresses[layout["entry"]])
         self._finish = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args)(
             self._jit.addresses[layout["finish"]]) if self._blocks else None
-        self._entry_address = self._jit.addresses[layout["entry"]]
         # the generated calls' entry: the module's METH_FASTCALL trampoline as a builtin taking the
         # array objects themselves (`fastcall`: no ctypes argument conversion), else the ctypes
         # function taking their ids

@@ -147,7 +147,7 @@ def pack_rhs(b: ir.IRBuilder, bm: ir.Value, bp: ir.Value, k: int, n: int, ldb: i
             b.store(x, _at(b, bp, dst), align=4)
 
 
-def _k_loop(b: ir.IRBuilder, prefix: str, k: int, vt: ir.VectorType, count: int, step) -> list:
+def accumulating_loop(b: ir.IRBuilder, prefix: str, k: int, vt: ir.VectorType, count: int, step) -> list:
     """`count` vector accumulators of type `vt`, zero at first, carried over kk = 0 .. k-1 by
     ``step(kk, accs) -> new accs`` (emitted as the loop body): their phis, valid after the loop,
     where the builder is left."""
@@ -189,7 +189,7 @@ def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Valu
             new += [_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
         return new
 
-    accs = _k_loop(b, "mk", k, vt, MR * NV, step)
+    accs = accumulating_loop(b, "mk", k, vt, MR * NV, step)
     col = u.imul(b, nb, NR)
     for r in range(MR):
         row = u.iadd(b, u.imul(b, mb, MR), u.i64(r))
@@ -268,7 +268,7 @@ def _strided_tile(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], bm: 
             new += [_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
         return new
 
-    accs = _k_loop(b, "ip", k, vt, MR * NV, step)
+    accs = accumulating_loop(b, "ip", k, vt, MR * NV, step)
     for r in range(MR):
         for v in range(NV):
             b.store(accs[r * NV + v], _at(b, c, u.i64(r * ldc + v * LANES)), align=4)
@@ -497,7 +497,7 @@ def _small_tile(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, k: int,
             new += [_vfma(b, splat, bv[v], accs[r * vecs + v]) for v in range(vecs)]
         return new
 
-    accs = _k_loop(b, "st", k, vt, rows * vecs, step)
+    accs = accumulating_loop(b, "st", k, vt, rows * vecs, step)
     for r in range(rows):
         for v in range(vecs):
             p = b.gep(c, [u.i64(r * ldc + v * lanes)], inbounds=True, source_etype=ft)
@@ -621,7 +621,7 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
     b = ir.IRBuilder(fn.append_basic_block())
     x = b.load(fn.args[0], typ=_VEC, align=4)
     y = b.load(_at(b, fn.args[0], u.i64(LANES)), typ=_VEC, align=4)
-    accs = _k_loop(b, "pk", iters, _VEC, accumulators, lambda kk, accs: [_fma(b, x, y, a) for a in accs])
+    accs = accumulating_loop(b, "pk", iters, _VEC, accumulators, lambda kk, accs: [_fma(b, x, y, a) for a in accs])
     total = accs[0]
     for acc in accs[1:]:
         total = b.fadd(total, acc)

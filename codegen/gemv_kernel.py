@@ -101,30 +101,6 @@ def emit_gemv(b: ir.IRBuilder, m: ir.Value, ld: int, x: ir.Value, incx: int, y: 
                                              source_etype=ft), typ=vt, align=es), acc)
                     for v, acc in enumerate(accs)]
 
-        accs = _row_loop(b, rows, vt, count, step)
+        accs = gemm_kernel.accumulating_loop(b, "gemv", rows, vt, count, step)
         for v, acc in enumerate(accs):
             b.store(acc, b.gep(y, [u.i64(col0 + v * n_lanes)], inbounds=True, source_etype=ft), align=es)
-
-
-def _row_loop(b: ir.IRBuilder, rows: int, vt: ir.VectorType, count: int, step) -> list:
-    """`count` accumulators of type `vt`, zero at first, carried over i = 0 .. rows-1 by
-    ``step(i, accs) -> new accs``; their values after the loop, where the builder is left."""
-    zero = ir.Constant(vt, [0.0] * vt.count)
-    pre = b.block
-    head, body, done = (b.append_basic_block(f"gemv.{s}") for s in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(u.I64, name="gemv.i")
-    i.add_incoming(u.i64(0), pre)
-    accs = [b.phi(vt, name=f"gemv.acc{t}") for t in range(count)]
-    for acc in accs:
-        acc.add_incoming(zero, pre)
-    b.cbranch(b.icmp_unsigned("<", i, u.i64(rows)), body, done)
-    b.position_at_end(body)
-    new = step(i, accs)
-    i.add_incoming(b.add(i, u.i64(1), flags=("nuw", "nsw")), b.block)
-    for acc, v in zip(accs, new):
-        acc.add_incoming(v, b.block)
-    b.branch(head)
-    b.position_at_end(done)
-    return accs
