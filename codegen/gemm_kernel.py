@@ -98,18 +98,12 @@ def choose_tile(m: int, n: int, avx512: bool | None = None) -> Tile:
     return AVX2_TILE
 
 
-def _fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
-    vt = x.type
-    name = f"llvm.fma.v{vt.count}f32"
-    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(vt, [vt] * 3), name)
-    return b.call(fn, [x, y, z])
-
-
 def _at(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
     return b.gep(base, [index], inbounds=True, source_etype=_F32)
 
 
-def _splat(b: ir.IRBuilder, x: ir.Value, vt: ir.VectorType = _VEC) -> ir.Value:
+def splat(b: ir.IRBuilder, x: ir.Value, vt: ir.VectorType = _VEC) -> ir.Value:
+    """The scalar `x` in every lane of a `vt`."""
     undef = ir.Constant(vt, ir.Undefined)
     one = b.insert_element(undef, x, u.i64(0))
     return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
@@ -185,8 +179,8 @@ def _micro(b: ir.IRBuilder, ap: ir.Value, bp: ir.Value, c: ir.Value, mb: ir.Valu
         row_a = u.imul(b, kk, MR)
         new = []
         for r in range(MR):
-            a = _splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32), vt)
-            new += [_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
+            a = splat(b, b.load(_at(b, a_panel, u.iadd(b, row_a, u.i64(r))), typ=_F32), vt)
+            new += [vector_fma(b, a, bv[v], accs[r * NV + v]) for v in range(NV)]
         return new
 
     accs = accumulating_loop(b, "mk", k, vt, MR * NV, step)
@@ -264,8 +258,8 @@ def _strided_tile(b: ir.IRBuilder, a: ir.Value, a_strides: tuple[int, int], bm: 
         col_a = u.imul(b, kk, a_cs)
         new = []
         for r in range(MR):
-            x = _splat(b, b.load(_at(b, rows[r], col_a), typ=_F32), vt)
-            new += [_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
+            x = splat(b, b.load(_at(b, rows[r], col_a), typ=_F32), vt)
+            new += [vector_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
         return new
 
     accs = accumulating_loop(b, "ip", k, vt, MR * NV, step)
@@ -491,10 +485,8 @@ def _small_tile(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, k: int,
         new = []
         for r in range(rows):
             x = b.load(b.gep(a_rows[r], [col_a], inbounds=True, source_etype=ft), typ=ft)
-            one = b.insert_element(ir.Constant(vt, ir.Undefined), x, u.i64(0))
-            splat = b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                                     ir.Constant(ir.VectorType(u.I32, lanes), [0] * lanes))
-            new += [_vfma(b, splat, bv[v], accs[r * vecs + v]) for v in range(vecs)]
+            xv = splat(b, x, vt)
+            new += [vector_fma(b, xv, bv[v], accs[r * vecs + v]) for v in range(vecs)]
         return new
 
     accs = accumulating_loop(b, "st", k, vt, rows * vecs, step)
@@ -504,7 +496,8 @@ def _small_tile(b: ir.IRBuilder, a: ir.Value, bm: ir.Value, c: ir.Value, k: int,
             _store_prefix(b, accs[r * vecs + v], p, last if v == vecs - 1 else lanes)
 
 
-def _vfma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+def vector_fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    """x * y + z, one rounding (`llvm.fma` on vectors of any width and float type)."""
     name = f"llvm.fma.{_vname(x.type)}"
     fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(x.type, [x.type] * 3), name)
     return b.call(fn, [x, y, z])
@@ -621,7 +614,8 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
     b = ir.IRBuilder(fn.append_basic_block())
     x = b.load(fn.args[0], typ=_VEC, align=4)
     y = b.load(_at(b, fn.args[0], u.i64(LANES)), typ=_VEC, align=4)
-    accs = accumulating_loop(b, "pk", iters, _VEC, accumulators, lambda kk, accs: [_fma(b, x, y, a) for a in accs])
+    accs = accumulating_loop(b, "pk", iters, _VEC, accumulators,
+                             lambda kk, accs: [vector_fma(b, x, y, a) for a in accs])
     total = accs[0]
     for acc in accs[1:]:
         total = b.fadd(total, acc)
@@ -690,8 +684,8 @@ def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.
     bv = [b.load(_at(b, b_row, u.i64(v * LANES)), typ=vt, align=4) for v in range(NV)]
     new = []
     for r in range(MR):
-        x = _splat(b, b.load(_at(b, rows[r], a_off), typ=_F32), vt)
-        new += [_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
+        x = splat(b, b.load(_at(b, rows[r], a_off), typ=_F32), vt)
+        new += [vector_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
     end = b.block
     kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), end)
     a_off.add_incoming(b.add(a_off, a_cs), end)
@@ -752,11 +746,11 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     from malloc for a k longer than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
 
     >>> import ctypes, numpy as np
+    >>> from tensorplay.codegen import gemm_library  # (the process's copy: made once, kept mapped)
     >>> name = generic_symbol(AVX512_TILE, False)
-    >>> code = jit.compile_ir(generic_module_text(AVX512_TILE, False), [name])  # keep it alive while used
     >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
     ...                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
-    ...     code.addresses[name])
+    ...     gemm_library.address(name))
     >>> x = np.arange(65, dtype=np.float32).reshape(5, 13); w = np.ones((5, 48), np.float32)
     >>> out = np.empty((13, 48), np.float32)
     >>> run(13, 48, 5, x.ctypes.data, 1, 13, w.ctypes.data, 48, out.ctypes.data, 48, 0)  # x.T @ w

@@ -67,19 +67,6 @@ def applies(ft: ir.Type, trans: bool, rows: int, cols: int, incy: int, host_fma:
             and cols % lanes(ft) == 0 and rows * cols >= MIN_ELEMENTS)
 
 
-def _fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
-    vt = x.type
-    name = f"llvm.fma.v{vt.count}{vt.element.intrinsic_name}"
-    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(vt, [vt] * 3), name)
-    return b.call(fn, [x, y, z])
-
-
-def _splat(b: ir.IRBuilder, x: ir.Value, vt: ir.VectorType) -> ir.Value:
-    undef = ir.Constant(vt, ir.Undefined)
-    one = b.insert_element(undef, x, u.i64(0))
-    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
-
-
 def emit_gemv(b: ir.IRBuilder, m: ir.Value, ld: int, x: ir.Value, incx: int, y: ir.Value,
               rows: int, cols: int, ft: ir.Type) -> None:
     """y[j] = sum_i x[i * incx] * m[i * ld + j] for j < cols (y contiguous), i < rows in order
@@ -95,9 +82,9 @@ def emit_gemv(b: ir.IRBuilder, m: ir.Value, ld: int, x: ir.Value, incx: int, y: 
 
         def step(i, accs, col0=col0, count=count):
             xi = b.load(b.gep(x, [u.imul(b, i, incx)], inbounds=True, source_etype=ft), typ=ft)
-            xv = _splat(b, xi, vt)
+            xv = gemm_kernel.splat(b, xi, vt)
             row = u.iadd(b, u.imul(b, i, ld), u.i64(col0))
-            return [_fma(b, xv, b.load(b.gep(m, [u.iadd(b, row, u.i64(v * n_lanes))], inbounds=True,
+            return [gemm_kernel.vector_fma(b, xv, b.load(b.gep(m, [u.iadd(b, row, u.i64(v * n_lanes))], inbounds=True,
                                              source_etype=ft), typ=vt, align=es), acc)
                     for v, acc in enumerate(accs)]
 
