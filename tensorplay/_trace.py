@@ -30,6 +30,7 @@ that call sites store back with `ClosedGraph.write_back`.
 from __future__ import annotations
 
 import itertools
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -117,21 +118,23 @@ def fixed_key(shape: tuple, dtype, value) -> tuple:
 
 
 _NOTHING = _views._NOTHING  # a read-only empty mapping
+_new_object = object.__new__
 
 
 class _TraceBuilder(GraphBuilder):
     """A Trace's GraphBuilder: its node list may hold `Deferred` composite blocks (see
     `tensorplay._deferred`), which reading `nodes` builds first, so every reader of the trace's
-    nodes sees real ones. `deferred` is the index of the first block not built yet, or -1."""
+    nodes sees real ones. `deferred` is the index of the first block not built yet, or -1. A
+    trace's graph inputs are its own (`Trace.arg_values`, `capture_values`): the builder has none."""
+
+    inputs = ()
+    arg_attrs = _NOTHING
+    deferred = -1
 
     def __init__(self, name: str, sigs: list):  # (not GraphBuilder's: `nodes` is a property here)
         self.name = name
-        self.inputs = []
         self._nodes = []
-        self.arg_attrs = {}
         self._sigs = sigs
-        self.deferred = -1
-
 
     @property
     def nodes(self) -> list:
@@ -163,13 +166,14 @@ class Trace:
         self.capture_sources: list[Any] = []
         self.concrete = concrete
         self.capture_views = concrete     # views of outside storage are inputs (see _views.lift_outside)
-        self.views = _views.TraceViews()  # aliasing bookkeeping: arguments, proxies of outside storages
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
-        self.output_aliases: list = []    # set by finish(): (input index, view steps) per output, or None
-        self._sources: dict[Value, Any] = {}   # graph input -> its caller tensor / capture source / reason
-        self.sigs: list = []  # per node appended by `append`: its signature id (see `typed_result`)
-        self.builder = _TraceBuilder(name, self.sigs)
-        self._nodes = self.builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
+        # aliasing bookkeeping: arguments, proxies of outside storages (`TraceViews()`, written out)
+        self.views = views = _new_object(_views.TraceViews)
+        views.args = []
+        self.sigs = sigs = []  # per node appended by `append`: its signature id (see `typed_result`)
+        self.builder = builder = _new_object(_TraceBuilder)  # `_TraceBuilder(name, sigs)`, written out
+        builder.name, builder._nodes, builder._sigs = name, [], sigs
+        self._nodes = builder._nodes  # (the node list itself, for appends: `builder.nodes` builds blocks)
         # The tape: per node appended, its signature id, then the ids of its result and operands
         # relative to `base` (the Value ids are one process-wide counter in creation order, so a
         # value of this trace is named by the same number whenever the same program is traced).
@@ -178,6 +182,10 @@ class Trace:
 
     # immutable defaults, set on the instance when they change
     active = False
+    output_aliases: tuple | list = ()  # set by finish(): (input index, view steps) per output, or None
+    # The arguments' caller tensors, when `trace_function` numbered them base+1..n (`source_of`
+    # reads them; `_sources` holds every other input's source).
+    arg_sources: list | None = None
     batched = False                  # some argument is a per-sample slice of a batch (vmap)
     graph_sigs: list | None = None   # set by finish(): the signatures of the graph's nodes, if known
     graph_key: tuple | None = None   # set by finish() with graph_sigs: see `_tape_key`
@@ -189,6 +197,7 @@ class Trace:
     _scalar_sources: dict = _NOTHING  # (dtype, value) -> its 0-d input's tensor
     _scalars: dict = _NOTHING         # ... and shape -> its broadcast value
     _fixed: dict = _NOTHING           # (shape, dtype, exact value) -> its `full` node's value
+    _sources: dict = _NOTHING         # graph input -> its caller tensor / capture source / reason
 
     # --- entering and leaving -------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -211,10 +220,28 @@ class Trace:
         if self.concrete:
             if batched:
                 self.batched = True
-                self._sources[v] = _BATCHED
+                self.set_source(v, _BATCHED)
             elif source is not None:
-                self._sources[v] = source
+                self.set_source(v, source)
         return t
+
+    def set_source(self, v: Value, source) -> None:
+        """Record where graph input `v` gets its value (see `source_of`)."""
+        sources = self._sources
+        if sources is _NOTHING:
+            sources = self._sources = {}
+        sources[v] = source
+
+    def source_of(self, v: Value):
+        """The caller tensor, capture source or `_NoValue` reason of graph input `v`, or None."""
+        source = self._sources.get(v)
+        if source is None:
+            args = self.arg_sources
+            if args is not None:
+                k = v.id - self.base - 1
+                if 0 <= k < len(args) and self.arg_values[k] is v:
+                    return args[k]
+        return source
 
     def capture(self, source: Any, type: TensorType) -> Value:
         """The input standing for `source` (a Tensor or RandomKey), created on first use."""
@@ -229,7 +256,7 @@ class Trace:
             self.capture_values.append(v)
             self.capture_sources.append(source)
             if self.concrete:
-                self._sources[v] = source
+                self.set_source(v, source)
         return v
 
     def lift(self, t) -> Value:
@@ -465,7 +492,7 @@ class Trace:
 
     def _input_array(self, v: Value) -> np.ndarray:
         """The value of graph input `v`: its caller tensor's (read through the enclosing traces)."""
-        source = self._sources.get(v)
+        source = self.source_of(v)
         if source is None:
             raise _NoValue(f"which traces with symbolic inputs ({self.transform} has no values until it runs)")
         if source is _BATCHED:
@@ -543,7 +570,7 @@ def known_array(t: Tensor) -> np.ndarray | None:
     hit = trace._known.get(v)
     if hit is not None:
         return hit
-    source = trace._sources.get(v)
+    source = trace.source_of(v)
     if not isinstance(source, Tensor):  # no source, a _NoValue reason or a RandomKey
         return None
     try:
@@ -1381,18 +1408,26 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     trace.active = True  # `with trace:`, written out
     STATE.stack.append(trace)
     try:
-        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
+        arg_values, arg_tensors = trace.arg_values, trace.views.args
         use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
         if use_known:  # every leaf a concrete C-contiguous tensor of its known type: `new_arg`, inlined
+            n = len(known)
+            vid = next(islice(_value_ids, n - 1, None)) - n if n else trace.base  # n ids at once
+            first = vid + 1
             for typ in known:
+                vid += 1
                 v = _new_value(Value)
-                v.type, v.node, v.id = typ, None, next(_value_ids)
+                v.type, v.node, v.id = typ, None, vid
                 arg_values.append(v)
                 t = _new_tensor(Tensor)
                 t._data, t._trace, t._value = None, trace, v
                 arg_tensors.append(t)
             if concrete:
-                sources.update(zip(arg_values, leaves))
+                if first == trace.base + 1:  # numbered base+1..n: `source_of` finds them by position
+                    trace.arg_sources = leaves
+                else:  # (another thread took ids in between)
+                    for v, leaf in zip(arg_values, leaves):
+                        trace.set_source(v, leaf)
             traced_leaves = arg_tensors  # (the same list: neither is changed after this loop)
         else:
             traced_leaves = list(leaves)
@@ -1425,9 +1460,9 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                 if concrete:
                     if batched:
                         trace.batched = True
-                        sources[v] = _BATCHED
+                        trace.set_source(v, _BATCHED)
                     else:
-                        sources[v] = leaf
+                        trace.set_source(v, leaf)
                 traced_leaves[i] = t
                 continue
             typ = in_types[k] if in_types is not None else None
@@ -1460,7 +1495,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             out = fn(*traced_leaves)
         else:
             targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
-            out = fn(*targs, **tkwargs)
+            out = fn(*targs, **tkwargs) if tkwargs else fn(*targs)
         if out.__class__ is Tensor:
             out_leaves, out_tree, out_tensors = [out], _pytree.LEAF, [out]
         else:

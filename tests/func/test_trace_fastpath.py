@@ -345,3 +345,27 @@ def test_a_finished_trace_is_freed_by_reference_counting():
     assert closed.structural_key() == key
     np.testing.assert_allclose(_trace.call_graph(g, [x] + closed.capture_tensors())[0].numpy(),
                                np.tanh(V * 2) + V, rtol=1e-6)
+
+
+@pytest.mark.parametrize("ids_taken_in_between", [False, True])
+def test_argument_values_on_demand_on_the_signature_path(monkeypatch, ids_taken_in_between):
+    # The pipeline cache's call path numbers the arguments base+1..n and finds their caller tensors
+    # by position; when another thread took ids in between, it records them one by one instead.
+    if ids_taken_in_between:
+        init = _trace.Trace.__init__
+
+        def init_then_take_an_id(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            next(_trace._value_ids)
+
+        monkeypatch.setattr(_trace.Trace, "__init__", init_then_take_an_id)
+    seen = []
+
+    def f(x, ws):
+        seen.append((x.sum().item(), [w.tolist() for w in ws], x._trace.arg_sources is not None))
+        return (x * ws[0] * ws[1]).sum()
+
+    x, ws = tp.tensor([1.0, 2.0]), [tp.tensor([3.0, 4.0]), tp.tensor([5.0, 6.0])]
+    for _ in range(3):  # the first call learns the signature, the next ones take its known types
+        np.testing.assert_allclose(grad(f)(x, ws).numpy(), [15.0, 24.0])
+    assert seen == [(3.0, [[3.0, 4.0], [5.0, 6.0]], not ids_taken_in_between)] * 3
