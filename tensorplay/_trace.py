@@ -184,8 +184,9 @@ class Trace:
     active = False
     output_aliases: tuple | list = ()  # set by finish(): (input index, view steps) per output, or None
     # The arguments' caller tensors, when `trace_function` numbered them base+1..n (`source_of`
-    # reads them; `_sources` holds every other input's source).
+    # reads them; `_sources` holds every other input's source), and which of them are batched.
     arg_sources: list | None = None
+    arg_batched: tuple | None = None
     batched = False                  # some argument is a per-sample slice of a batch (vmap)
     graph_sigs: list | None = None   # set by finish(): the signatures of the graph's nodes, if known
     graph_key: tuple | None = None   # set by finish() with graph_sigs: see `_tape_key`
@@ -240,7 +241,8 @@ class Trace:
             if args is not None:
                 k = v.id - self.base - 1
                 if 0 <= k < len(args) and self.arg_values[k] is v:
-                    return args[k]
+                    batched = self.arg_batched
+                    return _BATCHED if batched is not None and batched[k] else args[k]
         return source
 
     def capture(self, source: Any, type: TensorType) -> Value:
@@ -1369,6 +1371,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     every leaf is a tensor (the pipeline cache's call path): the arguments are not walked again.
     ``(leaves, in_tree, types)`` also gives each leaf's type (`Tensor._type`), which the caller
     vouches for: every leaf a concrete C-contiguous tensor of that type (a cached signature's).
+    ``(leaves, in_tree, types, batched)`` marks the leaves whose type is a per-sample slice of
+    theirs (a map's mapped arguments, `in_types` as the map gives them): they have no value.
 
     >>> import tensorplay as tp
     >>> closed = trace_function(lambda x, ws: ws[0] * x + ws[1], (tp.ones(2), [tp.ones(2), tp.ones(2)]))
@@ -1376,11 +1380,12 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     (3, ['mul', 'add'])
     """
     kwargs = kwargs or {}
-    known = None
+    known = batched_mask = None
     if flat is not None:
         leaves, in_tree = flat[0], flat[1]
         if len(flat) > 2:
             known = flat[2]
+            batched_mask = flat[3] if len(flat) > 3 else None
         tensor_pos = range(len(leaves))
         all_tensors = True
     elif not kwargs and all(a.__class__ is Tensor for a in args):  # the common call: tensors only
@@ -1408,7 +1413,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     trace.active = True  # `with trace:`, written out
     STATE.stack.append(trace)
     try:
-        arg_values, arg_tensors = trace.arg_values, trace.views.args
+        arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
         use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
         if use_known:  # every leaf a concrete C-contiguous tensor of its known type: `new_arg`, inlined
             n = len(known)
@@ -1423,11 +1428,14 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                 t._data, t._trace, t._value = None, trace, v
                 arg_tensors.append(t)
             if concrete:
+                if batched_mask is not None:
+                    trace.batched = True
                 if first == trace.base + 1:  # numbered base+1..n: `source_of` finds them by position
                     trace.arg_sources = leaves
+                    trace.arg_batched = batched_mask
                 else:  # (another thread took ids in between)
-                    for v, leaf in zip(arg_values, leaves):
-                        trace.set_source(v, leaf)
+                    for k, (v, leaf) in enumerate(zip(arg_values, leaves)):
+                        trace.set_source(v, _BATCHED if batched_mask is not None and batched_mask[k] else leaf)
             traced_leaves = arg_tensors  # (the same list: neither is changed after this loop)
         else:
             traced_leaves = list(leaves)
@@ -1458,11 +1466,13 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
                 t._data, t._trace, t._value = None, trace, v
                 arg_tensors.append(t)
                 if concrete:
+                    if sources is _NOTHING:
+                        sources = trace._sources = {}
                     if batched:
                         trace.batched = True
-                        trace.set_source(v, _BATCHED)
+                        sources[v] = _BATCHED
                     else:
-                        trace.set_source(v, leaf)
+                        sources[v] = leaf
                 traced_leaves[i] = t
                 continue
             typ = in_types[k] if in_types is not None else None

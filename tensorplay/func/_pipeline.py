@@ -498,7 +498,7 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
             flat, leaves = (tensors, tree), tensors
         mapped = sig.mapped
         if mapped is None:  # raises the transform's own errors
-            mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves)
+            mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves, sig.types)
         user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
     latest = None
     try:
@@ -572,8 +572,11 @@ def _trace_mapped(chain, user_fn, args, kwargs, flat, leaves: list, tree, mapped
     """(the user's function traced on per-sample tensors, the mapped leaf positions its replay takes
     or None): with transforms inside the map, they take every tensor argument as theirs; a bare
     map's arguments that are not mapped reach the function as they are (captures of its trace)."""
-    positions, types, leaf_types = mapped
+    positions, types, leaf_types, known = mapped
     if len(chain) > 1:
+        if known is not None and flat is not None:  # every leaf's type known: nothing looked up
+            return trace_function(user_fn, args, kwargs, transform=name, name=user_name,
+                                  flat=(flat[0], flat[1], known[0], known[1])), None
         return trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name,
                               flat=flat), None
     return trace_function(_per_sample_call(user_fn, leaves, tree, positions), tuple(leaves[i] for i in positions),
@@ -609,13 +612,20 @@ def _tensor_tree(arg_key, tensors: list, args, kwargs):
     return None if tree is False else (tensors, tree)
 
 
-def _mapped_types(per_sample: Callable, args, kwargs, leaves: list) -> tuple:
+def _mapped_types(per_sample: Callable, args, kwargs, leaves: list, signature_types: list | None = None) -> tuple:
     """(mapped leaf positions, their per-sample types, the type of every tensor leaf: per-sample
-    for a mapped one, None for the others)."""
+    for a mapped one, None for the others, and, given the signature's `signature_types` of every
+    leaf (all tensors), ``(every leaf's type as the function sees it, which are per-sample)`` for
+    `trace_function`'s known-type path, else None)."""
     positions, types = per_sample(args, kwargs)
     of = dict(zip(positions, types))
-    return (tuple(positions), tuple(types),
-            tuple([of.get(i) for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]))
+    leaf_types = tuple([of.get(i) for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)])
+    known = None
+    if signature_types is not None and len(signature_types) == len(leaf_types) == len(leaves):
+        seen = [t if g is None else g for g, t in zip(leaf_types, signature_types)]
+        batched = tuple([g is not None and g.shape != t.shape for g, t in zip(leaf_types, signature_types)])
+        known = (seen, batched if any(batched) else None)
+    return tuple(positions), tuple(types), leaf_types, known
 
 
 def _per_sample_call(fn: Callable, leaves: list, tree, positions) -> Callable:

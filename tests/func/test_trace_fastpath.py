@@ -369,3 +369,31 @@ def test_argument_values_on_demand_on_the_signature_path(monkeypatch, ids_taken_
     for _ in range(3):  # the first call learns the signature, the next ones take its known types
         np.testing.assert_allclose(grad(f)(x, ws).numpy(), [15.0, 24.0])
     assert seen == [(3.0, [[3.0, 4.0], [5.0, 6.0]], not ids_taken_in_between)] * 3
+
+
+@pytest.mark.parametrize("ids_taken_in_between", [False, True])
+def test_mapped_and_unmapped_arguments_on_the_signature_path(monkeypatch, ids_taken_in_between):
+    # vmap(grad(f)) traces f on per-sample types known from the signature: an unmapped argument
+    # has its value, a mapped one has none (one per sample), on every call.
+    if ids_taken_in_between:
+        init = _trace.Trace.__init__
+
+        def init_then_take_an_id(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            next(_trace._value_ids)
+
+        monkeypatch.setattr(_trace.Trace, "__init__", init_then_take_an_id)
+
+    def f(x, w):
+        scale = 2.0 if w.sum() > 0 else -1.0  # w is not mapped: Python may branch on it
+        return (scale * x * w).sum()
+
+    def g(x, w):
+        return x.sum() if x.sum() > 0 else -x.sum()  # x is mapped: no single value
+
+    xs = tp.from_numpy(RNG.standard_normal((4, 3)).astype(np.float32))
+    for w, scale in ((tp.tensor([1.0, 2.0, 3.0]), 2.0), (tp.tensor([-1.0, -2.0, -3.0]), -1.0)) * 2:
+        got = vmap(grad(f), in_dims=(0, None))(xs, w)
+        np.testing.assert_allclose(got.numpy(), np.broadcast_to(scale * w.numpy(), (4, 3)), rtol=1e-6)
+        with pytest.raises(tp.TracingError, match=r"vmap\(in_dims=\(0, None\)\).*per sample"):
+            vmap(grad(g), in_dims=(0, None))(xs, w)
