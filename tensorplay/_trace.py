@@ -1357,6 +1357,143 @@ class _Static:
     value: Any
 
 
+def _known_args(trace: Trace, known: list, leaves: list, batched_mask: tuple | None) -> list:
+    """The argument tensors of `trace` for caller tensors `leaves` of types `known` (the caller
+    vouches: concrete and C-contiguous, or per-sample slices where `batched_mask` says so):
+    `new_arg` for each, written out, with the ids reserved at once."""
+    arg_values, arg_tensors = trace.arg_values, trace.views.args
+    n = len(known)
+    vid = next(islice(_value_ids, n - 1, None)) - n if n else trace.base  # n ids at once
+    first = vid + 1
+    for typ in known:
+        vid += 1
+        v = _new_value(Value)
+        v.type, v.node, v.id = typ, None, vid
+        arg_values.append(v)
+        t = _new_tensor(Tensor)
+        t._data, t._trace, t._value = None, trace, v
+        arg_tensors.append(t)
+    if trace.concrete:
+        if batched_mask is not None:
+            trace.batched = True
+        if first == trace.base + 1:  # numbered base+1..n: `source_of` finds them by position
+            trace.arg_sources = leaves
+            trace.arg_batched = batched_mask
+        else:  # (another thread took ids in between)
+            for k, (v, leaf) in enumerate(zip(arg_values, leaves)):
+                trace.set_source(v, _BATCHED if batched_mask is not None and batched_mask[k] else leaf)
+    trace.arg_key = _arg_key(known)
+    return arg_tensors  # (the trace's own list: neither is changed after this)
+
+
+def _call_traced(fn: Callable, in_tree, traced_leaves: list) -> tuple:
+    """``(output leaves, output tree, output tensors)`` of `fn` called on the arguments of `in_tree`
+    with tensor leaves `traced_leaves` (`in_tree` True: they are the positional arguments)."""
+    if in_tree is True:
+        out = fn(*traced_leaves)
+    else:
+        targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
+        out = fn(*targs, **tkwargs) if tkwargs else fn(*targs)
+    if out.__class__ is Tensor:
+        return [out], _pytree.LEAF, [out]
+    out_leaves, out_tree = _pytree.tree_flatten(out)
+    return out_leaves, out_tree, [o for o in out_leaves if isinstance(o, Tensor)]
+
+
+def _closed(trace: Trace, graph, in_tree, leaves: list, num_args: int, all_tensors: bool,
+            out_leaves: list, out_tree, out_tensors: list) -> "_TracedClosedGraph":
+    """The ClosedGraph of finished `trace` (`graph`: what `Trace.finish(lazy=True)` returned),
+    its own references released."""
+    n_out = len(out_leaves)
+    out_static = [None] * n_out if len(out_tensors) == n_out else [
+        None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
+    static_leaves = [None] * len(leaves) if all_tensors else [
+        None if isinstance(leaf, Tensor) else leaf for leaf in leaves]
+    if graph.__class__ is tuple:  # every node taped: the graph is built on first use
+        closed = _traced(graph, trace.builder.name, trace.sigs, trace.graph_key, num_args, trace.capture_sources,
+                         in_tree, out_tree, static_leaves, out_static, trace.mutated, trace.output_aliases)
+        _release(trace)
+        return closed
+    closed = _TracedClosedGraph(graph, num_args, trace.capture_sources, in_tree, out_tree, static_leaves,
+                                out_static, trace.mutated, trace.output_aliases,
+                                None if trace.graph_sigs is None else (graph, trace.graph_sigs),
+                                None if trace.graph_key is None else (graph, trace.graph_key))
+    _release(trace)
+    closed._unlink()
+    return closed
+
+
+def trace_keyed(fn: Callable, leaves: list, in_tree, known: list, batched_mask: tuple | None, transform: str,
+                name: str) -> tuple:
+    """The pipeline cache's trace of a call whose argument signature is known (`trace_function` with
+    ``flat=(leaves, in_tree, known, batched_mask)``), made so that a cache hit builds no ClosedGraph:
+    ``(key, captures, traced)``. In the common case (every output a tensor this trace computed,
+    nothing written in place, no random draw) `key` is ``(tape key, output tree)`` and `traced` a
+    `KeyedTrace`: its ``closed()`` makes the ClosedGraph on a miss, its ``drop()`` frees the trace on a
+    hit. Otherwise `key` is None and `traced` is the ClosedGraph. `captures` are its capture
+    sources either way.
+
+    >>> import tensorplay as tp
+    >>> x = tp.ones(2)
+    >>> key, caps, traced = trace_keyed(lambda x: x * x, [x], _pytree.tree_flatten(((x,), {}))[1],
+    ...                                 [x._type()], None, "grad", "f")
+    >>> key == (traced.closed().structural_key(), _pytree.LEAF), caps
+    (True, [])
+    """
+    if not (name and name.isidentifier()):
+        name = getattr(fn, "__name__", None) if name is None else name
+        name = name if name and name.isidentifier() else "f"
+    trace = Trace(transform, name, concrete=_is_concrete(transform))
+    trace.active = True  # `with trace:`, written out
+    STATE.stack.append(trace)
+    try:
+        traced_leaves = _known_args(trace, known, leaves, batched_mask)
+        out_leaves, out_tree, out_tensors = _call_traced(fn, in_tree, traced_leaves)
+        graph = trace.finish(out_tensors, lazy=True)
+    finally:
+        trace.__exit__()
+    caps = trace.capture_sources
+    if (graph.__class__ is not tuple or len(out_tensors) != len(out_leaves) or trace.mutated
+            or any(trace.output_aliases) or (caps and any(isinstance(c, RandomKey) for c in caps))):
+        return None, caps, _closed(trace, graph, in_tree, leaves, len(leaves), True, out_leaves, out_tree,
+                                   out_tensors)
+    return (trace.graph_key, out_tree), caps, KeyedTrace(trace, graph, in_tree, leaves, out_leaves, out_tree, out_tensors)
+
+
+class KeyedTrace:
+    """A finished trace of `trace_keyed` whose ClosedGraph is not built yet: `closed()` builds it (a
+    pipeline-cache miss), `drop()` frees the trace without it (a hit). One of them is called once."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def closed(self) -> "_TracedClosedGraph":
+        trace, graph, in_tree, leaves, out_leaves, out_tree, out_tensors = self.parts
+        self.parts = None
+        return _closed(trace, graph, in_tree, leaves, len(leaves), True, out_leaves, out_tree, out_tensors)
+
+    def drop(self) -> None:
+        """Break the trace's reference cycles (node <-> value, the trace <-> its tensors), so that
+        reference counting frees it, as `_closed` leaves a ClosedGraph's."""
+        trace, graph = self.parts[0], self.parts[1]
+        self.parts = None
+        for node in graph[1]:
+            node.out.node = None
+        _release(trace)
+
+
+def _is_concrete(transform: str) -> bool:
+    """Do the tensors traced under `transform` have values (not one of `SYMBOLIC_TRANSFORMS`)?"""
+    concrete = _CONCRETE.get(transform)
+    if concrete is None:
+        concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
+        if len(_CONCRETE) < _TYPES_LIMIT:
+            _CONCRETE[transform] = concrete
+    return concrete
+
+
 def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, transform: str = "trace",
                    in_types: Sequence[TensorType | None] | None = None, name: str | None = None,
                    flat: tuple | None = None) -> ClosedGraph:
@@ -1404,39 +1541,15 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
     fname = name or getattr(fn, "__name__", "f")
     if not fname.isidentifier():
         fname = "f"
-    concrete = _CONCRETE.get(transform)
-    if concrete is None:
-        concrete = transform.split("(", 1)[0] not in SYMBOLIC_TRANSFORMS
-        if len(_CONCRETE) < _TYPES_LIMIT:
-            _CONCRETE[transform] = concrete
+    concrete = _is_concrete(transform)
     trace = Trace(transform, fname, concrete=concrete)
     trace.active = True  # `with trace:`, written out
     STATE.stack.append(trace)
     try:
         arg_values, arg_tensors, sources = trace.arg_values, trace.views.args, trace._sources
         use_known = known is not None and in_types is None  # the signature's exact types: nothing to look up
-        if use_known:  # every leaf a concrete C-contiguous tensor of its known type: `new_arg`, inlined
-            n = len(known)
-            vid = next(islice(_value_ids, n - 1, None)) - n if n else trace.base  # n ids at once
-            first = vid + 1
-            for typ in known:
-                vid += 1
-                v = _new_value(Value)
-                v.type, v.node, v.id = typ, None, vid
-                arg_values.append(v)
-                t = _new_tensor(Tensor)
-                t._data, t._trace, t._value = None, trace, v
-                arg_tensors.append(t)
-            if concrete:
-                if batched_mask is not None:
-                    trace.batched = True
-                if first == trace.base + 1:  # numbered base+1..n: `source_of` finds them by position
-                    trace.arg_sources = leaves
-                    trace.arg_batched = batched_mask
-                else:  # (another thread took ids in between)
-                    for k, (v, leaf) in enumerate(zip(arg_values, leaves)):
-                        trace.set_source(v, _BATCHED if batched_mask is not None and batched_mask[k] else leaf)
-            traced_leaves = arg_tensors  # (the same list: neither is changed after this loop)
+        if use_known:  # every leaf a concrete C-contiguous tensor of its known type
+            traced_leaves = _known_args(trace, known, leaves, batched_mask)
         else:
             traced_leaves = list(leaves)
         new_arg = trace.new_arg
@@ -1499,41 +1612,11 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
             lay = None if plain or not same_shape else _views.outside_layout(leaf)
             if lay is not None:  # a strided caller tensor: reshapes of it copy, as they would eagerly
                 trace.views.mine("layouts")[id(arg)] = lay
-        if use_known:
-            trace.arg_key = _arg_key(known)
-        if flat is True:
-            out = fn(*traced_leaves)
-        else:
-            targs, tkwargs = _pytree.tree_unflatten(in_tree, traced_leaves)
-            out = fn(*targs, **tkwargs) if tkwargs else fn(*targs)
-        if out.__class__ is Tensor:
-            out_leaves, out_tree, out_tensors = [out], _pytree.LEAF, [out]
-        else:
-            out_leaves, out_tree = _pytree.tree_flatten(out)
-            out_tensors = [o for o in out_leaves if isinstance(o, Tensor)]
+        out_leaves, out_tree, out_tensors = _call_traced(fn, True if flat is True else in_tree, traced_leaves)
         graph = trace.finish(out_tensors, lazy=True)
     finally:
         trace.__exit__()
-    n_out = len(out_leaves)
-    out_static = [None] * n_out if len(out_tensors) == n_out else [
-        None if isinstance(o, Tensor) else _Static(o) for o in out_leaves]
-    if graph.__class__ is tuple:  # every node taped: the graph is built on first use
-        closed = _traced(graph, trace.builder.name, trace.sigs, trace.graph_key, len(tensor_pos),
-                         trace.capture_sources, in_tree, out_tree,
-                         [None] * len(leaves) if all_tensors else
-                         [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
-                         out_static, trace.mutated, trace.output_aliases)
-        _release(trace)
-        return closed
-    closed = _TracedClosedGraph(graph, len(tensor_pos), trace.capture_sources, in_tree, out_tree,
-                       [None] * len(leaves) if all_tensors else
-                       [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
-                       out_static, trace.mutated, trace.output_aliases,
-                       None if trace.graph_sigs is None else (graph, trace.graph_sigs),
-                       None if trace.graph_key is None else (graph, trace.graph_key))
-    _release(trace)
-    closed._unlink()
-    return closed
+    return _closed(trace, graph, in_tree, leaves, len(tensor_pos), all_tensors, out_leaves, out_tree, out_tensors)
 
 
 _ARG_TYPES: dict = {}  # (numpy shape, numpy dtype) of a concrete argument -> its TensorType

@@ -31,7 +31,7 @@ from .. import _pytree
 from .._exec import runner
 from .._tensor import Tensor
 from .._state import STATE
-from .._trace import ClosedGraph, RandomKey, call_graph, trace_function
+from .._trace import ClosedGraph, KeyedTrace, RandomKey, call_graph, trace_function, trace_keyed
 from .._views import own_outputs
 from ..autograd._engine import run_taped
 from ..autograd._record import ACTIVE, needs_tape
@@ -270,14 +270,13 @@ class _Replayed:
         # generated expression, as `tp.compile`'s fast call builds it
         self.finish = _finisher(closed) if self.fast else None
 
-    def __call__(self, tensors: list, user: ClosedGraph):
+    def __call__(self, tensors: list, caps: list):
+        """Run on the call's tensors and `caps`, the capture sources of the user function's trace."""
         # only the captures the transform reads, in its order: a random key the transform replaced
         # (vmap's per-sample keys) is not drawn
         if self.plain:
-            caps = user.captures
             inputs = tensors + caps if caps else tensors
         else:
-            caps = user.captures
             inputs = tensors + [_current(caps[s] if s.__class__ is int else s) for s in self.sources]
         closed = self.closed
         if ACTIVE[0] and needs_tape(inputs):  # inputs that require grad: record the graph's ops on the tape
@@ -486,10 +485,13 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     tree = sig.tree
     user_name = getattr(user_fn, "__name__", None)
     positions = None
+    known = None  # (every leaf's type, which are per-sample) when the signature gives them
     if per_sample is None:
-        user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
-                              flat=None if tree is False else (tensors, tree) if sig.types is None
-                              else (tensors, tree, sig.types))
+        if sig.types is not None and tree is not False:
+            known = (sig.types, None)
+        else:
+            user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
+                                  flat=None if tree is False else (tensors, tree))
     else:
         if tree is False:
             flat = None
@@ -499,10 +501,20 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         mapped = sig.mapped
         if mapped is None:  # raises the transform's own errors
             mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves, sig.types)
-        user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name, user_name)
+        if len(chain) > 1 and mapped[3] is not None and flat is not None:
+            known = mapped[3]
+        else:
+            user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name,
+                                            user_name)
+    tkey = None
+    if known is not None:  # a hit builds no ClosedGraph: `user` is made on a miss
+        tkey, captures, user = trace_keyed(user_fn, tensors, tree, known[0], known[1], name, user_name)
+    else:
+        captures = user.captures
     latest = None
     try:
-        tkey = _trace_key(user)
+        if tkey is None:  # (outputs, writes or draws beyond the common case: `user` is a ClosedGraph)
+            tkey = _trace_key(user)
         last = sig.last
         if last is not None and last[0] == tkey:  # the signature's latest entry again: no hashing, no lock
             latest = last[1]()  # (weakly held: an entry the LRU dropped is freed as before)
@@ -516,10 +528,15 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     except TypeError:  # a non-hashable non-tensor output
         key = None
         entry = None
-    if latest is not None:
-        _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
-        return latest(tensors, user)
-    if entry is None:
+    if latest is not None or entry is not None:
+        if user.__class__ is KeyedTrace:
+            user.drop()
+        if latest is not None:
+            _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
+            return latest(tensors, captures)
+    else:
+        if user.__class__ is KeyedTrace:
+            user = user.closed()
         try:
             entry = _replay_call(chain, user, args, kwargs, name, user_name, positions)
         except Exception:
@@ -532,7 +549,7 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
             _OUTERMOST.put(key, entry)
     if key is not None:
         sig.last = (tkey, weakref.ref(entry))
-    return entry(tensors, user)
+    return entry(tensors, captures)
 
 
 def _trace_key(user: ClosedGraph) -> tuple:

@@ -397,3 +397,33 @@ def test_mapped_and_unmapped_arguments_on_the_signature_path(monkeypatch, ids_ta
         np.testing.assert_allclose(got.numpy(), np.broadcast_to(scale * w.numpy(), (4, 3)), rtol=1e-6)
         with pytest.raises(tp.TracingError, match=r"vmap\(in_dims=\(0, None\)\).*per sample"):
             vmap(grad(g), in_dims=(0, None))(xs, w)
+
+
+@pytest.mark.parametrize("make,batch", [(grad, False), (jacrev, False), (lambda f: vmap(grad(f)), True)])
+def test_a_cache_hit_frees_its_trace_by_reference_counting(make, batch):
+    """A plain call that hits the pipeline cache builds no ClosedGraph (`trace_keyed`): it breaks
+    the trace's cycles itself, so nothing waits for the cyclic collector."""
+    import gc
+    import weakref
+
+    from tensorplay.ir.core import Node
+
+    traces = []
+
+    def f(x):
+        traces.append(weakref.ref(_trace.current_trace()))
+        return (tp.tanh(x * 2.0) + x).sum()
+
+    x = tp.from_numpy(np.stack([V, V]) if batch else V)
+    fn = make(f)
+    fn(x), fn(x)  # the first call fills the cache
+    gc.collect()
+    gc.disable()
+    try:
+        before = sum(1 for o in gc.get_objects() if o.__class__ is Node)
+        for _ in range(5):
+            fn(x)
+        assert all(t() is None for t in traces[-5:]), "a hit's trace was not freed by reference counting"
+        assert sum(1 for o in gc.get_objects() if o.__class__ is Node) <= before
+    finally:
+        gc.enable()

@@ -292,7 +292,7 @@ def phases(target, time_it) -> list[tuple[str, float]]:
            ("signature", time_it(lambda: P._signature(plan, args, {}, plan.name))),
            ("trace", time_it(trace)),
            ("trace key + entry lookup", time_it(lambda: P._OUTERMOST.get((sig, P._trace_key(user))))),
-           ("entry", time_it(lambda: entry(tensors, user)))]
+           ("entry", time_it(lambda: entry(tensors, user.captures)))]
     if entry.plain:
         arrays = tuple(t._data for t in tensors + list(user.captures))
         out.append(("bare executable", time_it(lambda: entry.call(arrays))))
