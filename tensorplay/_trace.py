@@ -401,12 +401,15 @@ class Trace:
         """
         base = self.base
         type_ids = _TYPE_IDS
-        flat = [len(inputs)]
         prefix, args = self.arg_key, self.arg_values
         n = len(args)
         if prefix is not None and n and args[0].id - base == 1 and args[-1].id - base == n:
-            flat += prefix  # the arguments' pairs, numbered 1..n (see `_arg_key`)
+            if len(inputs) == n:  # (the common key, as one tuple display: no list grown item by item)
+                return (n, *prefix, *self.tape, None, *[v.id - base for v in results])
+            flat = [len(inputs), *prefix]  # the arguments' pairs, numbered 1..n (see `_arg_key`)
             inputs = inputs[n:]
+        else:
+            flat = [len(inputs)]
         for v in inputs:
             t = v.type
             i = type_ids.get((t.shape, t.dtype))
