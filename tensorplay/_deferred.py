@@ -31,9 +31,10 @@ class Deferred:
     the outside values of its FIXED/SCALAR steps in order), the first id of each run of NODE steps,
     the number of operands, its result Value (``out.node`` is this entry until it is built), and
     the nodes of the outside values the hit made (``(nodes, signature ids)`` or None), which go
-    where their steps are."""
+    where their steps are. `prog` is the memo program the block replays (`_traced_memo`), which an
+    op memo that saw the block remembers to replay it without the op layer (`memo_traced_op`)."""
 
-    __slots__ = ("steps", "refs", "starts", "n_ops", "out", "made")
+    __slots__ = ("steps", "refs", "starts", "n_ops", "out", "made", "prog")
 
     def nodes(self) -> tuple[list, list]:
         """(the block's nodes, their signature ids), built now; the result Value is linked to its node.
