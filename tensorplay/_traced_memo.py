@@ -18,16 +18,13 @@ matches the op layer's whatever the trace held before.
 from __future__ import annotations
 
 import itertools
-from itertools import islice
 from typing import Callable
 
-from ._deferred import FIXED, NODE, SCALAR, Deferred
+from ._deferred import FIXED, NODE, SCALAR, replay as _run
 from ._state import STATE
-from ._trace import _NOTHING, _typed_sig, fixed_key
+from ._trace import _typed_sig, fixed_key
 from ._tensor import Tensor
-from tensorplay.ir import Value, get_primitive
-from tensorplay.ir.core import Node
-from tensorplay.ir.values import _ids
+from tensorplay.ir import get_primitive
 from .compiler import register_reset
 
 __all__ = ["memo_composite", "clear"]
@@ -135,9 +132,31 @@ def memo_composite(fn: Callable) -> Callable:
             memo[full_key] = prog
         return out
 
+    def hit(top, key, a, b=None):
+        """`call`'s hit for one or two distinct roots `a`, `b` of the innermost trace `top` (the
+        caller has checked ``STATE.stack``), without `call`'s argument packing; None when it is
+        not one (then the caller runs `call`)."""
+        if b is None:
+            if a._trace is top and a._base is None and STATE.grad_enabled:
+                va = a._value
+                t = va.type
+                prog = memo.get((key, t.shape, t.dtype))
+                if prog is not None:
+                    return _run(top, prog, [va])
+            return None
+        if a._trace is top and b._trace is top and a._base is None and b._base is None and STATE.grad_enabled:
+            va, vb = a._value, b._value
+            if va is not vb:
+                t, u = va.type, vb.type
+                prog = memo.get((key, t.shape, t.dtype, u.shape, u.dtype))
+                if prog is not None:
+                    return _run(top, prog, [va, vb])
+        return None
+
     call.__name__ = getattr(fn, "__name__", "composite")
     call.__doc__ = fn.__doc__
     call.__wrapped__ = fn
+    call.hit = hit
     return call
 
 
@@ -256,100 +275,6 @@ def _scalar_args(top, key: tuple) -> tuple:
     return d, top._scalar_sources[key[:2]]._data.item(), shape
 
 
-def _run(top, prog, operands: list) -> Tensor:
-    """A hit: the block of `prog` on `operands` (a list the block keeps) as one `Deferred` entry.
-    Its outside values (op constants, scalar inputs) are taken now through the trace's dedup, the
-    ids of its runs of nodes reserved in order (as building them would take them), and one tape
-    step recorded."""
-    k = prog[7]
-    base = top.base
-    tape = top.tape
-    nodes = top._nodes
-    if k:  # one run of `k` nodes reading only the operands: nothing made outside the block
-        if k == 1:
-            start = next(_ids)
-        elif k == 2:
-            start = next(_ids)
-            next(_ids)
-        else:
-            start = next(islice(_ids, k - 1, None)) - k + 1  # `k` ids at once
-        tape.append(prog[2])
-        for v in operands:
-            tape.append(v.id - base)
-        tape.append(start - base)
-        block = _new(Deferred)
-        value = _new(Value)
-        value.type, value.node, value.id = prog[4], block, start + prog[6]
-        block.steps, block.refs, block.starts, block.n_ops, block.out, block.made, block.prog = \
-            prog[0], operands, [start], prog[3], value, None, prog
-        b = top.builder
-        if b.deferred < 0:
-            b.deferred = len(nodes)
-        nodes.append(block)
-        top.sigs.append(prog[2])
-        out = _new(Tensor)
-        out._data, out._trace, out._value = None, top, value
-        return out
-    steps, segments, token, n_ops, typ, run, offset = prog[:7]
-    refs = operands
-    starts = []
-    sigs = top.sigs
-    n_before, s_before = len(nodes), len(sigs)
-    for seg in segments:
-        if seg.__class__ is int:
-            last = next(islice(_ids, seg - 1, None))  # `seg` ids at once
-            starts.append(last - seg + 1)
-        elif seg[0] == _FIXED:
-            fixed = top._fixed
-            v = fixed.get(seg[1])
-            if v is None:
-                sig = seg[4]
-                if sig is None:
-                    a = seg[2]
-                    v = top.fixed_value(a["shape"], a["dtype"], a["value"])
-                else:  # `Trace.fixed_value` with the memoised type and signature
-                    node = _new(Node)
-                    node.prim, node.inputs, node.attrs = _FULL, (), seg[2]
-                    v = _new(Value)
-                    v.type, v.node, v.id = seg[3], node, next(_ids)
-                    node.out = v
-                    nodes.append(node)
-                    sigs.append(sig)
-                    tape.append(sig)
-                    tape.append(v.id - base)
-                    if fixed is _NOTHING:  # (the trace's read-only empty until its first constant)
-                        fixed = top._fixed = {}
-                    fixed[seg[1]] = v
-            refs.append(v)
-        else:
-            d, value, shape = seg[1]
-            refs.append(top.scalar_value(value, d, shape))
-    tape.append(token)
-    for v in refs:
-        tape.append(v.id - base)
-    for s in starts:
-        tape.append(s - base)
-    block = _new(Deferred)
-    value = _new(Value)
-    value.type, value.node, value.id = typ, block, starts[run] + offset
-    block.steps, block.refs, block.starts, block.n_ops, block.out, block.prog = steps, refs, starts, n_ops, value, prog
-    if len(nodes) == n_before:
-        block.made = None
-    else:  # outside values made now: their nodes move into the block, where the op layer puts them
-        block.made = (nodes[n_before:], sigs[s_before:])
-        del nodes[n_before:]
-        del sigs[s_before:]
-    b = top.builder
-    if b.deferred < 0:
-        b.deferred = len(nodes)
-    nodes.append(block)
-    top.sigs.append(token)
-    out = _new(Tensor)
-    out._data, out._trace, out._value = None, top, value
-    return out
-
-
-_new = object.__new__
 _FULL = get_primitive("full")
 
 
