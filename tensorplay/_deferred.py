@@ -25,7 +25,7 @@ from tensorplay.ir.values import _ids
 from ._tensor import Tensor
 from ._views import _NOTHING
 
-__all__ = ["Deferred", "expand", "replay", "open_run", "close_run", "NODE", "FIXED", "SCALAR", "RUN", "LAZY", "OPEN"]
+__all__ = ["Deferred", "expand", "replay", "NODE", "FIXED", "SCALAR"]
 
 NODE, FIXED, SCALAR = 0, 1, 2  # the kinds of a composite program's steps (see `_traced_memo`)
 
@@ -57,8 +57,6 @@ class Deferred:
         >>> nodes[0].out is out, out.node is nodes[0], nodes[0].inputs == (x,), sigs
         (True, True, True, [7])
         """
-        if self.steps is RUN:
-            return self._run_nodes()
         refs, starts, out = self.refs, self.starts, self.out
         n = self.n_ops
         vals = refs[:n]
@@ -96,55 +94,6 @@ class Deferred:
             sigs.append(sig)
             push(value)
         return nodes, sigs
-
-
-    def _run_nodes(self) -> tuple[list, list]:
-        """`nodes` of a run of single-op hits (see `RUN`)."""
-        refs = self.refs
-        nodes, sigs = [], []
-        for i in range(0, len(refs), 4):
-            hit, a, b, value = refs[i], refs[i + 1], refs[i + 2], refs[i + 3]
-            node = _new(Node)
-            node.prim, node.inputs, node.attrs, node.out = hit[0], (a,) if b is None else (a, b), hit[1], value
-            value.node = node
-            nodes.append(node)
-            sigs.append(hit[2])
-        return nodes, sigs
-
-
-RUN = ("a run of single-op hits",)
-"""The `steps` of a `Deferred` entry that is a run of consecutive op memo hits (`_trace.memo_traced_op`):
-each hit appends only its result Value, marked `LAZY`, and ``(entry, operand, second operand or None,
-value)`` to the run's `refs` (`entry` is the memo's: primitive, attributes, signature id first), and
-its usual tape step. The trace's signature list holds one item for the whole run (the first op's
-signature id; `expand` replaces it by the run's). `n_ops` is `OPEN` while hits may extend the run
-(it is the last entry), `out` its last value."""
-
-OPEN = -1
-LAZY = _new(Deferred)
-"""The `node` of a value whose op sits in a run not built yet: a `Deferred`, so readers build first."""
-
-
-def open_run(top, nodes: list, hit: tuple, a, b, value) -> None:
-    """Append a new run (`RUN`) holding one hit to `top`'s node list `nodes`."""
-    run = _new(Deferred)
-    run.steps, run.refs, run.starts, run.n_ops, run.out, run.made, run.prog = \
-        RUN, [hit, a, b, value], None, OPEN, value, None, None
-    builder = top.builder
-    if builder.deferred < 0:
-        builder.deferred = len(nodes)
-    nodes.append(run)
-    top.sigs.append(hit[2])
-
-
-def close_run(top) -> None:
-    """End `top`'s open run, if its last entry is one: what follows comes after it (the op layer's
-    nodes, which an op memo's learning counts)."""
-    nodes = top._nodes
-    if nodes:
-        last = nodes[-1]
-        if last.__class__ is Deferred and last.n_ops == OPEN:
-            last.n_ops = 0
 
 
 def expand(nodes: list, sigs: list, start: int = 0) -> None:

@@ -43,7 +43,6 @@ from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
 from ._deferred import Deferred, expand as _expand_deferred, replay as _replay_block
-from ._deferred import LAZY as _LAZY, OPEN as _OPEN, close_run as _close_run, open_run as _open_run
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
@@ -885,18 +884,16 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                     return _binary_memo(top, fn, memo, a, b, va, vb)
                 va, vb = vb, va
             # `_replay`, inlined for the most common op of all
-            vid = next(_value_ids)
+            node = _new_node(Node)
+            node.prim, node.inputs, node.attrs = hit[0], (va, vb), hit[1]
             value = _new_value(Value)
-            value.type, value.node, value.id = hit[3], _LAZY, vid
-            nodes = top._nodes
-            last = nodes[-1] if nodes else None
-            if last.__class__ is Deferred and last.n_ops == _OPEN:  # extend the open run of hits
-                last.refs += (hit, va, vb, value)
-                last.out = value
-            else:
-                _open_run(top, nodes, hit, va, vb, value)
+            value.type, value.node, value.id = hit[3], node, next(_value_ids)
+            node.out = value
+            top._nodes.append(node)
+            sig = hit[2]
+            top.sigs.append(sig)
             base = top.base
-            top.tape.extend((hit[2], vid - base, va.id - base, vb.id - base))
+            top.tape.extend((sig, value.id - base, va.id - base, vb.id - base))
             out = _new_tensor(Tensor)
             out._data, out._trace, out._value = None, top, value
             return out
@@ -916,22 +913,19 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             if hit is _SKIP:
                 return fn(a)
             if hit is not None:  # `_replay`, inlined
-                vid = next(_value_ids)
+                node = _new_node(Node)
+                node.prim, node.inputs, node.attrs = hit[0], (va,), hit[1]
                 value = _new_value(Value)
-                value.type, value.node, value.id = hit[3], _LAZY, vid
-                nodes = top._nodes
-                last = nodes[-1] if nodes else None
-                if last.__class__ is Deferred and last.n_ops == _OPEN:
-                    last.refs += (hit, va, None, value)
-                    last.out = value
-                else:
-                    _open_run(top, nodes, hit, va, None, value)
+                value.type, value.node, value.id = hit[3], node, next(_value_ids)
+                node.out = value
+                top._nodes.append(node)
+                sig = hit[2]
+                top.sigs.append(sig)
                 base = top.base
-                top.tape.extend((hit[2], vid - base, va.id - base))
+                top.tape.extend((sig, value.id - base, va.id - base))
                 out = _new_tensor(Tensor)
                 out._data, out._trace, out._value = None, top, value
                 return out
-            _close_run(top)
             n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
             out = fn(a)
             _learn(memo, key, top, n0, s0, t0, out, (va,))
@@ -1029,7 +1023,6 @@ def _binary_memo(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor, va:
             return _replay_block(top, hit[0], [va, vb])
         if kind != _AGAIN:
             return _replay(top, hit, (vb, va) if kind else (va, vb))
-    _close_run(top)  # (so what the op layer appends is counted below, not hidden in the run)
     n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
     _learn(memo, key, top, n0, s0, t0, out, (va, vb))
@@ -1055,7 +1048,6 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
     hit = memo.get(key)
     if hit is not None:
         return _replay(top, hit, (va, top.scalar_value(hit[5](b), t.dtype, t.shape)))
-    _close_run(top)
     nodes = top._nodes
     n0, s0, t0 = len(nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
@@ -1089,25 +1081,20 @@ def _remember(memo: dict, key: tuple, entry: tuple) -> None:
 
 
 def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
-    """Append the memoised node `hit` (primitive, attributes, signature, type, swapped) on `vals`,
-    as a hit of the trace's open run (`_deferred.RUN`: the Node is built when read)."""
-    vid = next(_value_ids)
+    """Append the memoised node `hit` (primitive, attributes, signature, type, swapped) on `vals`."""
+    prim, attrs, sig, typ = hit[0], hit[1], hit[2], hit[3]
+    node = _new_node(Node)
+    node.prim, node.inputs, node.attrs = prim, vals, attrs  # (the memo's own dict: node attributes are never written)
     value = _new_value(Value)
-    value.type, value.node, value.id = hit[3], _LAZY, vid
-    a = vals[0]
-    b = vals[1] if len(vals) == 2 else None
-    nodes = top._nodes
-    last = nodes[-1] if nodes else None
-    if last.__class__ is Deferred and last.n_ops == _OPEN:
-        last.refs += (hit, a, b, value)
-        last.out = value
-    else:
-        _open_run(top, nodes, hit, a, b, value)
+    value.type, value.node, value.id = typ, node, next(_value_ids)
+    node.out = value
+    top._nodes.append(node)
+    top.sigs.append(sig)
     base = top.base
-    if b is not None:
-        top.tape.extend((hit[2], vid - base, a.id - base, b.id - base))
+    if len(vals) == 2:
+        top.tape.extend((sig, value.id - base, vals[0].id - base, vals[1].id - base))
     else:
-        top.tape.extend((hit[2], vid - base, a.id - base))
+        top.tape.extend((sig, value.id - base, vals[0].id - base))
     out = _new_tensor(Tensor)
     out._data, out._trace, out._value = None, top, value
     return out
