@@ -16,14 +16,21 @@ block) it reads, so equal steps mean equal nodes: the trace's structural key sta
 """
 from __future__ import annotations
 
-from tensorplay.ir import Value
-from tensorplay.ir.core import Node
+from itertools import islice
 
-__all__ = ["Deferred", "expand", "NODE", "FIXED", "SCALAR"]
+from tensorplay.ir import Value, get_primitive
+from tensorplay.ir.core import Node
+from tensorplay.ir.values import _ids
+
+from ._tensor import Tensor
+from ._views import _NOTHING
+
+__all__ = ["Deferred", "expand", "replay", "NODE", "FIXED", "SCALAR"]
 
 NODE, FIXED, SCALAR = 0, 1, 2  # the kinds of a composite program's steps (see `_traced_memo`)
 
 _new = object.__new__
+_FULL = get_primitive("full")
 
 
 class Deferred:
@@ -31,9 +38,10 @@ class Deferred:
     the outside values of its FIXED/SCALAR steps in order), the first id of each run of NODE steps,
     the number of operands, its result Value (``out.node`` is this entry until it is built), and
     the nodes of the outside values the hit made (``(nodes, signature ids)`` or None), which go
-    where their steps are."""
+    where their steps are. `prog` is the memo program the block replays (`_traced_memo`), which an
+    op memo that saw the block remembers to replay it without the op layer (`memo_traced_op`)."""
 
-    __slots__ = ("steps", "refs", "starts", "n_ops", "out", "made")
+    __slots__ = ("steps", "refs", "starts", "n_ops", "out", "made", "prog")
 
     def nodes(self) -> tuple[list, list]:
         """(the block's nodes, their signature ids), built now; the result Value is linked to its node.
@@ -109,3 +117,107 @@ def expand(nodes: list, sigs: list, start: int = 0) -> None:
     nodes[:] = out_nodes
     if parallel:
         sigs[:] = out_sigs
+
+
+def replay(top, prog, operands: list) -> Tensor:
+    """A memo hit: the block of `prog` (a `memo_composite` program, see `_traced_memo._learn`) on
+    `operands` (the values it reads, a list the block keeps) as one `Deferred` entry of `top`.
+    Its outside values (op constants, scalar inputs) are taken now through the trace's dedup, the
+    ids of its runs of nodes reserved in order (as building them would take them), and one tape
+    step recorded."""
+    k = prog[7]
+    base = top.base
+    tape = top.tape
+    nodes = top._nodes
+    if k:  # one run of `k` nodes reading only the operands: nothing made outside the block
+        if k == 1:
+            start = next(_ids)
+        elif k == 2:
+            start = next(_ids)
+            next(_ids)
+        else:
+            start = next(islice(_ids, k - 1, None)) - k + 1  # `k` ids at once
+        tape.append(prog[2])
+        for v in operands:
+            tape.append(v.id - base)
+        tape.append(start - base)
+        block = _new(Deferred)
+        value = _new(Value)
+        value.type, value.node, value.id = prog[4], block, start + prog[6]
+        block.steps, block.refs, block.starts, block.n_ops, block.out, block.made, block.prog = \
+            prog[0], operands, [start], prog[3], value, None, prog
+        b = top.builder
+        if b.deferred < 0:
+            b.deferred = len(nodes)
+        nodes.append(block)
+        top.sigs.append(prog[2])
+        out = _new(Tensor)
+        out._data, out._trace, out._value = None, top, value
+        return out
+    refs = operands
+    starts = []
+    sigs = top.sigs
+    made = False
+    for seg in prog[1]:
+        if seg.__class__ is int:
+            if seg == 1:
+                starts.append(next(_ids))
+            elif seg == 2:
+                starts.append(next(_ids))
+                next(_ids)
+            else:
+                starts.append(next(islice(_ids, seg - 1, None)) - seg + 1)  # `seg` ids at once
+        elif seg[0] == FIXED:
+            fixed = top._fixed
+            v = fixed.get(seg[1])
+            if v is None:
+                if not made:
+                    made, n_before, s_before = True, len(nodes), len(sigs)
+                sig = seg[4]
+                if sig is None:
+                    a = seg[2]
+                    v = top.fixed_value(a["shape"], a["dtype"], a["value"])
+                else:  # `Trace.fixed_value` with the memoised type and signature
+                    node = _new(Node)
+                    node.prim, node.inputs, node.attrs = _FULL, (), seg[2]
+                    v = _new(Value)
+                    v.type, v.node, v.id = seg[3], node, next(_ids)
+                    node.out = v
+                    nodes.append(node)
+                    sigs.append(sig)
+                    tape.append(sig)
+                    tape.append(v.id - base)
+                    if fixed is _NOTHING:  # (the trace's read-only empty until its first constant)
+                        fixed = top._fixed = {}
+                    fixed[seg[1]] = v
+            refs.append(v)
+        else:
+            if not made:  # (a scalar's input is made on its first use in the trace)
+                made, n_before, s_before = True, len(nodes), len(sigs)
+            d, value, shape = seg[1]
+            refs.append(top.scalar_value(value, d, shape))
+    token = prog[2]
+    tape.append(token)
+    for v in refs:
+        tape.append(v.id - base)
+    for s in starts:
+        tape.append(s - base)
+    block = _new(Deferred)
+    value = _new(Value)
+    value.type, value.node, value.id = prog[4], block, starts[prog[5]] + prog[6]
+    block.steps, block.refs, block.starts, block.n_ops, block.out, block.prog = \
+        prog[0], refs, starts, prog[3], value, prog
+    if not made or len(nodes) == n_before:
+        block.made = None
+    else:  # outside values made now: their nodes move into the block, where the op layer puts them
+        block.made = (nodes[n_before:], sigs[s_before:])
+        del nodes[n_before:]
+        del sigs[s_before:]
+    b = top.builder
+    if b.deferred < 0:
+        b.deferred = len(nodes)
+    nodes.append(block)
+    sigs.append(token)
+    out = _new(Tensor)
+    out._data, out._trace, out._value = None, top, value
+    return out

@@ -43,7 +43,7 @@ from tensorplay.ir.passes.simplify import _live_nodes as live_nodes
 from tensorplay.ir.primitive import REGISTRY, Primitive, get_primitive
 
 from . import _pytree, _views
-from ._deferred import Deferred, expand as _expand_deferred
+from ._deferred import Deferred, expand as _expand_deferred, replay as _replay_block
 from ._layout import VIEW_PRIMS
 from ._state import STATE, TracingError, leaked_tracer
 from ._tensor import Tensor
@@ -868,11 +868,14 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
     the innermost trace and the op once traced, for the same operand types, to exactly one node
     reading those operands (the common `x + y`, `w @ x`, `tanh(x)`), the node is appended again
     directly (same primitive, attributes, signature and result type) without running the op layer.
+    A binary op that traced, for two distinct operands, to one `memo_composite` hit (the broadcast
+    ``x + b``: `ops.elementwise.add`'s block) replays that block's program the same way.
 
     Anything else runs `fn` as it is: other operand kinds (numpy, Python scalars, views, outside
     tensors), gradients off, eager mode, and every signature that traced to several nodes or
     raised (so an error is raised on every call). `fn` must not depend on anything but its
-    operands' types when it traces to one node (a global that changed it would emit a conversion).
+    operands' types when it traces to one node or block (a global that changed it would emit a
+    conversion; a composite it calls must be keyed by static options only).
 
     >>> import tensorplay as tp
     >>> mul = memo_traced_op(lambda a, b: a * b, 2)
@@ -907,6 +910,10 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             if hit is _SKIP:
                 return fn(a, b)
             if hit[4]:
+                if hit[4] is not True:  # a composite's block (two distinct operands), or a second try
+                    if hit[4] == _PROGRAM and va is not vb:
+                        return _replay_block(top, hit[0], [va, vb])
+                    return _binary_memo(top, fn, memo, a, b, va, vb)
                 va, vb = vb, va
             # `_replay`, inlined for the most common op of all
             node = _new_node(Node)
@@ -982,6 +989,23 @@ def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, t0: int, out, o
         _retape(top, t0, 1)
 
 
+def _learn_block(memo: dict, key: tuple, top: Trace, n0: int, s0: int, out, va: Value, vb: Value) -> None:
+    """After an op layer call on the distinct values `va`, `vb` that started with `n0` nodes and
+    `s0` signatures in `top`: remember in `memo` under `key` the program of the one composite block
+    (a `memo_composite` hit, `tensorplay._deferred`) the call appended, when its result is `out`
+    and it reads `va`, `vb` in that order. Replaying it (`_deferred.replay`) records the block
+    exactly as the composite's hit does, so the key of the trace is the op layer's."""
+    nodes = top._nodes
+    if len(nodes) != n0 + 1 or len(top.sigs) != s0 + 1 or out.__class__ is not Tensor \
+            or out._trace is not top or out._base is not None:
+        return
+    block = nodes[-1]
+    if block.__class__ is not Deferred or block.out is not out._value or block.n_ops != 2 \
+            or block.refs[0] is not va or block.refs[1] is not vb:
+        return
+    _remember(memo, key, (block.prog, None, None, None, _PROGRAM))
+
+
 def _retape(top: Trace, t0: int, k: int) -> None:
     """Rewrite `top`'s tape since `t0` as its last `k` nodes (all real, taped) recorded one by one, as
     the op memo's replay records them: a composite the op layer ran inside may have recorded its
@@ -1024,12 +1048,22 @@ def _binary_memo(top: Trace, fn: Callable, memo: dict, a: Tensor, b: Tensor, va:
     if hit is not None:
         if hit is _SKIP:
             return fn(a, b)
-        return _replay(top, hit, (vb, va) if hit[4] else (va, vb))
+        kind = hit[4]
+        if kind == _PROGRAM:
+            if va is vb:  # (the program reads two operand positions; the op layer keys `x + x` apart)
+                return fn(a, b)
+            return _replay_block(top, hit[0], [va, vb])
+        if kind != _AGAIN:
+            return _replay(top, hit, (vb, va) if kind else (va, vb))
     n0, s0, t0 = len(top._nodes), len(top.sigs), len(top.tape)
     out = fn(a, b)
     _learn(memo, key, top, n0, s0, t0, out, (va, vb))
-    if key not in memo:
-        _remember(memo, key, _SKIP)
+    if va is not vb and memo.get(key) is hit:
+        _learn_block(memo, key, top, n0, s0, out, va, vb)
+    if memo.get(key) is hit:
+        # a composite the op layer ran may have learnt its program in this call (real nodes): its
+        # block comes with the next call, so one more try before the op layer for good
+        _remember(memo, key, _SKIP if hit is _AGAIN_ENTRY else _AGAIN_ENTRY)
     return out
 
 
@@ -1066,6 +1100,10 @@ def _scalar_op(top: Trace, fn: Callable, memo: dict, a: Tensor, b) -> Tensor:
 
 
 _SKIP = ("not one node",)  # an op memo entry: these operand types trace to more than one node (run the op layer)
+# the kind (last field) of a binary op memo entry other than a node's (False, or True: swapped operands)
+_PROGRAM = 2  # (program, None, None, None, _PROGRAM): a composite block's program (`_learn_block`)
+_AGAIN = 3    # `_AGAIN_ENTRY`: learning failed once; the next call tries again, then `_SKIP`
+_AGAIN_ENTRY = (None, None, None, None, _AGAIN)
 
 
 def _remember(memo: dict, key: tuple, entry: tuple) -> None:

@@ -18,16 +18,13 @@ matches the op layer's whatever the trace held before.
 from __future__ import annotations
 
 import itertools
-from itertools import islice
 from typing import Callable
 
-from ._deferred import FIXED, NODE, SCALAR, Deferred
+from ._deferred import FIXED, NODE, SCALAR, replay as _run
 from ._state import STATE
-from ._trace import _NOTHING, _typed_sig, fixed_key
+from ._trace import _typed_sig, fixed_key
 from ._tensor import Tensor
-from tensorplay.ir import Value, get_primitive
-from tensorplay.ir.core import Node
-from tensorplay.ir.values import _ids
+from tensorplay.ir import get_primitive
 from .compiler import register_reset
 
 __all__ = ["memo_composite", "clear"]
@@ -65,8 +62,35 @@ def memo_composite(fn: Callable) -> Callable:
         if not stack or key is None or not STATE.grad_enabled:
             return fn(*args, **kwargs)
         top = stack[-1]
+        n = len(operands)
+        # the common hits in one frame each: one or two distinct roots of `top` (the key is flat:
+        # the caller's key, then (shape, dtype) per operand, then the aliasing pattern if any)
+        if n == 2:
+            a, b = operands
+            if a.__class__ is Tensor and b.__class__ is Tensor and a._trace is top and b._trace is top \
+                    and a._base is None and b._base is None:
+                va, vb = a._value, b._value
+                if va is not vb:
+                    t, u = va.type, vb.type
+                    try:
+                        prog = memo.get((key, t.shape, t.dtype, u.shape, u.dtype))
+                    except TypeError:  # an unhashable option
+                        return fn(*args, **kwargs)
+                    if prog is not None:
+                        return _run(top, prog, [va, vb])
+        elif n == 1:
+            a = operands[0]
+            if a.__class__ is Tensor and a._trace is top and a._base is None:
+                va = a._value
+                t = va.type
+                try:
+                    prog = memo.get((key, t.shape, t.dtype))
+                except TypeError:
+                    return fn(*args, **kwargs)
+                if prog is not None:
+                    return _run(top, prog, [va])
         vals = []
-        types = []
+        full_key = [key]
         for t in operands:
             if t.__class__ is not Tensor:
                 return fn(*args, **kwargs)
@@ -81,14 +105,13 @@ def memo_composite(fn: Callable) -> Callable:
                 v = t._value
             vals.append(v)
             t = v.type
-            types.append(t.shape)  # (shape, dtype) pairs: a TensorType's own hash is Python code
-            types.append(t.dtype)
-        full_key = (key, tuple(types))
-        n = len(vals)
+            full_key.append(t.shape)  # (shape, dtype) pairs: a TensorType's own hash is Python code
+            full_key.append(t.dtype)
         if n > 1 and (vals[0] is vals[1] if n == 2 else len({id(v) for v in vals}) < n):
             # an operand passed twice (add(x, x)): the recorded nodes read it through one position,
             # so the aliasing pattern is part of the key
-            full_key += (tuple([next(i for i, u in enumerate(vals) if u is v) for v in vals]),)
+            full_key.append(tuple([next(i for i, u in enumerate(vals) if u is v) for v in vals]))
+        full_key = tuple(full_key)
         try:
             prog = memo.get(full_key)
         except TypeError:  # an unhashable option
@@ -105,12 +128,35 @@ def memo_composite(fn: Callable) -> Callable:
         if prog is not None:
             if len(memo) >= _LIMIT:
                 memo.clear()
+                _clear_op_programs()
             memo[full_key] = prog
         return out
+
+    def hit(top, key, a, b=None):
+        """`call`'s hit for one or two distinct roots `a`, `b` of the innermost trace `top` (the
+        caller has checked ``STATE.stack``), without `call`'s argument packing; None when it is
+        not one (then the caller runs `call`)."""
+        if b is None:
+            if a._trace is top and a._base is None and STATE.grad_enabled:
+                va = a._value
+                t = va.type
+                prog = memo.get((key, t.shape, t.dtype))
+                if prog is not None:
+                    return _run(top, prog, [va])
+            return None
+        if a._trace is top and b._trace is top and a._base is None and b._base is None and STATE.grad_enabled:
+            va, vb = a._value, b._value
+            if va is not vb:
+                t, u = va.type, vb.type
+                prog = memo.get((key, t.shape, t.dtype, u.shape, u.dtype))
+                if prog is not None:
+                    return _run(top, prog, [va, vb])
+        return None
 
     call.__name__ = getattr(fn, "__name__", "composite")
     call.__doc__ = fn.__doc__
     call.__wrapped__ = fn
+    call.hit = hit
     return call
 
 
@@ -197,7 +243,10 @@ def _learn(top, n0: int, s0: int, t0: int, operands: list, out, fixed_before: di
     r = values[i]
     run = sum(1 for j in range(i - n_ops + 1) if prog[j][0] == _NODE and (j == 0 or prog[j - 1][0] != _NODE)) - 1
     token = -next(_tokens)
-    lazy = (prog, tuple(segments), token, n_ops, r.type, run, r.id - starts[run])
+    # (a block of one run of nodes reading only its operands, the common case, is made by `_run`'s
+    # first branch: its node count, else 0)
+    simple = segments[0] if len(segments) == 1 else 0
+    lazy = (prog, tuple(segments), token, n_ops, r.type, run, r.id - starts[run], simple)
     if consecutive:  # (ids taken by others in between, e.g. another thread: this call keeps its own tape)
         tape = top.tape
         del tape[t0:]
@@ -226,73 +275,16 @@ def _scalar_args(top, key: tuple) -> tuple:
     return d, top._scalar_sources[key[:2]]._data.item(), shape
 
 
-def _run(top, prog, operands: list) -> Tensor:
-    """A hit: the block of `prog` on `operands` as one `Deferred` entry. Its outside values (op
-    constants, scalar inputs) are taken now through the trace's dedup, the ids of its runs of nodes
-    reserved in order (as building them would take them), and one tape step recorded."""
-    steps, segments, token, n_ops, typ, run, offset = prog
-    refs = list(operands)
-    starts = []
-    nodes, sigs = top._nodes, top.sigs
-    n_before, s_before = len(nodes), len(sigs)
-    base = top.base
-    tape = top.tape
-    for seg in segments:
-        if seg.__class__ is int:
-            last = next(islice(_ids, seg - 1, None))  # `seg` ids at once
-            starts.append(last - seg + 1)
-        elif seg[0] == _FIXED:
-            fixed = top._fixed
-            v = fixed.get(seg[1])
-            if v is None:
-                sig = seg[4]
-                if sig is None:
-                    a = seg[2]
-                    v = top.fixed_value(a["shape"], a["dtype"], a["value"])
-                else:  # `Trace.fixed_value` with the memoised type and signature
-                    node = _new(Node)
-                    node.prim, node.inputs, node.attrs = _FULL, (), seg[2]
-                    v = _new(Value)
-                    v.type, v.node, v.id = seg[3], node, next(_ids)
-                    node.out = v
-                    nodes.append(node)
-                    sigs.append(sig)
-                    tape.append(sig)
-                    tape.append(v.id - base)
-                    if fixed is _NOTHING:  # (the trace's read-only empty until its first constant)
-                        fixed = top._fixed = {}
-                    fixed[seg[1]] = v
-            refs.append(v)
-        else:
-            d, value, shape = seg[1]
-            refs.append(top.scalar_value(value, d, shape))
-    tape.append(token)
-    for v in refs:
-        tape.append(v.id - base)
-    for s in starts:
-        tape.append(s - base)
-    block = _new(Deferred)
-    value = _new(Value)
-    value.type, value.node, value.id = typ, block, starts[run] + offset
-    block.steps, block.refs, block.starts, block.n_ops, block.out = steps, refs, starts, n_ops, value
-    if len(nodes) == n_before:
-        block.made = None
-    else:  # outside values made now: their nodes move into the block, where the op layer puts them
-        block.made = (nodes[n_before:], sigs[s_before:])
-        del nodes[n_before:]
-        del sigs[s_before:]
-    b = top.builder
-    if b.deferred < 0:
-        b.deferred = len(nodes)
-    nodes.append(block)
-    top.sigs.append(token)
-    out = _new(Tensor)
-    out._data, out._trace, out._value = None, top, value
-    return out
-
-
-_new = object.__new__
 _FULL = get_primitive("full")
+
+
+def _clear_op_programs() -> None:
+    """Forget the op memos (`memo_traced_op`) too when the composite memos overflow: they may hold
+    programs of these memos (a block they saw), whose tokens a re-learnt program no longer has."""
+    from ._trace import _OP_MEMOS
+
+    for m in _OP_MEMOS:
+        m.clear()
 
 
 @register_reset

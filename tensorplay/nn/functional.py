@@ -684,9 +684,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     >>> F.cross_entropy(logits, tp.tensor([0]))
     tensor(0.2395)
     """
-    if STATE.stack:
+    stack = STATE.stack
+    if stack:
         key = _loss_key(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
         if key is not None:
+            if weight is None:
+                out = _CE_HIT(stack[-1], key, input, target)
+                if out is not None:
+                    return out
             return _CE_MEMO(key, (input, target) if weight is None else (input, target, weight), input, target,
                             weight, size_average, ignore_index, reduce, reduction, label_smoothing)
     return _cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
@@ -749,6 +754,7 @@ def _cross_entropy(input, target, weight, size_average, ignore_index, reduce, re
 
 _CE_MEMO = memo_composite(_cross_entropy)
 _NLL_MEMO = memo_composite(_nll_loss)
+_CE_HIT = _CE_MEMO.hit
 
 from ._norm_resize import (adaptive_avg_pool1d, adaptive_avg_pool2d, group_norm, instance_norm,  # noqa: E402
                            interpolate)

@@ -197,8 +197,10 @@ def round(input, *, decimals: int = 0):
 
 def relu(input):
     """max(input, 0) elementwise; as in PyTorch its derivative at 0 is 0 (a select, not a max)."""
-    if STATE.stack and input.__class__ is Tensor:  # traced: replay its 3 nodes (pbig, `_traced_memo`)
-        return _RELU_MEMO(_MEMO_KEY, (input,), input)
+    stack = STATE.stack
+    if stack and input.__class__ is Tensor:  # traced: replay its 3 nodes (pbig, `_traced_memo`)
+        out = _RELU_HIT(stack[-1], _MEMO_KEY, input)
+        return _RELU_MEMO(_MEMO_KEY, (input,), input) if out is None else out
     return _relu(input)
 
 
@@ -224,9 +226,11 @@ def _scaled(b: Tensor, alpha, dtype, op: str) -> Tensor:
 
 def add(input, other, *, alpha=1):
     """input + alpha * other, with broadcasting and type promotion (logical or for bools)."""
-    if STATE.stack and input.__class__ is Tensor and other.__class__ is Tensor and alpha.__class__ is int \
+    stack = STATE.stack
+    if stack and input.__class__ is Tensor and other.__class__ is Tensor and alpha.__class__ is int \
             and alpha == 1:  # traced: replay the broadcast + add (pbig, `_traced_memo`)
-        return _ADD_MEMO(_MEMO_KEY, (input, other), input, other)
+        out = _ADD_HIT(stack[-1], _MEMO_KEY, input, other)
+        return _ADD_MEMO(_MEMO_KEY, (input, other), input, other) if out is None else out
     return _add(input, other, alpha=alpha)
 
 
@@ -240,6 +244,7 @@ def _add(input, other, *, alpha=1):
 _MEMO_KEY = ("elementwise",)  # (the operands' types determine what relu and a tensor-tensor add emit)
 _RELU_MEMO = memo_composite(_relu)
 _ADD_MEMO = memo_composite(_add)
+_RELU_HIT, _ADD_HIT = _RELU_MEMO.hit, _ADD_MEMO.hit
 
 
 def sub(input, other, *, alpha=1):
