@@ -629,26 +629,42 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # --- the in-place gemm as one shape-generic function per tile (compiled once per process) --------
 # The in-place product above bakes m, n, k and the strides into each graph's code: ~28 ms of LLVM
 # per distinct gemm. `emit_generic_inplace` emits the same loops as one function taking them at run
-# time, `GENERIC_ARGS`; `gemm_library` compiles it once per process (or loads its object from the
-# disk cache) and graph modules call it by symbol (`generic_symbol`). The k loop advances explicit
-# offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`).
-# One tile loop serves every tile (its code size is the compile time): the last row tile of m % mr
-# rows reads its rows clamped to m - 1 and stores only rows < m, a last column panel narrower than
-# nr goes through a zero-padded panel copy and stores only its vectors, and a copied panel of B
-# comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
-# Every element is still one in-order fma chain over k from 0: the bits of the code above.
+# time, `GENERIC_ARGS`, for both orientations of B (the flags bit `GENERIC_TRANS_B`: the two share
+# the tile loop, and a cold process compiles one function, not two); `gemm_library` compiles its
+# module once per process (or loads its object from the disk cache) and graph modules call its entry
+# points by symbol (`generic_symbol`: one per orientation, `emit_generic_entries`). The k loop
+# advances explicit offsets (the machine-code generator runs without loop strength reduction,
+# `jit.CODEGEN_OPTIONS`). One tile loop serves every tile (its code size is the compile time): the
+# last row tile of m % mr rows reads its rows clamped to m - 1, a last column panel narrower than nr
+# goes through a zero-padded panel copy, and a tile that is not whole is stored through a scratch
+# tile on the stack, its rows < m and vectors < n copied out by a loop (one block of stores instead
+# of one per vector). A copied panel of B comes from the stack up to `GENERIC_PANEL_K` rows of k,
+# else from malloc. Every element is still one in-order fma chain over k from 0: the bits of the
+# code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
 GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
+GENERIC_TRANS_B = 2  # flags bit of the shared function: B is given transposed (`emit_generic_entries` sets it)
 GENERIC_PANEL_K = 256  # rows of k of the stack panel (32 KiB for the 32-column tile)
 
 
 def generic_symbol(tile: Tile, trans_b: bool) -> str:
-    """The name graph modules call the generic in-place gemm of `tile` by (`gemm_library`).
+    """The name graph modules call the generic in-place gemm of `tile` by, for B untransposed
+    (``_nn``) or transposed (``_nt``): the entry points of `generic_module_text` (`gemm_library`).
 
     >>> generic_symbol(AVX512_TILE, False), generic_symbol(AVX2_TILE, True)
     ('tp_gemm_f32_8x32_nn', 'tp_gemm_f32_6x16_nt')
     """
-    return f"tp_gemm_f32_{tile.mr}x{tile.nr}_{'nt' if trans_b else 'nn'}"
+    return f"{generic_core_symbol(tile)}_{'nt' if trans_b else 'nn'}"
+
+
+def generic_core_symbol(tile: Tile) -> str:
+    """The name of the function both entry points of `tile` call (`emit_generic_inplace`); also the
+    name of their module.
+
+    >>> generic_core_symbol(AVX512_TILE)
+    'tp_gemm_f32_8x32'
+    """
+    return f"tp_gemm_f32_{tile.mr}x{tile.nr}"
 
 
 def generic_function_type() -> ir.FunctionType:
@@ -661,12 +677,11 @@ def generic_function_type() -> ir.FunctionType:
     return ir.FunctionType(u.VOID, [t.get(name, u.I64) for name in GENERIC_ARGS])
 
 
-def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, c_rows,
-             k: ir.Value, tile: Tile, wide: list) -> None:
-    """C rows `c_rows()` ((pointer to column 0, i1 stored) per row, made after the k loop so that
-    they do not hold registers over it) = sum over kk < k of A[r, kk] B[kk, 0:nr]: A's row r at
-    `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride). Vector v of
-    a stored row is stored where `wide[v]` (i1) holds."""
+def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, k: ir.Value,
+             tile: Tile, store) -> None:
+    """sum over kk < k of A[r, kk] B[kk, 0:nr] for the tile's rows r, handed to ``store(accs)``
+    (made after the k loop, so that what it computes does not hold registers over it): A's row r
+    at `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride)."""
     MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
     zero = ir.Constant(vt, [0.0] * vt.count)
     pre = b.block
@@ -694,22 +709,92 @@ def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.
         acc.add_incoming(x, end)
     b.branch(head)
     b.position_at_end(done)
-    c_rows, keep = zip(*c_rows())
+    store(accs)
 
-    def store(r, v):
-        b.store(accs[r * NV + v], b.bitcast(_at(b, c_rows[r], u.i64(v * LANES)), vt.as_pointer()), align=4)
 
-    whole = keep[MR - 1] if NV == 1 else b.and_(keep[MR - 1], wide[NV - 1])  # every row and vector stored
+def _store_tile(b: ir.IRBuilder, accs: list, c0: ir.Value, ldc: ir.Value, rows: ir.Value, groups: ir.Value,
+                scratch: ir.Value, tile: Tile) -> None:
+    """Store the tile's accumulators at c0 (rows ldc apart): all of them when `rows` >= tile.mr and
+    `groups` (vectors per row) == tile.nv, else through `scratch` (tile.mr * tile.nr floats) the
+    first `rows` rows of `groups` vectors, by a loop."""
+    MR, NV, LANES, NR, vt = tile.mr, tile.nv, tile.lanes, tile.nr, tile.vec
+    vp = vt.as_pointer()
+
+    def put(p, off, x):
+        b.store(x, b.bitcast(_at(b, p, off), vp), align=4)
+
+    whole = b.icmp_signed(">=", rows, u.i64(MR))
+    if NV > 1:
+        whole = b.and_(whole, b.icmp_unsigned("==", groups, u.i64(NV)))
     with b.if_else(whole) as (then, otherwise):
         with then:
             for r in range(MR):
+                row = _at(b, c0, b.mul(u.i64(r), ldc))
                 for v in range(NV):
-                    store(r, v)
+                    put(row, u.i64(v * LANES), accs[r * NV + v])
         with otherwise:
-            for r in range(MR):
-                for v in range(NV):
-                    with u.if_then(b, keep[r] if v == 0 else b.and_(keep[r], wide[v])):
-                        store(r, v)
+            for t, acc in enumerate(accs):
+                put(scratch, u.i64(t * LANES), acc)
+            with u.for_range(b, b.select(whole, u.i64(MR), rows), "gk.sr") as r:  # (rows < MR here)
+                row = _at(b, c0, b.mul(r, ldc))
+                with u.for_range(b, groups, "gk.sv") as v:
+                    x = b.load(b.bitcast(_at(b, scratch, u.iadd(b, u.imul(b, r, NR), u.imul(b, v, LANES))), vp),
+                               typ=vt, align=4)
+                    put(row, u.imul(b, v, LANES), x)
+
+
+def _permute2(b: ir.IRBuilder, x: ir.Value, index: ir.Value, y: ir.Value) -> ir.Value:
+    """Lane i of the result = lane index[i] of x ++ y (AVX-512's vpermi2ps, one instruction)."""
+    vt = x.type
+    name = "llvm.x86.avx512.vpermi2var.ps.512"
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(vt, [vt, index.type, vt]), name)
+    return b.call(fn, [x, index, y])
+
+
+def _transpose_masks(n: int) -> list[tuple[list[int], list[int]]]:
+    """The (lo, hi) two-input shuffle masks of `_transpose_block`'s stages, for `n` lanes."""
+    out, h = [], n // 2
+    while h:
+        out.append(([c if not c & h else n + c - h for c in range(n)], [n + c if c & h else c + h for c in range(n)]))
+        h //= 2
+    return out
+
+
+def _load_transpose_masks(b: ir.IRBuilder, n: int) -> list[tuple[ir.Value, ir.Value]]:
+    """`_transpose_masks(n)` as vectors loaded from a constant array of the module (``tp_gemm_tmasks``).
+
+    Loaded rather than constant on purpose: the instruction selector sees a shuffle mask it cannot
+    read, so it does not try to merge the transpose's four dependent stages of shuffles into fewer
+    (a search over the chain: 12.6 of the 27 ms the generic module took to compile, the 64
+    shuffles of a 16 x 16 block as constants or as vpermi2ps with constant masks; 0.5 ms loaded).
+    It could not have merged them: each stage's pair of shuffles is already one instruction."""
+    it = ir.VectorType(u.I32, n)
+    masks = _transpose_masks(n)
+    arr = ir.ArrayType(it, 2 * len(masks))
+    g = b.module.globals.get("tp_gemm_tmasks")
+    if g is None:
+        g = ir.GlobalVariable(b.module, arr, "tp_gemm_tmasks")
+        g.linkage, g.global_constant, g.align = "private", True, 64
+        g.initializer = ir.Constant(arr, [ir.Constant(it, m) for pair in masks for m in pair])
+    return [tuple(b.load(b.gep(g, [u.i64(0), u.i64(2 * s + j)], inbounds=True), typ=it, align=64) for j in (0, 1))
+            for s in range(len(masks))]
+
+
+def _transpose_block_permuted(b: ir.IRBuilder, rows: list[ir.Value], masks) -> list[ir.Value]:
+    """`_transpose_block` of 16 rows of 16 floats in `_permute2` instructions (AVX-512 hosts), with
+    the stages' masks `masks` (`_load_transpose_masks`)."""
+    n = len(rows)
+    rows = list(rows)
+    h, stage = n // 2, 0
+    while h:
+        lo, hi = masks[stage]
+        for r in range(n):
+            if not r & h:
+                x, y = rows[r], rows[r + h]
+                rows[r], rows[r + h] = _permute2(b, x, lo, y), _permute2(b, x, hi, y)
+        h //= 2
+        stage += 1
+    return rows
 
 
 def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir.Value, k: ir.Value,
@@ -718,6 +803,11 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
     lanes x lanes blocks transposed in registers, the last k % lanes columns one element at a time
     (loops kept rolled: the function is compiled once, its size is its compile time)."""
     vt = ir.VectorType(_F32, lanes)
+    if lanes == 16 and host_avx512():
+        masks = _load_transpose_masks(b, lanes)
+        transpose = lambda b, rows: _transpose_block_permuted(b, rows, masks)  # noqa: E731
+    else:  # (a tile of 8 lanes, or 16 emulated in two halves: what the tests compile on AVX2 hosts)
+        transpose = _transpose_block
     blocks = b.udiv(k, u.i64(lanes))
     with u.for_range(b, groups, "gt.jb") as jb:
         j0 = u.imul(b, jb, lanes)
@@ -725,7 +815,7 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
         with u.for_range(b, blocks, "gt.kb") as kb:
             k0 = u.imul(b, kb, lanes)
             rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
-            for t, x in enumerate(_transpose_block(b, rows)):
+            for t, x in enumerate(transpose(b, rows)):
                 at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
                 b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
     with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes)) as kk:
@@ -734,16 +824,18 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
             b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
 
 
-def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Function:
-    """Define the generic in-place gemm `generic_symbol(tile, trans_b)` in `module`: C (m x n, rows
-    ldc apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
-    with `trans_b`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
-    multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of tile.mr inner, all
-    through one tile loop: a last panel narrower than nr is copied into a zero-padded panel and
-    stores only its vectors, a last row tile reads its rows past m clamped to m - 1 and stores only
-    rows < m. An untransposed B's panel is copied contiguous first when flags has
-    `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed one always is (on the stack, or
-    from malloc for a k longer than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
+def emit_generic_inplace(module: ir.Module, tile: Tile) -> ir.Function:
+    """Define the generic in-place gemm `generic_core_symbol(tile)` in `module`: C (m x n, rows ldc
+    apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
+    with flags bit `GENERIC_TRANS_B`, B^T row-major (n x k, rows ldb apart); strides in elements,
+    m, k >= 1, n a multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of
+    tile.mr inner, all through one tile loop: a last panel narrower than nr is copied into a
+    zero-padded panel, a last row tile reads its rows past m clamped to m - 1, and a tile that is
+    not whole stores its rows < m and vectors < n through a scratch tile. An untransposed B's panel
+    is copied contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow panel); a
+    transposed one always is (on the stack, or from malloc for a k longer than `GENERIC_PANEL_K`).
+    The bits are those of `emit_gemm_inplace`. Graph code calls it through its entry points
+    (`emit_generic_entries`).
 
     >>> import ctypes, numpy as np
     >>> from tensorplay.codegen import gemm_library  # (the process's copy: made once, kept mapped)
@@ -758,7 +850,8 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     True
     """
     MR, NV, LANES, NR = tile.mr, tile.nv, tile.lanes, tile.nr
-    fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
+    fn = ir.Function(module, generic_function_type(), generic_core_symbol(tile))
+    fn.linkage = "internal"  # (called through the entry points only)
     for arg, name in zip(fn.args, GENERIC_ARGS):
         arg.name = name
     m, n, k, a, a_rs, a_cs, bm, ldb, c, ldc, flags = fn.args
@@ -767,15 +860,17 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
     a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
     stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * NR), name="panel")
     stack.align = 64
+    scratch = b.alloca(_F32, size=u.i64(MR * NR), name="scratch")
+    scratch.align = 64
     fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
     n_full = b.udiv(n, u.i64(NR))
     groups_last = b.udiv(b.urem(n, u.i64(NR)), u.i64(LANES))  # vectors of a narrower last panel
     narrow = b.icmp_unsigned("!=", groups_last, u.i64(0))
-    asked = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0))
-    any_copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, narrow)
+    trans = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_TRANS_B)), u.i64(0))
+    asked = b.or_(trans, b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0)))
     malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
     free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
-    on_heap = b.and_(any_copy, b.not_(fits))  # a panel longer than the stack one
+    on_heap = b.and_(b.or_(asked, narrow), b.not_(fits))  # a panel copied, longer than the stack one
     heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
     with u.if_then(b, on_heap):
         b.store(b.call(malloc, [u.imul(b, k, 4 * NR)]), heap)
@@ -788,25 +883,25 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
         j0 = u.imul(b, nb, NR)
         part = b.icmp_unsigned(">=", nb, n_full)  # the narrower last panel
         groups = b.select(part, groups_last, u.i64(NV))
-        copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, part)
+        copy = b.or_(asked, part)
         with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
             with u.for_range(b, u.imul(b, k, NV), "gk.z") as q:
                 b.store(ir.Constant(vt, [0.0] * LANES), b.bitcast(_at(b, panel, u.imul(b, q, LANES)), vt.as_pointer()),
                         align=4)
-        if trans_b:
-            _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
-        else:
-            src = _at(b, bm, j0)
-            with u.if_then(b, copy):
-                with u.for_range(b, k, "gk.pk") as kk:
-                    row = _at(b, src, b.mul(kk, ldb))
-                    with u.for_range(b, groups, "gk.pv") as v:
-                        x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
-                        at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
-                        b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
-        bj = panel if trans_b else b.select(copy, panel, _at(b, bm, j0))
-        ldp = u.i64(NR) if trans_b else b.select(copy, u.i64(NR), ldb)
-        wide = [None] + [b.icmp_unsigned(">", groups, u.i64(v)) for v in range(1, NV)]
+        with b.if_else(trans) as (transposed, untransposed):
+            with transposed:
+                _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
+            with untransposed:
+                src = _at(b, bm, j0)
+                with u.if_then(b, copy):
+                    with u.for_range(b, k, "gk.pk") as kk:
+                        row = _at(b, src, b.mul(kk, ldb))
+                        with u.for_range(b, groups, "gk.pv") as v:
+                            x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
+                            at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
+                            b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
+        bj = b.select(copy, panel, _at(b, bm, j0))
+        ldp = b.select(copy, u.i64(NR), ldb)
         cj = _at(b, c, j0)
         with u.for_range(b, row_tiles, "gk.mb") as mb:
             i0 = u.imul(b, mb, MR)
@@ -814,24 +909,37 @@ def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Fun
             for r in range(MR):
                 i = u.iadd(b, i0, u.i64(r))
                 rows.append(_at(b, a, b.mul(b.select(b.icmp_signed("<", i, m), i, last_row), a_rs)))
-
-            def c_rows(i0=i0):
-                out = []
-                for r in range(MR):
-                    i = u.iadd(b, i0, u.i64(r))
-                    out.append((_at(b, cj, b.mul(i, ldc)), b.icmp_signed("<", i, m)))
-                return out
-            _rt_tile(b, rows, a_cs, bj, ldp, c_rows, k, tile, wide)
+            _rt_tile(b, rows, a_cs, bj, ldp, k, tile,
+                     lambda accs, i0=i0: _store_tile(b, accs, _at(b, cj, b.mul(i0, ldc)), ldc, b.sub(m, i0), groups,
+                                                     scratch, tile))
     with u.if_then(b, on_heap):
         b.call(free, [b.load(heap, typ=u.PTR)])
     b.ret_void()
     return fn
 
 
-def generic_module_text(tile: Tile, trans_b: bool) -> str:
-    """The LLVM module (text) defining the one generic in-place gemm function of `tile`. (Its loops
-    carry no unroll hints: the O0 pipeline `gemm_library` compiles it with unrolls nothing.)"""
-    mod = ir.Module(generic_symbol(tile, trans_b))
+def emit_generic_entries(module: ir.Module, tile: Tile, core: ir.Function) -> list[ir.Function]:
+    """Define the entry points `generic_symbol(tile, False / True)` in `module`: `core`
+    (`emit_generic_inplace`) with flags bit `GENERIC_TRANS_B` cleared / set, in a tail call."""
+    out = []
+    for trans_b in (False, True):
+        fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
+        for arg, name in zip(fn.args, GENERIC_ARGS):
+            arg.name = name
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        *args, flags = fn.args
+        flags = b.or_(flags, u.i64(GENERIC_TRANS_B)) if trans_b else b.and_(flags, u.i64(~GENERIC_TRANS_B))
+        b.call(core, [*args, flags], tail=True)
+        b.ret_void()
+        out.append(fn)
+    return out
+
+
+def generic_module_text(tile: Tile) -> str:
+    """The LLVM module (text) `generic_core_symbol(tile)`: the generic in-place gemm of `tile` and its
+    two entry points, one per orientation of B. (Its loops carry no unroll hints: the O0 pipeline
+    `gemm_library` compiles it with unrolls nothing.)"""
+    mod = ir.Module(generic_core_symbol(tile))
     mod.triple, mod.data_layout = jit.host_triple_and_layout()
-    emit_generic_inplace(mod, tile, trans_b)
+    emit_generic_entries(mod, tile, emit_generic_inplace(mod, tile))
     return str(mod)
