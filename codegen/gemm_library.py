@@ -43,9 +43,12 @@ PREFIX = "tp_gemm_"
 TILES = {"8x32": (8, 2, 16), "6x16": (6, 2, 8)}
 # The optimiser's level for the function: its loops are written with explicit phis and vectors, so
 # the O2 pipeline had nothing to add (the same run time on the MLP's six shapes, Zen 4) for 3-4x
-# the compile time (nn 150 -> 35 ms, nt 300 -> 70 ms of LLVM). The machine-code generator keeps
-# its own level (`jit.CODEGEN_OPT`).
+# the compile time (nn 150 -> 35 ms, nt 300 -> 70 ms of LLVM).
 COMPILE_LEVEL = 0
+# The machine-code generator's level for it: 1 emits the same instructions as `jit.CODEGEN_OPT` = 3
+# (the same object size; only their order differs, the same run time on the MLP's six shapes and
+# jacrev's product, Zen 4) in ~7 % less time; 0 (fast register allocation) runs 4.5-5x slower.
+CODEGEN_LEVEL = 1
 
 _NAME = re.compile(r"tp_gemm_f32_(\d+x\d+)_(nn|nt)")
 _lock = threading.RLock()
@@ -179,17 +182,22 @@ def _load(module: str):
 
 
 def _compile(module: str):
-    from . import gemm_kernel, jit
+    from . import gemm_kernel, jit, object_loader
 
     names = entry_points(module)
     rows, nv, lanes, _ = parse(names[0])
-    tile = gemm_kernel.Tile(rows, nv, lanes)
-    # one part: the entry points are a tail call each, not worth a thread (`jit.compile_parts`)
-    code = jit.compile_ir(gemm_kernel.generic_module_text(tile), names, speed_level=COMPILE_LEVEL, parts=1)
+    text = gemm_kernel.generic_module_text(gemm_kernel.Tile(rows, nv, lanes))
+    # one module in this thread (no merge or split: `jit.compile_ir`), loaded by the object loader
+    # when it can (an LLJIT costs ~1 ms more), as a disk-cache hit would be
+    obj, llvm_ir = jit.compile_object(text, COMPILE_LEVEL, CODEGEN_LEVEL)
+    try:
+        code = object_loader.load([obj], names, object_loader.Resolver([]), llvm_ir)
+    except object_loader.Unsupported:
+        code = jit.link_object([obj], names, llvm_ir)
     _compiles.append(module)
     if disk_cache.enabled():
-        for name in names:  # the same images under each entry point's key (`object_loader.load_symbol`)
-            disk_cache.store(disk_cache.symbol_key(name), code.objects, code.llvm_ir, "generic gemm")
+        for name in names:  # the same image under each entry point's key (`object_loader.load_symbol`)
+            disk_cache.store(disk_cache.symbol_key(name), [obj], llvm_ir, "generic gemm")
     return code
 
 
