@@ -106,7 +106,7 @@ def splat(b: ir.IRBuilder, x: ir.Value, vt: ir.VectorType = _VEC) -> ir.Value:
     """The scalar `x` in every lane of a `vt`."""
     undef = ir.Constant(vt, ir.Undefined)
     one = b.insert_element(undef, x, u.i64(0))
-    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
+    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), None))  # zeroinitializer
 
 
 def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: bool, lda: int,
@@ -683,7 +683,7 @@ def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.
     (made after the k loop, so that what it computes does not hold registers over it): A's row r
     at `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride)."""
     MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
-    zero = ir.Constant(vt, [0.0] * vt.count)
+    zero = ir.Constant(vt, None)  # zeroinitializer (shorter to print and parse)
     pre = b.block
     head, body, done = (b.append_basic_block(f"gk.{s}") for s in ("head", "body", "done"))
     b.branch(head)
@@ -712,35 +712,35 @@ def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.
     store(accs)
 
 
+def _vstore(b: ir.IRBuilder, x: ir.Value, p: ir.Value) -> None:
+    """Store vector `x` at float* `p` (through a cast: llvmlite types the pointer)."""
+    b.store(x, b.bitcast(p, x.type.as_pointer()), align=4)
+
+
 def _store_tile(b: ir.IRBuilder, accs: list, c0: ir.Value, ldc: ir.Value, rows: ir.Value, groups: ir.Value,
                 scratch: ir.Value, tile: Tile) -> None:
-    """Store the tile's accumulators at c0 (rows ldc apart): all of them when `rows` >= tile.mr and
-    `groups` (vectors per row) == tile.nv, else through `scratch` (tile.mr * tile.nr floats) the
-    first `rows` rows of `groups` vectors, by a loop."""
+    """Store the tile's accumulators at c0 (rows ldc apart): all of them when
+    `rows` >= tile.mr and `groups` (vectors per row) == tile.nv, else the first min(rows, tile.mr)
+    rows of `groups` vectors through `scratch` (tile.mr * tile.nr floats), by a loop."""
     MR, NV, LANES, NR, vt = tile.mr, tile.nv, tile.lanes, tile.nr, tile.vec
-    vp = vt.as_pointer()
-
-    def put(p, off, x):
-        b.store(x, b.bitcast(_at(b, p, off), vp), align=4)
-
-    whole = b.icmp_signed(">=", rows, u.i64(MR))
-    if NV > 1:
-        whole = b.and_(whole, b.icmp_unsigned("==", groups, u.i64(NV)))
+    full_rows = b.icmp_signed(">=", rows, u.i64(MR))
+    whole = full_rows if NV == 1 else b.and_(full_rows, b.icmp_unsigned("==", groups, u.i64(NV)))
     with b.if_else(whole) as (then, otherwise):
         with then:
+            row = c0
             for r in range(MR):
-                row = _at(b, c0, b.mul(u.i64(r), ldc))
+                if r:
+                    row = _at(b, row, ldc)
                 for v in range(NV):
-                    put(row, u.i64(v * LANES), accs[r * NV + v])
+                    _vstore(b, accs[r * NV + v], _at(b, row, u.i64(v * LANES)))
         with otherwise:
             for t, acc in enumerate(accs):
-                put(scratch, u.i64(t * LANES), acc)
-            with u.for_range(b, b.select(whole, u.i64(MR), rows), "gk.sr") as r:  # (rows < MR here)
-                row = _at(b, c0, b.mul(r, ldc))
+                _vstore(b, acc, _at(b, scratch, u.i64(t * LANES)))
+            with u.for_range(b, b.select(full_rows, u.i64(MR), rows), "gk.sr") as r:
+                row, kept = _at(b, c0, b.mul(r, ldc)), _at(b, scratch, u.imul(b, r, NR))
                 with u.for_range(b, groups, "gk.sv") as v:
-                    x = b.load(b.bitcast(_at(b, scratch, u.iadd(b, u.imul(b, r, NR), u.imul(b, v, LANES))), vp),
-                               typ=vt, align=4)
-                    put(row, u.imul(b, v, LANES), x)
+                    at = u.imul(b, v, LANES)
+                    _vstore(b, b.load(_at(b, kept, at), typ=vt, align=4), _at(b, row, at))
 
 
 def _permute2(b: ir.IRBuilder, x: ir.Value, index: ir.Value, y: ir.Value) -> ir.Value:
@@ -801,7 +801,8 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
                          groups: ir.Value, width: int, lanes: int) -> None:
     """panel[kk * width + j] = Bt[j, kk] for j < groups * lanes, kk < k (Bt's rows ldt apart):
     lanes x lanes blocks transposed in registers, the last k % lanes columns one element at a time
-    (loops kept rolled: the function is compiled once, its size is its compile time)."""
+    (loops kept rolled: the function is compiled once, its size is its compile time). `panel` is
+    a float*."""
     vt = ir.VectorType(_F32, lanes)
     if lanes == 16 and host_avx512():
         masks = _load_transpose_masks(b, lanes)
@@ -815,9 +816,9 @@ def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir
         with u.for_range(b, blocks, "gt.kb") as kb:
             k0 = u.imul(b, kb, lanes)
             rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
+            to = _at(b, panel, u.iadd(b, u.imul(b, k0, width), j0))  # panel row k0, column j0
             for t, x in enumerate(transpose(b, rows)):
-                at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
-                b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
+                _vstore(b, x, _at(b, to, u.i64(t * width)))
     with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes)) as kk:
         with u.for_range(b, u.imul(b, groups, lanes), "gt.j") as j:
             x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
@@ -856,12 +857,12 @@ def emit_generic_inplace(module: ir.Module, tile: Tile) -> ir.Function:
         arg.name = name
     m, n, k, a, a_rs, a_cs, bm, ldb, c, ldc, flags = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
-    a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
     stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * NR), name="panel")
     stack.align = 64
     scratch = b.alloca(_F32, size=u.i64(MR * NR), name="scratch")
     scratch.align = 64
+    fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
+    a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
     fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
     n_full = b.udiv(n, u.i64(NR))
     groups_last = b.udiv(b.urem(n, u.i64(NR)), u.i64(LANES))  # vectors of a narrower last panel
@@ -886,8 +887,7 @@ def emit_generic_inplace(module: ir.Module, tile: Tile) -> ir.Function:
         copy = b.or_(asked, part)
         with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
             with u.for_range(b, u.imul(b, k, NV), "gk.z") as q:
-                b.store(ir.Constant(vt, [0.0] * LANES), b.bitcast(_at(b, panel, u.imul(b, q, LANES)), vt.as_pointer()),
-                        align=4)
+                _vstore(b, ir.Constant(vt, None), _at(b, panel, u.imul(b, q, LANES)))
         with b.if_else(trans) as (transposed, untransposed):
             with transposed:
                 _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
@@ -898,8 +898,7 @@ def emit_generic_inplace(module: ir.Module, tile: Tile) -> ir.Function:
                         row = _at(b, src, b.mul(kk, ldb))
                         with u.for_range(b, groups, "gk.pv") as v:
                             x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
-                            at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
-                            b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
+                            _vstore(b, x, _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES))))
         bj = b.select(copy, panel, _at(b, bm, j0))
         ldp = b.select(copy, u.i64(NR), ldb)
         cj = _at(b, c, j0)
