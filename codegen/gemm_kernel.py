@@ -677,82 +677,12 @@ def generic_function_type() -> ir.FunctionType:
     return ir.FunctionType(u.VOID, [t.get(name, u.I64) for name in GENERIC_ARGS])
 
 
-def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, k: ir.Value,
-             tile: Tile, store) -> None:
-    """sum over kk < k of A[r, kk] B[kk, 0:nr] for the tile's rows r, handed to ``store(accs)``
-    (made after the k loop, so that what it computes does not hold registers over it): A's row r
-    at `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride)."""
-    MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
-    zero = ir.Constant(vt, None)  # zeroinitializer (shorter to print and parse)
-    pre = b.block
-    head, body, done = (b.append_basic_block(f"gk.{s}") for s in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    kk = b.phi(u.I64, name="gk.k")
-    a_off = b.phi(u.I64, name="gk.aoff")
-    b_row = b.phi(bm.type, name="gk.brow")
-    accs = [b.phi(vt, name=f"gk.acc{t}") for t in range(MR * NV)]
-    for phi, start in [(kk, u.i64(0)), (a_off, u.i64(0)), (b_row, bm)] + [(acc, zero) for acc in accs]:
-        phi.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", kk, k), body, done)
-    b.position_at_end(body)
-    bv = [b.load(_at(b, b_row, u.i64(v * LANES)), typ=vt, align=4) for v in range(NV)]
-    new = []
-    for r in range(MR):
-        x = splat(b, b.load(_at(b, rows[r], a_off), typ=_F32), vt)
-        new += [vector_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
-    end = b.block
-    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), end)
-    a_off.add_incoming(b.add(a_off, a_cs), end)
-    b_row.add_incoming(_at(b, b_row, ldb), end)
-    for acc, x in zip(accs, new):
-        acc.add_incoming(x, end)
-    b.branch(head)
-    b.position_at_end(done)
-    store(accs)
-
-
-def _vstore(b: ir.IRBuilder, x: ir.Value, p: ir.Value) -> None:
-    """Store vector `x` at float* `p` (through a cast: llvmlite types the pointer)."""
-    b.store(x, b.bitcast(p, x.type.as_pointer()), align=4)
-
-
-def _store_tile(b: ir.IRBuilder, accs: list, c0: ir.Value, ldc: ir.Value, rows: ir.Value, groups: ir.Value,
-                scratch: ir.Value, tile: Tile) -> None:
-    """Store the tile's accumulators at c0 (rows ldc apart): all of them when
-    `rows` >= tile.mr and `groups` (vectors per row) == tile.nv, else the first min(rows, tile.mr)
-    rows of `groups` vectors through `scratch` (tile.mr * tile.nr floats), by a loop."""
-    MR, NV, LANES, NR, vt = tile.mr, tile.nv, tile.lanes, tile.nr, tile.vec
-    full_rows = b.icmp_signed(">=", rows, u.i64(MR))
-    whole = full_rows if NV == 1 else b.and_(full_rows, b.icmp_unsigned("==", groups, u.i64(NV)))
-    with b.if_else(whole) as (then, otherwise):
-        with then:
-            row = c0
-            for r in range(MR):
-                if r:
-                    row = _at(b, row, ldc)
-                for v in range(NV):
-                    _vstore(b, accs[r * NV + v], _at(b, row, u.i64(v * LANES)))
-        with otherwise:
-            for t, acc in enumerate(accs):
-                _vstore(b, acc, _at(b, scratch, u.i64(t * LANES)))
-            with u.for_range(b, b.select(full_rows, u.i64(MR), rows), "gk.sr") as r:
-                row, kept = _at(b, c0, b.mul(r, ldc)), _at(b, scratch, u.imul(b, r, NR))
-                with u.for_range(b, groups, "gk.sv") as v:
-                    at = u.imul(b, v, LANES)
-                    _vstore(b, b.load(_at(b, kept, at), typ=vt, align=4), _at(b, row, at))
-
-
-def _permute2(b: ir.IRBuilder, x: ir.Value, index: ir.Value, y: ir.Value) -> ir.Value:
-    """Lane i of the result = lane index[i] of x ++ y (AVX-512's vpermi2ps, one instruction)."""
-    vt = x.type
-    name = "llvm.x86.avx512.vpermi2var.ps.512"
-    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(vt, [vt, index.type, vt]), name)
-    return b.call(fn, [x, index, y])
-
-
 def _transpose_masks(n: int) -> list[tuple[list[int], list[int]]]:
-    """The (lo, hi) two-input shuffle masks of `_transpose_block`'s stages, for `n` lanes."""
+    """The (lo, hi) two-input shuffle masks of `_transpose_block`'s stages, for `n` lanes.
+
+    >>> [len(m) for m in _transpose_masks(8)], _transpose_masks(2)
+    ([2, 2, 2], [([0, 2], [1, 3])])
+    """
     out, h = [], n // 2
     while h:
         out.append(([c if not c & h else n + c - h for c in range(n)], [n + c if c & h else c + h for c in range(n)]))
@@ -760,185 +690,339 @@ def _transpose_masks(n: int) -> list[tuple[list[int], list[int]]]:
     return out
 
 
-def _load_transpose_masks(b: ir.IRBuilder, n: int) -> list[tuple[ir.Value, ir.Value]]:
-    """`_transpose_masks(n)` as vectors loaded from a constant array of the module (``tp_gemm_tmasks``).
+class _Text:
+    """A function body written as LLVM IR text, a line at a time: the generic gemm is emitted this
+    way, not with `llvmlite.ir`, which took 7 ms (of the ~30 ms its module costs a cold process)
+    to build and print its ~650 instructions; this takes ~0.5 ms."""
 
-    Loaded rather than constant on purpose: the instruction selector sees a shuffle mask it cannot
-    read, so it does not try to merge the transpose's four dependent stages of shuffles into fewer
-    (a search over the chain: 12.6 of the 27 ms the generic module took to compile, the 64
-    shuffles of a 16 x 16 block as constants or as vpermi2ps with constant masks; 0.5 ms loaded).
-    It could not have merged them: each stage's pair of shuffles is already one instruction."""
-    it = ir.VectorType(u.I32, n)
-    masks = _transpose_masks(n)
-    arr = ir.ArrayType(it, 2 * len(masks))
-    g = b.module.globals.get("tp_gemm_tmasks")
-    if g is None:
-        g = ir.GlobalVariable(b.module, arr, "tp_gemm_tmasks")
-        g.linkage, g.global_constant, g.align = "private", True, 64
-        g.initializer = ir.Constant(arr, [ir.Constant(it, m) for pair in masks for m in pair])
-    return [tuple(b.load(b.gep(g, [u.i64(0), u.i64(2 * s + j)], inbounds=True), typ=it, align=64) for j in (0, 1))
-            for s in range(len(masks))]
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def block(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+
+    def loop(self, name: str, count: str, pre: str, latch: str, start: str = "0") -> str:
+        """``for (%name = start; %name < count; ++%name)``: the header (its back edge comes from
+        block `latch`, which must branch to ``name.head``) and the body block, entered from `pre`;
+        the loop leaves to ``name.exit``."""
+        self(f"br label %{name}.head")
+        self.block(f"{name}.head")
+        self(f"%{name} = phi i64 [{start}, %{pre}], [%{name}.next, %{latch}]")
+        self(f"%{name}.c = icmp slt i64 %{name}, {count}")
+        self(f"br i1 %{name}.c, label %{name}.body, label %{name}.exit")
+        self.block(f"{name}.body")
+        return f"%{name}"
+
+    def next(self, name: str) -> None:
+        """The back edge of loop `name` (`loop`), then its exit block."""
+        self(f"%{name}.next = add nuw nsw i64 %{name}, 1")
+        self(f"br label %{name}.head")
+        self.block(f"{name}.exit")
 
 
-def _transpose_block_permuted(b: ir.IRBuilder, rows: list[ir.Value], masks) -> list[ir.Value]:
-    """`_transpose_block` of 16 rows of 16 floats in `_permute2` instructions (AVX-512 hosts), with
-    the stages' masks `masks` (`_load_transpose_masks`)."""
-    n = len(rows)
-    rows = list(rows)
-    h, stage = n // 2, 0
-    while h:
-        lo, hi = masks[stage]
-        for r in range(n):
+def _tile_text(t: _Text, tile: Tile) -> None:
+    """The row tile at rows %i0 of the panel (%bj, rows %ldp apart): its rows' pointers into A
+    (clamped to m - 1), the k loop of mr * nv fma chains, and the stores (`emit_generic_inplace`)."""
+    MR, NV, L, NR = tile.mr, tile.nv, tile.lanes, tile.nr
+    vt = f"<{L} x float>"
+    for r in range(MR):
+        i = "%i0" if r == 0 else f"%i{r}"
+        if r:
+            t(f"%i{r} = add i64 %i0, {r}")
+        t(f"%in{r} = icmp slt i64 {i}, %m")
+        t(f"%ic{r} = select i1 %in{r}, i64 {i}, i64 %last_row")
+        t(f"%ao{r} = mul i64 %ic{r}, %a_rs")
+        t(f"%ar{r} = getelementptr inbounds float, ptr %a, i64 %ao{r}")
+    t("br label %k.head")
+    t.block("k.head")
+    t("%kk = phi i64 [0, %mb.body], [%kk.next, %k.body]")
+    t("%aoff = phi i64 [0, %mb.body], [%aoff.next, %k.body]")
+    t("%brow = phi ptr [%bj, %mb.body], [%brow.next, %k.body]")
+    for q in range(MR * NV):
+        t(f"%acc{q} = phi {vt} [zeroinitializer, %mb.body], [%f{q}, %k.body]")
+    t("%kk.c = icmp slt i64 %kk, %k")
+    t("br i1 %kk.c, label %k.body, label %st")
+    t.block("k.body")
+    for v in range(NV):
+        p = "%brow"
+        if v:
+            t(f"%bp{v} = getelementptr inbounds float, ptr %brow, i64 {v * L}")
+            p = f"%bp{v}"
+        t(f"%bv{v} = load {vt}, ptr {p}, align 4")
+    for r in range(MR):
+        t(f"%ap{r} = getelementptr inbounds float, ptr %ar{r}, i64 %aoff")
+        t(f"%as{r} = load float, ptr %ap{r}, align 4")
+        t(f"%ai{r} = insertelement {vt} undef, float %as{r}, i64 0")
+        t(f"%ab{r} = shufflevector {vt} %ai{r}, {vt} undef, <{L} x i32> zeroinitializer")
+        for v in range(NV):
+            q = r * NV + v
+            t(f"%f{q} = call {vt} @llvm.fma.v{L}f32({vt} %ab{r}, {vt} %bv{v}, {vt} %acc{q})")
+    t("%kk.next = add nuw nsw i64 %kk, 1")
+    t("%aoff.next = add i64 %aoff, %a_cs")
+    t("%brow.next = getelementptr inbounds float, ptr %brow, i64 %ldp")
+    t("br label %k.head")
+    # the stores, made after the k loop so that their pointers do not hold registers over it
+    t.block("st")
+    t("%rows = sub i64 %m, %i0")
+    t("%c0o = mul i64 %i0, %ldc")
+    t("%c0 = getelementptr inbounds float, ptr %cj, i64 %c0o")
+    t(f"%fullr = icmp sge i64 %rows, {MR}")
+    if NV > 1:
+        t(f"%gw = icmp eq i64 %groups, {NV}")
+        t("%whole = and i1 %fullr, %gw")
+    t(f"br i1 {'%whole' if NV > 1 else '%fullr'}, label %st.whole, label %st.part")
+    t.block("st.whole")
+    for r in range(MR):
+        row = "%c0" if r == 0 else f"%cr{r}"
+        if r:
+            t(f"%cr{r} = getelementptr inbounds float, ptr {'%c0' if r == 1 else f'%cr{r - 1}'}, i64 %ldc")
+        for v in range(NV):
+            p = row
+            if v:
+                t(f"%cp{r}_{v} = getelementptr inbounds float, ptr {row}, i64 {v * L}")
+                p = f"%cp{r}_{v}"
+            t(f"store {vt} %acc{r * NV + v}, ptr {p}, align 4")
+    t("br label %st.end")
+    t.block("st.part")  # whole rows < min(rows, mr) and vectors < groups, through the scratch tile
+    for q in range(MR * NV):
+        t(f"%sp{q} = getelementptr inbounds float, ptr %scratch, i64 {q * L}")
+        t(f"store {vt} %acc{q}, ptr %sp{q}, align 4")
+    t(f"%nrows = select i1 %fullr, i64 {MR}, i64 %rows")
+    t.loop("sr", "%nrows", "st.part", "sv.exit")
+    t("%sr.o = mul i64 %sr, %ldc")
+    t("%sr.row = getelementptr inbounds float, ptr %c0, i64 %sr.o")
+    t(f"%sr.s = mul nuw nsw i64 %sr, {NR}")
+    t("%sr.kept = getelementptr inbounds float, ptr %scratch, i64 %sr.s")
+    t.loop("sv", "%groups", "sr.body", "sv.body")
+    t(f"%sv.at = mul nuw nsw i64 %sv, {L}")
+    t("%sv.src = getelementptr inbounds float, ptr %sr.kept, i64 %sv.at")
+    t(f"%sv.x = load {vt}, ptr %sv.src, align 4")
+    t("%sv.dst = getelementptr inbounds float, ptr %sr.row, i64 %sv.at")
+    t(f"store {vt} %sv.x, ptr %sv.dst, align 4")
+    t.next("sv")
+    t.next("sr")
+    t("br label %st.end")
+    t.block("st.end")
+
+
+def _transposed_panel_text(t: _Text, tile: Tile, permute: bool) -> None:
+    """panel[kk * nr + j] = Bt[j, kk] for j < %groups * lanes, kk < k, Bt = B^T's rows of this
+    panel (rows ldb apart): lanes x lanes blocks transposed in registers (`_transpose_block`, or
+    with `permute` as AVX-512's vpermi2ps), the last k % lanes columns one element at a time.
+
+    The permutes take their masks from a constant array of the module (``tp_gemm_tmasks``), loaded,
+    on purpose: given constant masks the instruction selector tries to merge the transpose's four
+    dependent stages of shuffles into fewer (a search over the chain that cannot succeed, each
+    stage's shuffle being one instruction already): 12.6 of the 27 ms the module took to compile."""
+    L, NR = tile.lanes, tile.nr
+    vt, it = f"<{L} x float>", f"<{L} x i32>"
+    masks = _transpose_masks(L)
+    t("%tbo = mul i64 %j0, %ldb")
+    t("%bt = getelementptr inbounds float, ptr %b, i64 %tbo")
+    if permute:
+        for s in range(2 * len(masks)):
+            t(f"%tmp{s} = getelementptr inbounds [{2 * len(masks)} x {it}], ptr @tp_gemm_tmasks, i64 0, i64 {s}")
+            t(f"%tm{s} = load {it}, ptr %tmp{s}, align 64")
+    t(f"%blocks = udiv i64 %k, {L}")
+    t.loop("jb", "%groups", "t.pre", "kb.exit")
+    t(f"%jb0 = mul nuw nsw i64 %jb, {L}")
+    for r in range(L):
+        t(f"%jr{r} = add i64 %jb0, {r}")
+        t(f"%jo{r} = mul i64 %jr{r}, %ldb")
+        t(f"%rp{r} = getelementptr inbounds float, ptr %bt, i64 %jo{r}")
+    t.loop("kb", "%blocks", "jb.body", "kb.body")
+    t(f"%k0 = mul nuw nsw i64 %kb, {L}")
+    rows = []
+    for r in range(L):
+        t(f"%lp{r} = getelementptr inbounds float, ptr %rp{r}, i64 %k0")
+        t(f"%x0_{r} = load {vt}, ptr %lp{r}, align 4")
+        rows.append(f"%x0_{r}")
+    for stage, (lo, hi) in enumerate(masks):
+        h = L >> (stage + 1)
+        out = list(rows)
+        for r in range(L):
             if not r & h:
                 x, y = rows[r], rows[r + h]
-                rows[r], rows[r + h] = _permute2(b, x, lo, y), _permute2(b, x, hi, y)
-        h //= 2
-        stage += 1
-    return rows
+                for dst, s, mask in ((r, 2 * stage, lo), (r + h, 2 * stage + 1, hi)):
+                    name = f"%x{stage + 1}_{dst}"
+                    if permute:
+                        t(f"{name} = call {vt} @llvm.x86.avx512.vpermi2var.ps.512({vt} {x}, {it} %tm{s}, {vt} {y})")
+                    else:
+                        t(f"{name} = shufflevector {vt} {x}, {vt} {y}, {it} <{', '.join(f'i32 {c}' for c in mask)}>")
+                    out[dst] = name
+        rows = out
+    t(f"%to.a = mul nuw nsw i64 %k0, {NR}")
+    t("%to.b = add i64 %to.a, %jb0")
+    t("%to = getelementptr inbounds float, ptr %pan, i64 %to.b")
+    for r, x in enumerate(rows):
+        t(f"%tp{r} = getelementptr inbounds float, ptr %to, i64 {r * NR}")
+        t(f"store {vt} {x}, ptr %tp{r}, align 4")
+    t.next("kb")
+    t.next("jb")
+    t(f"%kr0 = mul nuw nsw i64 %blocks, {L}")
+    t(f"%jn = mul nuw nsw i64 %groups, {L}")
+    t.loop("kr", "%k", "jb.exit", "j.exit", start="%kr0")
+    t.loop("j", "%jn", "kr.body", "j.body")
+    t("%j.o = mul i64 %j, %ldb")
+    t("%j.k = add i64 %j.o, %kr")
+    t("%j.p = getelementptr inbounds float, ptr %bt, i64 %j.k")
+    t("%j.x = load float, ptr %j.p, align 4")
+    t(f"%j.d0 = mul nuw nsw i64 %kr, {NR}")
+    t("%j.d = add i64 %j.d0, %j")
+    t("%j.q = getelementptr inbounds float, ptr %pan, i64 %j.d")
+    t("store float %j.x, ptr %j.q, align 4")
+    t.next("j")
+    t.next("kr")
+    t("br label %tile.pre")
 
 
-def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir.Value, k: ir.Value,
-                         groups: ir.Value, width: int, lanes: int) -> None:
-    """panel[kk * width + j] = Bt[j, kk] for j < groups * lanes, kk < k (Bt's rows ldt apart):
-    lanes x lanes blocks transposed in registers, the last k % lanes columns one element at a time
-    (loops kept rolled: the function is compiled once, its size is its compile time). `panel` is
-    a float*."""
-    vt = ir.VectorType(_F32, lanes)
-    if lanes == 16 and host_avx512():
-        masks = _load_transpose_masks(b, lanes)
-        transpose = lambda b, rows: _transpose_block_permuted(b, rows, masks)  # noqa: E731
-    else:  # (a tile of 8 lanes, or 16 emulated in two halves: what the tests compile on AVX2 hosts)
-        transpose = _transpose_block
-    blocks = b.udiv(k, u.i64(lanes))
-    with u.for_range(b, groups, "gt.jb") as jb:
-        j0 = u.imul(b, jb, lanes)
-        rows_at = [_at(b, bt, b.mul(u.iadd(b, j0, u.i64(r)), ldt)) for r in range(lanes)]
-        with u.for_range(b, blocks, "gt.kb") as kb:
-            k0 = u.imul(b, kb, lanes)
-            rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
-            to = _at(b, panel, u.iadd(b, u.imul(b, k0, width), j0))  # panel row k0, column j0
-            for t, x in enumerate(transpose(b, rows)):
-                _vstore(b, x, _at(b, to, u.i64(t * width)))
-    with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes)) as kk:
-        with u.for_range(b, u.imul(b, groups, lanes), "gt.j") as j:
-            x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
-            b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
+def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
+    """The text of the generic in-place gemm `generic_core_symbol(tile)` (internal; graph code calls
+    its entry points, `generic_module_text`): C (m x n, rows ldc apart) = A @ B, A's (i, kk) at
+    a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or, with flags bit
+    `GENERIC_TRANS_B`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
+    multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of tile.mr inner, all
+    through one tile loop: a last panel narrower than nr is copied into a zero-padded panel, a
+    last row tile reads its rows past m clamped to m - 1, and a tile that is not whole stores its
+    rows < m and vectors < n through a scratch tile. An untransposed B's panel is copied
+    contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed
+    one always is (on the stack, or from malloc for a k longer than `GENERIC_PANEL_K`), its
+    16-lane blocks transposed by AVX-512 permutes on an AVX-512 host (`avx512`, by default the
+    host's). The bits are those of `emit_gemm_inplace`.
+
+    >>> text = emit_generic_inplace(AVX512_TILE, avx512=False)
+    >>> text.startswith('define internal void @"tp_gemm_f32_8x32"('), "vpermi2var" in text
+    (True, False)
+    """
+    MR, NV, L, NR = tile.mr, tile.nv, tile.lanes, tile.nr
+    vt = f"<{L} x float>"
+    permute = L == 16 and (host_avx512() if avx512 is None else avx512)
+    args = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS)
+    t = _Text()
+    t.lines.append(f'define internal void @"{generic_core_symbol(tile)}"({args})\n{{')
+    t.block("entry")
+    t(f"%panel = alloca float, i64 {GENERIC_PANEL_K * NR}, align 64")
+    t(f"%scratch = alloca float, i64 {MR * NR}, align 64")
+    t(f"%fits = icmp sle i64 %k, {GENERIC_PANEL_K}")
+    t(f"%n_full = udiv i64 %n, {NR}")
+    t(f"%n_rem = urem i64 %n, {NR}")
+    t(f"%groups_last = udiv i64 %n_rem, {L}")  # vectors of a narrower last panel
+    t("%narrow = icmp ne i64 %groups_last, 0")
+    t(f"%tb = and i64 %flags, {GENERIC_TRANS_B}")
+    t("%trans = icmp ne i64 %tb, 0")
+    t(f"%cb = and i64 %flags, {GENERIC_COPY_PANEL}")
+    t("%cf = icmp ne i64 %cb, 0")
+    t("%asked = or i1 %trans, %cf")
+    t("%any = or i1 %asked, %narrow")
+    t("%long = xor i1 %fits, true")
+    t("%on_heap = and i1 %any, %long")  # a panel copied, longer than the stack one
+    t("br i1 %on_heap, label %alloc, label %start")
+    t.block("alloc")
+    t(f"%bytes = mul i64 %k, {4 * NR}")
+    t("%heap = call ptr @malloc(i64 %bytes)")
+    t("br label %start")
+    t.block("start")
+    t("%heapp = phi ptr [null, %entry], [%heap, %alloc]")
+    t("%pan = select i1 %fits, ptr %panel, ptr %heapp")
+    t("%last_row = sub i64 %m, 1")
+    t(f"%m_up = add i64 %m, {MR - 1}")
+    t(f"%row_tiles = udiv i64 %m_up, {MR}")
+    t("%nz = zext i1 %narrow to i64")
+    t("%panels = add i64 %n_full, %nz")
+    t.loop("nb", "%panels", "start", "mb.exit")
+    t(f"%j0 = mul nuw nsw i64 %nb, {NR}")
+    t("%part = icmp uge i64 %nb, %n_full")  # the narrower last panel
+    t(f"%groups = select i1 %part, i64 %groups_last, i64 {NV}")
+    t("%copy = or i1 %asked, %part")
+    t("br i1 %part, label %z.pre, label %prep")
+    t.block("z.pre")  # its columns past n are zeros in the panel (never stored)
+    t(f"%zn = mul i64 %k, {NV}")
+    t.loop("z", "%zn", "z.pre", "z.body")
+    t(f"%z.o = mul nuw nsw i64 %z, {L}")
+    t("%z.p = getelementptr inbounds float, ptr %pan, i64 %z.o")
+    t(f"store {vt} zeroinitializer, ptr %z.p, align 4")
+    t.next("z")
+    t("br label %prep")
+    t.block("prep")
+    t("br i1 %trans, label %t.pre, label %u.pre")
+    t.block("t.pre")
+    _transposed_panel_text(t, tile, permute)
+    t.block("u.pre")
+    t("%src = getelementptr inbounds float, ptr %b, i64 %j0")
+    t("br i1 %copy, label %pk.pre, label %tile.pre")
+    t.block("pk.pre")
+    t.loop("pk", "%k", "pk.pre", "pv.exit")
+    t("%pk.o = mul i64 %pk, %ldb")
+    t("%pk.row = getelementptr inbounds float, ptr %src, i64 %pk.o")
+    t(f"%pk.d = mul nuw nsw i64 %pk, {NR}")
+    t("%pk.to = getelementptr inbounds float, ptr %pan, i64 %pk.d")
+    t.loop("pv", "%groups", "pk.body", "pv.body")
+    t(f"%pv.at = mul nuw nsw i64 %pv, {L}")
+    t("%pv.src = getelementptr inbounds float, ptr %pk.row, i64 %pv.at")
+    t(f"%pv.x = load {vt}, ptr %pv.src, align 4")
+    t("%pv.dst = getelementptr inbounds float, ptr %pk.to, i64 %pv.at")
+    t(f"store {vt} %pv.x, ptr %pv.dst, align 4")
+    t.next("pv")
+    t.next("pk")
+    t("br label %tile.pre")
+    t.block("tile.pre")
+    t("%bj0 = getelementptr inbounds float, ptr %b, i64 %j0")
+    t("%bj = select i1 %copy, ptr %pan, ptr %bj0")
+    t(f"%ldp = select i1 %copy, i64 {NR}, i64 %ldb")
+    t("%cj = getelementptr inbounds float, ptr %c, i64 %j0")
+    t.loop("mb", "%row_tiles", "tile.pre", "st.end")
+    t(f"%i0 = mul nuw nsw i64 %mb, {MR}")
+    _tile_text(t, tile)
+    t.next("mb")
+    t.next("nb")
+    t("br i1 %on_heap, label %release, label %return")
+    t.block("release")
+    t("call void @free(ptr %heapp)")
+    t("br label %return")
+    t.block("return")
+    t("ret void")
+    t.lines.append("}")
+    return "\n".join(t.lines) + "\n"
 
 
-def emit_generic_inplace(module: ir.Module, tile: Tile) -> ir.Function:
-    """Define the generic in-place gemm `generic_core_symbol(tile)` in `module`: C (m x n, rows ldc
-    apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
-    with flags bit `GENERIC_TRANS_B`, B^T row-major (n x k, rows ldb apart); strides in elements,
-    m, k >= 1, n a multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of
-    tile.mr inner, all through one tile loop: a last panel narrower than nr is copied into a
-    zero-padded panel, a last row tile reads its rows past m clamped to m - 1, and a tile that is
-    not whole stores its rows < m and vectors < n through a scratch tile. An untransposed B's panel
-    is copied contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow panel); a
-    transposed one always is (on the stack, or from malloc for a k longer than `GENERIC_PANEL_K`).
-    The bits are those of `emit_gemm_inplace`. Graph code calls it through its entry points
-    (`emit_generic_entries`).
+def generic_module_text(tile: Tile, avx512: bool | None = None) -> str:
+    """The LLVM module (text) `generic_core_symbol(tile)`: the generic in-place gemm of `tile`
+    (`emit_generic_inplace`) and its two entry points `generic_symbol(tile, False / True)`, which
+    call it with flags bit `GENERIC_TRANS_B` cleared / set (a tail call). (Its loops carry no
+    unroll hints: the O0 pipeline `gemm_library` compiles it with unrolls nothing.)
 
     >>> import ctypes, numpy as np
     >>> from tensorplay.codegen import gemm_library  # (the process's copy: made once, kept mapped)
-    >>> name = generic_symbol(AVX512_TILE, False)
     >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
     ...                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
-    ...     gemm_library.address(name))
+    ...     gemm_library.address(generic_symbol(AVX512_TILE, False)))
     >>> x = np.arange(65, dtype=np.float32).reshape(5, 13); w = np.ones((5, 48), np.float32)
     >>> out = np.empty((13, 48), np.float32)
     >>> run(13, 48, 5, x.ctypes.data, 1, 13, w.ctypes.data, 48, out.ctypes.data, 48, 0)  # x.T @ w
     >>> bool((out == x.T @ w).all())
     True
     """
-    MR, NV, LANES, NR = tile.mr, tile.nv, tile.lanes, tile.nr
-    fn = ir.Function(module, generic_function_type(), generic_core_symbol(tile))
-    fn.linkage = "internal"  # (called through the entry points only)
-    for arg, name in zip(fn.args, GENERIC_ARGS):
-        arg.name = name
-    m, n, k, a, a_rs, a_cs, bm, ldb, c, ldc, flags = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * NR), name="panel")
-    stack.align = 64
-    scratch = b.alloca(_F32, size=u.i64(MR * NR), name="scratch")
-    scratch.align = 64
-    fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
-    a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
-    fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
-    n_full = b.udiv(n, u.i64(NR))
-    groups_last = b.udiv(b.urem(n, u.i64(NR)), u.i64(LANES))  # vectors of a narrower last panel
-    narrow = b.icmp_unsigned("!=", groups_last, u.i64(0))
-    trans = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_TRANS_B)), u.i64(0))
-    asked = b.or_(trans, b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0)))
-    malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
-    free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
-    on_heap = b.and_(b.or_(asked, narrow), b.not_(fits))  # a panel copied, longer than the stack one
-    heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
-    with u.if_then(b, on_heap):
-        b.store(b.call(malloc, [u.imul(b, k, 4 * NR)]), heap)
-    panel = b.select(fits, stack, b.bitcast(b.load(heap, typ=u.PTR), fptr))
-    last_row = b.sub(m, u.i64(1))
-    row_tiles = b.udiv(b.add(m, u.i64(MR - 1)), u.i64(MR))
-    vt = tile.vec
-
-    with u.for_range(b, b.add(n_full, b.zext(narrow, u.I64)), "gk.nb") as nb:
-        j0 = u.imul(b, nb, NR)
-        part = b.icmp_unsigned(">=", nb, n_full)  # the narrower last panel
-        groups = b.select(part, groups_last, u.i64(NV))
-        copy = b.or_(asked, part)
-        with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
-            with u.for_range(b, u.imul(b, k, NV), "gk.z") as q:
-                _vstore(b, ir.Constant(vt, None), _at(b, panel, u.imul(b, q, LANES)))
-        with b.if_else(trans) as (transposed, untransposed):
-            with transposed:
-                _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
-            with untransposed:
-                src = _at(b, bm, j0)
-                with u.if_then(b, copy):
-                    with u.for_range(b, k, "gk.pk") as kk:
-                        row = _at(b, src, b.mul(kk, ldb))
-                        with u.for_range(b, groups, "gk.pv") as v:
-                            x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
-                            _vstore(b, x, _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES))))
-        bj = b.select(copy, panel, _at(b, bm, j0))
-        ldp = b.select(copy, u.i64(NR), ldb)
-        cj = _at(b, c, j0)
-        with u.for_range(b, row_tiles, "gk.mb") as mb:
-            i0 = u.imul(b, mb, MR)
-            rows = []
-            for r in range(MR):
-                i = u.iadd(b, i0, u.i64(r))
-                rows.append(_at(b, a, b.mul(b.select(b.icmp_signed("<", i, m), i, last_row), a_rs)))
-            _rt_tile(b, rows, a_cs, bj, ldp, k, tile,
-                     lambda accs, i0=i0: _store_tile(b, accs, _at(b, cj, b.mul(i0, ldc)), ldc, b.sub(m, i0), groups,
-                                                     scratch, tile))
-    with u.if_then(b, on_heap):
-        b.call(free, [b.load(heap, typ=u.PTR)])
-    b.ret_void()
-    return fn
-
-
-def emit_generic_entries(module: ir.Module, tile: Tile, core: ir.Function) -> list[ir.Function]:
-    """Define the entry points `generic_symbol(tile, False / True)` in `module`: `core`
-    (`emit_generic_inplace`) with flags bit `GENERIC_TRANS_B` cleared / set, in a tail call."""
-    out = []
+    L = tile.lanes
+    core = generic_core_symbol(tile)
+    body = emit_generic_inplace(tile, avx512)
+    triple, layout = jit.host_triple_and_layout()
+    params = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS)
+    args = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS[:-1])
+    out = [f'; ModuleID = "{core}"', f'target triple = "{triple}"', f'target datalayout = "{layout}"', ""]
+    if "tp_gemm_tmasks" in body:
+        masks = [m for pair in _transpose_masks(L) for m in pair]
+        vecs = ", ".join(f"<{L} x i32> <{', '.join(f'i32 {c}' for c in m)}>" for m in masks)
+        out.append(f"@tp_gemm_tmasks = private unnamed_addr constant [{len(masks)} x <{L} x i32>] [{vecs}], align 64")
+    out.append(body)
     for trans_b in (False, True):
-        fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
-        for arg, name in zip(fn.args, GENERIC_ARGS):
-            arg.name = name
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        *args, flags = fn.args
-        flags = b.or_(flags, u.i64(GENERIC_TRANS_B)) if trans_b else b.and_(flags, u.i64(~GENERIC_TRANS_B))
-        b.call(core, [*args, flags], tail=True)
-        b.ret_void()
-        out.append(fn)
-    return out
-
-
-def generic_module_text(tile: Tile) -> str:
-    """The LLVM module (text) `generic_core_symbol(tile)`: the generic in-place gemm of `tile` and its
-    two entry points, one per orientation of B. (Its loops carry no unroll hints: the O0 pipeline
-    `gemm_library` compiles it with unrolls nothing.)"""
-    mod = ir.Module(generic_core_symbol(tile))
-    mod.triple, mod.data_layout = jit.host_triple_and_layout()
-    emit_generic_entries(mod, tile, emit_generic_inplace(mod, tile))
-    return str(mod)
+        flags = f"or i64 %flags, {GENERIC_TRANS_B}" if trans_b else f"and i64 %flags, {~GENERIC_TRANS_B}"
+        out.append(f'define void @"{generic_symbol(tile, trans_b)}"({params})\n{{\nentry:\n  %f = {flags}\n'
+                   f'  tail call void @"{core}"({args}, i64 %f)\n  ret void\n}}\n')
+    out += ["declare ptr @malloc(i64)", "declare void @free(ptr)",
+            f"declare <{L} x float> @llvm.fma.v{L}f32(<{L} x float>, <{L} x float>, <{L} x float>)"]
+    if "vpermi2var" in body:
+        out.append(f"declare <{L} x float> @llvm.x86.avx512.vpermi2var.ps.512(<{L} x float>, <{L} x i32>, <{L} x float>)")
+    return "\n".join(out) + "\n"
