@@ -636,9 +636,10 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # advances explicit offsets (the machine-code generator runs without loop strength reduction,
 # `jit.CODEGEN_OPTIONS`). One tile loop serves every tile (its code size is the compile time): the
 # last row tile of m % mr rows reads its rows clamped to m - 1, a last column panel narrower than nr
-# goes through a zero-padded panel copy, and a tile that is not whole is stored through a scratch
-# tile on the stack, its rows < m and vectors < n copied out by a loop (one block of stores instead
-# of one per vector). A copied panel of B comes from the stack up to `GENERIC_PANEL_K` rows of k,
+# goes through a zero-padded panel copy, and a tile's vectors past row m or past n are stored to a
+# scratch tile on the stack instead of C (a select per vector: one block of stores for every tile,
+# where predicated stores took a block each). A copied panel of B comes from the stack up to
+# `GENERIC_PANEL_K` rows of k,
 # else from malloc. Every element is still one in-order fma chain over k from 0: the bits of the
 # code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
@@ -725,7 +726,8 @@ class _Text:
 
 def _tile_text(t: _Text, tile: Tile) -> None:
     """The row tile at rows %i0 of the panel (%bj, rows %ldp apart): its rows' pointers into A
-    (clamped to m - 1), the k loop of mr * nv fma chains, and the stores (`emit_generic_inplace`)."""
+    (clamped to m - 1), the k loop of mr * nv fma chains, and the stores to C's rows < m and
+    vectors < %groups, the others to %scratch (`emit_generic_inplace`)."""
     MR, NV, L, NR = tile.mr, tile.nv, tile.lanes, tile.nr
     vt = f"<{L} x float>"
     for r in range(MR):
@@ -764,46 +766,38 @@ def _tile_text(t: _Text, tile: Tile) -> None:
     t("%aoff.next = add i64 %aoff, %a_cs")
     t("%brow.next = getelementptr inbounds float, ptr %brow, i64 %ldp")
     t("br label %k.head")
-    # the stores, made after the k loop so that their pointers do not hold registers over it
+    # the stores, made after the k loop so that their pointers do not hold registers over it: a
+    # vector of a row past m or past the last panel's vectors goes to the scratch tile instead of C
+    # (a select, not a branch: one block of stores for every tile)
     t.block("st")
     t("%rows = sub i64 %m, %i0")
     t("%c0o = mul i64 %i0, %ldc")
     t("%c0 = getelementptr inbounds float, ptr %cj, i64 %c0o")
-    t(f"%fullr = icmp sge i64 %rows, {MR}")
-    if NV > 1:
-        t(f"%gw = icmp eq i64 %groups, {NV}")
-        t("%whole = and i1 %fullr, %gw")
-    t(f"br i1 {'%whole' if NV > 1 else '%fullr'}, label %st.whole, label %st.part")
-    t.block("st.whole")
+    for v in range(1, NV):
+        t(f"%wide{v} = icmp ugt i64 %groups, {v}")
     for r in range(MR):
         row = "%c0" if r == 0 else f"%cr{r}"
-        if r:
-            t(f"%cr{r} = getelementptr inbounds float, ptr {'%c0' if r == 1 else f'%cr{r - 1}'}, i64 %ldc")
+        if r:  # (not inbounds: past the last row it points past C, and is not stored to)
+            t(f"%cr{r} = getelementptr float, ptr {'%c0' if r == 1 else f'%cr{r - 1}'}, i64 %ldc")
+            t(f"%keep{r} = icmp sgt i64 %rows, {r}")
         for v in range(NV):
+            q = r * NV + v
             p = row
             if v:
-                t(f"%cp{r}_{v} = getelementptr inbounds float, ptr {row}, i64 {v * L}")
-                p = f"%cp{r}_{v}"
-            t(f"store {vt} %acc{r * NV + v}, ptr {p}, align 4")
-    t("br label %st.end")
-    t.block("st.part")  # whole rows < min(rows, mr) and vectors < groups, through the scratch tile
-    for q in range(MR * NV):
-        t(f"%sp{q} = getelementptr inbounds float, ptr %scratch, i64 {q * L}")
-        t(f"store {vt} %acc{q}, ptr %sp{q}, align 4")
-    t(f"%nrows = select i1 %fullr, i64 {MR}, i64 %rows")
-    t.loop("sr", "%nrows", "st.part", "sv.exit")
-    t("%sr.o = mul i64 %sr, %ldc")
-    t("%sr.row = getelementptr inbounds float, ptr %c0, i64 %sr.o")
-    t(f"%sr.s = mul nuw nsw i64 %sr, {NR}")
-    t("%sr.kept = getelementptr inbounds float, ptr %scratch, i64 %sr.s")
-    t.loop("sv", "%groups", "sr.body", "sv.body")
-    t(f"%sv.at = mul nuw nsw i64 %sv, {L}")
-    t("%sv.src = getelementptr inbounds float, ptr %sr.kept, i64 %sv.at")
-    t(f"%sv.x = load {vt}, ptr %sv.src, align 4")
-    t("%sv.dst = getelementptr inbounds float, ptr %sr.row, i64 %sv.at")
-    t(f"store {vt} %sv.x, ptr %sv.dst, align 4")
-    t.next("sv")
-    t.next("sr")
+                t(f"%cp{q} = getelementptr float, ptr {row}, i64 {v * L}")
+                p = f"%cp{q}"
+            cond = None if r == 0 else f"%keep{r}"
+            if v:
+                if cond:
+                    t(f"%kw{q} = and i1 {cond}, %wide{v}")
+                    cond = f"%kw{q}"
+                else:
+                    cond = f"%wide{v}"
+            if cond:
+                t(f"%sp{q} = getelementptr inbounds float, ptr %scratch, i64 {q * L}")
+                t(f"%dst{q} = select i1 {cond}, ptr {p}, ptr %sp{q}")
+                p = f"%dst{q}"
+            t(f"store {vt} %acc{q}, ptr {p}, align 4")
     t("br label %st.end")
     t.block("st.end")
 
@@ -886,8 +880,8 @@ def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
     `GENERIC_TRANS_B`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
     multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of tile.mr inner, all
     through one tile loop: a last panel narrower than nr is copied into a zero-padded panel, a
-    last row tile reads its rows past m clamped to m - 1, and a tile that is not whole stores its
-    rows < m and vectors < n through a scratch tile. An untransposed B's panel is copied
+    last row tile reads its rows past m clamped to m - 1, and a tile's vectors past row m or past
+    n are stored to a scratch tile instead of C. An untransposed B's panel is copied
     contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed
     one always is (on the stack, or from malloc for a k longer than `GENERIC_PANEL_K`), its
     16-lane blocks transposed by AVX-512 permutes on an AVX-512 host (`avx512`, by default the
