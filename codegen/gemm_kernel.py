@@ -823,10 +823,10 @@ def _transposed_panel_text(t: _Text, tile: Tile, permute: bool) -> None:
     t(f"%blocks = udiv i64 %k, {L}")
     t.loop("jb", "%groups", "t.pre", "kb.exit")
     t(f"%jb0 = mul nuw nsw i64 %jb, {L}")
-    for r in range(L):
-        t(f"%jr{r} = add i64 %jb0, {r}")
-        t(f"%jo{r} = mul i64 %jr{r}, %ldb")
-        t(f"%rp{r} = getelementptr inbounds float, ptr %bt, i64 %jo{r}")
+    t("%jo = mul i64 %jb0, %ldb")
+    t("%rp0 = getelementptr inbounds float, ptr %bt, i64 %jo")
+    for r in range(1, L):  # Bt's rows jb0 + r, ldb apart
+        t(f"%rp{r} = getelementptr inbounds float, ptr %rp{r - 1}, i64 %ldb")
     t.loop("kb", "%blocks", "jb.body", "kb.body")
     t(f"%k0 = mul nuw nsw i64 %kb, {L}")
     rows = []
