@@ -632,19 +632,19 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # time, `GENERIC_ARGS`, for both orientations of B (the flags bit `GENERIC_TRANS_B`: the two share
 # the tile loop, and a cold process compiles one function, not two); `gemm_library` compiles its
 # module once per process (or loads its object from the disk cache) and graph modules call its entry
-# points by symbol (`generic_symbol`: one per orientation, `emit_generic_entries`). The k loop
+# points by symbol (`generic_symbol`: one per orientation, `generic_module_text`). The k loop
 # advances explicit offsets (the machine-code generator runs without loop strength reduction,
 # `jit.CODEGEN_OPTIONS`). One tile loop serves every tile (its code size is the compile time): the
 # last row tile of m % mr rows reads its rows clamped to m - 1, a last column panel narrower than nr
 # goes through a zero-padded panel copy, and a tile's vectors past row m or past n are stored to a
 # scratch tile on the stack instead of C (a select per vector: one block of stores for every tile,
 # where predicated stores took a block each). A copied panel of B comes from the stack up to
-# `GENERIC_PANEL_K` rows of k,
-# else from malloc. Every element is still one in-order fma chain over k from 0: the bits of the
-# code above.
+# `GENERIC_PANEL_K` rows of k, else from malloc. The module is written as IR text (`_Text`), not
+# built with llvmlite.ir. Every element is still one in-order fma chain over k from 0: the bits of
+# the code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
 GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
-GENERIC_TRANS_B = 2  # flags bit of the shared function: B is given transposed (`emit_generic_entries` sets it)
+GENERIC_TRANS_B = 2  # flags bit of the shared function: B is given transposed (its `_nt` entry point sets it)
 GENERIC_PANEL_K = 256  # rows of k of the stack panel (32 KiB for the 32-column tile)
 
 

@@ -16,7 +16,7 @@ registries and the disk cache: they never import this one.)
 `address(name)` gives an entry point's address, making its module on first use in the process: its
 object code is read from the disk cache (`disk_cache.symbol_key` of the entry point: each holds the
 whole module; the key covers the host fingerprint, the tensorplay version and the codegen sources)
-and linked by `object_loader` (no LLVM), or else generated, compiled (`COMPILE_LEVEL`, one part)
+and linked by `object_loader` (no LLVM), or else generated, compiled (`COMPILE_LEVEL`, `CODEGEN_LEVEL`)
 and stored there under both entry points' keys; where a graph module is built that calls it,
 `prefetch` starts that in a thread of its own, so that it runs beside the graph's own compile and
 only the graph's link waits. The code stays mapped for the life of the process (`compiled()` counts

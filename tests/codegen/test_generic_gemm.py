@@ -140,7 +140,7 @@ def test_the_entry_points_fix_the_orientation(tile):
 @pytest.mark.parametrize("avx512", [True, False], ids=["permutes", "shuffles"])
 def test_the_transposed_panel_with_and_without_the_avx512_permutes(avx512, monkeypatch):
     """The 16-lane transposes are vpermi2ps with masks loaded from the module's constant array on an
-    AVX-512 host only (`gemm_kernel._load_transpose_masks`); otherwise (forced here) shufflevectors.
+    AVX-512 host only (`gemm_kernel._transposed_panel_text`); otherwise (forced here) shufflevectors.
     Both modules give the bits of the process's function: k below one block, k % 16 != 0, a
     narrow last panel."""
     if avx512 and not gemm_kernel.host_avx512():
