@@ -804,13 +804,17 @@ def _tile_text(t: _Text, tile: Tile) -> None:
 
 def _transposed_panel_text(t: _Text, tile: Tile, permute: bool) -> None:
     """panel[kk * nr + j] = Bt[j, kk] for j < %groups * lanes, kk < k, Bt = B^T's rows of this
-    panel (rows ldb apart): lanes x lanes blocks transposed in registers (`_transpose_block`, or
-    with `permute` as AVX-512's vpermi2ps), the last k % lanes columns one element at a time.
+    panel (rows ldb apart): lanes x lanes blocks transposed in registers (`_transpose_block`'s
+    stages of shuffles), the last k % lanes columns one element at a time.
 
-    The permutes take their masks from a constant array of the module (``tp_gemm_tmasks``), loaded,
-    on purpose: given constant masks the instruction selector tries to merge the transpose's four
-    dependent stages of shuffles into fewer (a search over the chain that cannot succeed, each
-    stage's shuffle being one instruction already): 12.6 of the 27 ms the module took to compile."""
+    With `permute` (16 lanes, AVX-512), the second and fourth stages are vpermi2ps whose masks are
+    loaded from a constant array of the module (``tp_gemm_tmasks``), on purpose: given four
+    dependent stages of constant shuffles, the instruction selector tries to merge them into
+    fewer (a search over the chain that cannot succeed, each stage being one instruction per
+    output already), 12.6 of the 27 ms the module took to compile; a permute it cannot read between
+    two constant stages stops the search. The constant stages become vinsertf64x4 / vshuff64x2 and
+    vunpck{l,h}pd, cheaper than permutes: all four as loaded permutes ran dh2 W2^T 1.4-2.3 % slower
+    than the constant shuffles' code (Zen 4), this mix 0.98-1.00x."""
     L, NR = tile.lanes, tile.nr
     vt, it = f"<{L} x float>", f"<{L} x i32>"
     masks = _transpose_masks(L)
@@ -818,8 +822,9 @@ def _transposed_panel_text(t: _Text, tile: Tile, permute: bool) -> None:
     t("%bt = getelementptr inbounds float, ptr %b, i64 %tbo")
     if permute:
         for s in range(2 * len(masks)):
-            t(f"%tmp{s} = getelementptr inbounds [{2 * len(masks)} x {it}], ptr @tp_gemm_tmasks, i64 0, i64 {s}")
-            t(f"%tm{s} = load {it}, ptr %tmp{s}, align 64")
+            if s // 2 % 2:  # (the permuted stages' masks)
+                t(f"%tmp{s} = getelementptr inbounds [{2 * len(masks)} x {it}], ptr @tp_gemm_tmasks, i64 0, i64 {s}")
+                t(f"%tm{s} = load {it}, ptr %tmp{s}, align 64")
     t(f"%blocks = udiv i64 %k, {L}")
     t.loop("jb", "%groups", "t.pre", "kb.exit")
     t(f"%jb0 = mul nuw nsw i64 %jb, {L}")
@@ -842,7 +847,7 @@ def _transposed_panel_text(t: _Text, tile: Tile, permute: bool) -> None:
                 x, y = rows[r], rows[r + h]
                 for dst, s, mask in ((r, 2 * stage, lo), (r + h, 2 * stage + 1, hi)):
                     name = f"%x{stage + 1}_{dst}"
-                    if permute:
+                    if permute and stage % 2:
                         t(f"{name} = call {vt} @llvm.x86.avx512.vpermi2var.ps.512({vt} {x}, {it} %tm{s}, {vt} {y})")
                     else:
                         t(f"{name} = shufflevector {vt} {x}, {vt} {y}, {it} <{', '.join(f'i32 {c}' for c in mask)}>")
