@@ -106,7 +106,7 @@ def splat(b: ir.IRBuilder, x: ir.Value, vt: ir.VectorType = _VEC) -> ir.Value:
     """The scalar `x` in every lane of a `vt`."""
     undef = ir.Constant(vt, ir.Undefined)
     one = b.insert_element(undef, x, u.i64(0))
-    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
+    return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), vt.count), None))  # zeroinitializer
 
 
 def pack_lhs(b: ir.IRBuilder, a: ir.Value, ap: ir.Value, m: int, k: int, trans: bool, lda: int,
@@ -629,26 +629,43 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # --- the in-place gemm as one shape-generic function per tile (compiled once per process) --------
 # The in-place product above bakes m, n, k and the strides into each graph's code: ~28 ms of LLVM
 # per distinct gemm. `emit_generic_inplace` emits the same loops as one function taking them at run
-# time, `GENERIC_ARGS`; `gemm_library` compiles it once per process (or loads its object from the
-# disk cache) and graph modules call it by symbol (`generic_symbol`). The k loop advances explicit
-# offsets (the machine-code generator runs without loop strength reduction, `jit.CODEGEN_OPTIONS`).
-# One tile loop serves every tile (its code size is the compile time): the last row tile of m % mr
-# rows reads its rows clamped to m - 1 and stores only rows < m, a last column panel narrower than
-# nr goes through a zero-padded panel copy and stores only its vectors, and a copied panel of B
-# comes from the stack up to `GENERIC_PANEL_K` rows of k, else from malloc.
-# Every element is still one in-order fma chain over k from 0: the bits of the code above.
+# time, `GENERIC_ARGS`, for both orientations of B (the flags bit `GENERIC_TRANS_B`: the two share
+# the tile loop, and a cold process compiles one function, not two); `gemm_library` compiles its
+# module once per process (or loads its object from the disk cache) and graph modules call its entry
+# points by symbol (`generic_symbol`: one per orientation, `generic_module_text`). The k loop
+# advances explicit offsets (the machine-code generator runs without loop strength reduction,
+# `jit.CODEGEN_OPTIONS`). One tile loop serves every tile (its code size is the compile time): the
+# last row tile of m % mr rows reads its rows clamped to m - 1, a last column panel narrower than nr
+# goes through a zero-padded panel copy, and a tile's vectors past row m or past n are stored to a
+# scratch tile on the stack instead of C (a select per vector: one block of stores for every tile,
+# where predicated stores took a block each). A copied panel of B comes from the stack up to
+# `GENERIC_PANEL_K` rows of k, else from malloc. The module is written as IR text (`_Text`), not
+# built with llvmlite.ir. Every element is still one in-order fma chain over k from 0: the bits of
+# the code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
 GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
+GENERIC_TRANS_B = 2  # flags bit of the shared function: B is given transposed (its `_nt` entry point sets it)
 GENERIC_PANEL_K = 256  # rows of k of the stack panel (32 KiB for the 32-column tile)
 
 
 def generic_symbol(tile: Tile, trans_b: bool) -> str:
-    """The name graph modules call the generic in-place gemm of `tile` by (`gemm_library`).
+    """The name graph modules call the generic in-place gemm of `tile` by, for B untransposed
+    (``_nn``) or transposed (``_nt``): the entry points of `generic_module_text` (`gemm_library`).
 
     >>> generic_symbol(AVX512_TILE, False), generic_symbol(AVX2_TILE, True)
     ('tp_gemm_f32_8x32_nn', 'tp_gemm_f32_6x16_nt')
     """
-    return f"tp_gemm_f32_{tile.mr}x{tile.nr}_{'nt' if trans_b else 'nn'}"
+    return f"{generic_core_symbol(tile)}_{'nt' if trans_b else 'nn'}"
+
+
+def generic_core_symbol(tile: Tile) -> str:
+    """The name of the function both entry points of `tile` call (`emit_generic_inplace`); also the
+    name of their module.
+
+    >>> generic_core_symbol(AVX512_TILE)
+    'tp_gemm_f32_8x32'
+    """
+    return f"tp_gemm_f32_{tile.mr}x{tile.nr}"
 
 
 def generic_function_type() -> ir.FunctionType:
@@ -661,177 +678,350 @@ def generic_function_type() -> ir.FunctionType:
     return ir.FunctionType(u.VOID, [t.get(name, u.I64) for name in GENERIC_ARGS])
 
 
-def _rt_tile(b: ir.IRBuilder, rows: list, a_cs: ir.Value, bm: ir.Value, ldb: ir.Value, c_rows,
-             k: ir.Value, tile: Tile, wide: list) -> None:
-    """C rows `c_rows()` ((pointer to column 0, i1 stored) per row, made after the k loop so that
-    they do not hold registers over it) = sum over kk < k of A[r, kk] B[kk, 0:nr]: A's row r at
-    `rows[r]`, its columns a_cs apart, B's row kk at bm + kk*ldb (unit column stride). Vector v of
-    a stored row is stored where `wide[v]` (i1) holds."""
-    MR, NV, LANES, vt = tile.mr, tile.nv, tile.lanes, tile.vec
-    zero = ir.Constant(vt, [0.0] * vt.count)
-    pre = b.block
-    head, body, done = (b.append_basic_block(f"gk.{s}") for s in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    kk = b.phi(u.I64, name="gk.k")
-    a_off = b.phi(u.I64, name="gk.aoff")
-    b_row = b.phi(bm.type, name="gk.brow")
-    accs = [b.phi(vt, name=f"gk.acc{t}") for t in range(MR * NV)]
-    for phi, start in [(kk, u.i64(0)), (a_off, u.i64(0)), (b_row, bm)] + [(acc, zero) for acc in accs]:
-        phi.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", kk, k), body, done)
-    b.position_at_end(body)
-    bv = [b.load(_at(b, b_row, u.i64(v * LANES)), typ=vt, align=4) for v in range(NV)]
-    new = []
+def _transpose_masks(n: int) -> list[tuple[list[int], list[int]]]:
+    """The (lo, hi) two-input shuffle masks of `_transpose_block`'s stages, for `n` lanes.
+
+    >>> [len(m) for m in _transpose_masks(8)], _transpose_masks(2)
+    ([2, 2, 2], [([0, 2], [1, 3])])
+    """
+    out, h = [], n // 2
+    while h:
+        out.append(([c if not c & h else n + c - h for c in range(n)], [n + c if c & h else c + h for c in range(n)]))
+        h //= 2
+    return out
+
+
+class _Text:
+    """A function body written as LLVM IR text, a line at a time: the generic gemm is emitted this
+    way, not with `llvmlite.ir`, which took 7 ms (of the ~30 ms its module costs a cold process)
+    to build and print its ~650 instructions; this takes ~0.5 ms."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def block(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+
+    def loop(self, name: str, count: str, pre: str, latch: str, start: str = "0") -> str:
+        """``for (%name = start; %name < count; ++%name)``: the header (its back edge comes from
+        block `latch`, which must branch to ``name.head``) and the body block, entered from `pre`;
+        the loop leaves to ``name.exit``."""
+        self(f"br label %{name}.head")
+        self.block(f"{name}.head")
+        self(f"%{name} = phi i64 [{start}, %{pre}], [%{name}.next, %{latch}]")
+        self(f"%{name}.c = icmp slt i64 %{name}, {count}")
+        self(f"br i1 %{name}.c, label %{name}.body, label %{name}.exit")
+        self.block(f"{name}.body")
+        return f"%{name}"
+
+    def next(self, name: str) -> None:
+        """The back edge of loop `name` (`loop`), then its exit block."""
+        self(f"%{name}.next = add nuw nsw i64 %{name}, 1")
+        self(f"br label %{name}.head")
+        self.block(f"{name}.exit")
+
+
+def _tile_text(t: _Text, tile: Tile) -> None:
+    """The row tile at rows %i0 of the panel (%bj, rows %ldp apart): its rows' pointers into A
+    (clamped to m - 1), the k loop of mr * nv fma chains, and the stores to C's rows < m and
+    vectors < %groups, the others to %scratch (`emit_generic_inplace`)."""
+    MR, NV, L, NR = tile.mr, tile.nv, tile.lanes, tile.nr
+    vt = f"<{L} x float>"
     for r in range(MR):
-        x = splat(b, b.load(_at(b, rows[r], a_off), typ=_F32), vt)
-        new += [vector_fma(b, x, bv[v], accs[r * NV + v]) for v in range(NV)]
-    end = b.block
-    kk.add_incoming(b.add(kk, u.i64(1), flags=("nuw", "nsw")), end)
-    a_off.add_incoming(b.add(a_off, a_cs), end)
-    b_row.add_incoming(_at(b, b_row, ldb), end)
-    for acc, x in zip(accs, new):
-        acc.add_incoming(x, end)
-    b.branch(head)
-    b.position_at_end(done)
-    c_rows, keep = zip(*c_rows())
+        i = "%i0" if r == 0 else f"%i{r}"
+        if r:
+            t(f"%i{r} = add i64 %i0, {r}")
+        t(f"%in{r} = icmp slt i64 {i}, %m")
+        t(f"%ic{r} = select i1 %in{r}, i64 {i}, i64 %last_row")
+        t(f"%ao{r} = mul i64 %ic{r}, %a_rs")
+        t(f"%ar{r} = getelementptr inbounds float, ptr %a, i64 %ao{r}")
+    t("br label %k.head")
+    t.block("k.head")
+    t("%kk = phi i64 [0, %mb.body], [%kk.next, %k.body]")
+    t("%aoff = phi i64 [0, %mb.body], [%aoff.next, %k.body]")
+    t("%brow = phi ptr [%bj, %mb.body], [%brow.next, %k.body]")
+    for q in range(MR * NV):
+        t(f"%acc{q} = phi {vt} [zeroinitializer, %mb.body], [%f{q}, %k.body]")
+    t("%kk.c = icmp slt i64 %kk, %k")
+    t("br i1 %kk.c, label %k.body, label %st")
+    t.block("k.body")
+    for v in range(NV):
+        p = "%brow"
+        if v:
+            t(f"%bp{v} = getelementptr inbounds float, ptr %brow, i64 {v * L}")
+            p = f"%bp{v}"
+        t(f"%bv{v} = load {vt}, ptr {p}, align 4")
+    for r in range(MR):
+        t(f"%ap{r} = getelementptr inbounds float, ptr %ar{r}, i64 %aoff")
+        t(f"%as{r} = load float, ptr %ap{r}, align 4")
+        t(f"%ai{r} = insertelement {vt} undef, float %as{r}, i64 0")
+        t(f"%ab{r} = shufflevector {vt} %ai{r}, {vt} undef, <{L} x i32> zeroinitializer")
+        for v in range(NV):
+            q = r * NV + v
+            t(f"%f{q} = call {vt} @llvm.fma.v{L}f32({vt} %ab{r}, {vt} %bv{v}, {vt} %acc{q})")
+    t("%kk.next = add nuw nsw i64 %kk, 1")
+    t("%aoff.next = add i64 %aoff, %a_cs")
+    t("%brow.next = getelementptr inbounds float, ptr %brow, i64 %ldp")
+    t("br label %k.head")
+    # the stores, made after the k loop so that their pointers do not hold registers over it: a
+    # vector of a row past m or past the last panel's vectors goes to the scratch tile instead of C
+    # (a select, not a branch: one block of stores for every tile)
+    t.block("st")
+    t("%rows = sub i64 %m, %i0")
+    t("%c0o = mul i64 %i0, %ldc")
+    t("%c0 = getelementptr inbounds float, ptr %cj, i64 %c0o")
+    for v in range(1, NV):
+        t(f"%wide{v} = icmp ugt i64 %groups, {v}")
+    for r in range(MR):
+        row = "%c0" if r == 0 else f"%cr{r}"
+        if r:  # (not inbounds: past the last row it points past C, and is not stored to)
+            t(f"%cr{r} = getelementptr float, ptr {'%c0' if r == 1 else f'%cr{r - 1}'}, i64 %ldc")
+            t(f"%keep{r} = icmp sgt i64 %rows, {r}")
+        for v in range(NV):
+            q = r * NV + v
+            p = row
+            if v:
+                t(f"%cp{q} = getelementptr float, ptr {row}, i64 {v * L}")
+                p = f"%cp{q}"
+            cond = None if r == 0 else f"%keep{r}"
+            if v:
+                if cond:
+                    t(f"%kw{q} = and i1 {cond}, %wide{v}")
+                    cond = f"%kw{q}"
+                else:
+                    cond = f"%wide{v}"
+            if cond:
+                t(f"%sp{q} = getelementptr inbounds float, ptr %scratch, i64 {q * L}")
+                t(f"%dst{q} = select i1 {cond}, ptr {p}, ptr %sp{q}")
+                p = f"%dst{q}"
+            t(f"store {vt} %acc{q}, ptr {p}, align 4")
+    t("br label %st.end")
+    t.block("st.end")
 
-    def store(r, v):
-        b.store(accs[r * NV + v], b.bitcast(_at(b, c_rows[r], u.i64(v * LANES)), vt.as_pointer()), align=4)
 
-    whole = keep[MR - 1] if NV == 1 else b.and_(keep[MR - 1], wide[NV - 1])  # every row and vector stored
-    with b.if_else(whole) as (then, otherwise):
-        with then:
-            for r in range(MR):
-                for v in range(NV):
-                    store(r, v)
-        with otherwise:
-            for r in range(MR):
-                for v in range(NV):
-                    with u.if_then(b, keep[r] if v == 0 else b.and_(keep[r], wide[v])):
-                        store(r, v)
+def _transposed_panel_text(t: _Text, tile: Tile, permute: bool) -> None:
+    """panel[kk * nr + j] = Bt[j, kk] for j < %groups * lanes, kk < k, Bt = B^T's rows of this
+    panel (rows ldb apart): lanes x lanes blocks transposed in registers (`_transpose_block`'s
+    stages of shuffles), the last k % lanes columns one element at a time.
+
+    With `permute` (16 lanes, AVX-512), the second and fourth stages are vpermi2ps whose masks are
+    loaded from a constant array of the module (``tp_gemm_tmasks``), on purpose: given four
+    dependent stages of constant shuffles, the instruction selector tries to merge them into
+    fewer (a search over the chain that cannot succeed, each stage being one instruction per
+    output already), 12.6 of the 27 ms the module took to compile; a permute it cannot read between
+    two constant stages stops the search. The constant stages become vinsertf64x4 / vshuff64x2 and
+    vunpck{l,h}pd, cheaper than permutes: all four as loaded permutes ran dh2 W2^T 1.4-2.3 % slower
+    than the constant shuffles' code (Zen 4), this mix 0.98-1.00x."""
+    L, NR = tile.lanes, tile.nr
+    vt, it = f"<{L} x float>", f"<{L} x i32>"
+    masks = _transpose_masks(L)
+    t("%tbo = mul i64 %j0, %ldb")
+    t("%bt = getelementptr inbounds float, ptr %b, i64 %tbo")
+    if permute:
+        for s in range(2 * len(masks)):
+            if s // 2 % 2:  # (the permuted stages' masks)
+                t(f"%tmp{s} = getelementptr inbounds [{2 * len(masks)} x {it}], ptr @tp_gemm_tmasks, i64 0, i64 {s}")
+                t(f"%tm{s} = load {it}, ptr %tmp{s}, align 64")
+    t(f"%blocks = udiv i64 %k, {L}")
+    t.loop("jb", "%groups", "t.pre", "kb.exit")
+    t(f"%jb0 = mul nuw nsw i64 %jb, {L}")
+    t("%jo = mul i64 %jb0, %ldb")
+    t("%rp0 = getelementptr inbounds float, ptr %bt, i64 %jo")
+    for r in range(1, L):  # Bt's rows jb0 + r, ldb apart
+        t(f"%rp{r} = getelementptr inbounds float, ptr %rp{r - 1}, i64 %ldb")
+    t.loop("kb", "%blocks", "jb.body", "kb.body")
+    t(f"%k0 = mul nuw nsw i64 %kb, {L}")
+    rows = []
+    for r in range(L):
+        t(f"%lp{r} = getelementptr inbounds float, ptr %rp{r}, i64 %k0")
+        t(f"%x0_{r} = load {vt}, ptr %lp{r}, align 4")
+        rows.append(f"%x0_{r}")
+    for stage, (lo, hi) in enumerate(masks):
+        h = L >> (stage + 1)
+        out = list(rows)
+        for r in range(L):
+            if not r & h:
+                x, y = rows[r], rows[r + h]
+                for dst, s, mask in ((r, 2 * stage, lo), (r + h, 2 * stage + 1, hi)):
+                    name = f"%x{stage + 1}_{dst}"
+                    if permute and stage % 2:
+                        t(f"{name} = call {vt} @llvm.x86.avx512.vpermi2var.ps.512({vt} {x}, {it} %tm{s}, {vt} {y})")
+                    else:
+                        t(f"{name} = shufflevector {vt} {x}, {vt} {y}, {it} <{', '.join(f'i32 {c}' for c in mask)}>")
+                    out[dst] = name
+        rows = out
+    t(f"%to.a = mul nuw nsw i64 %k0, {NR}")
+    t("%to.b = add i64 %to.a, %jb0")
+    t("%to = getelementptr inbounds float, ptr %pan, i64 %to.b")
+    for r, x in enumerate(rows):
+        t(f"%tp{r} = getelementptr inbounds float, ptr %to, i64 {r * NR}")
+        t(f"store {vt} {x}, ptr %tp{r}, align 4")
+    t.next("kb")
+    t.next("jb")
+    t(f"%kr0 = mul nuw nsw i64 %blocks, {L}")
+    t(f"%jn = mul nuw nsw i64 %groups, {L}")
+    t.loop("kr", "%k", "jb.exit", "j.exit", start="%kr0")
+    t.loop("j", "%jn", "kr.body", "j.body")
+    t("%j.o = mul i64 %j, %ldb")
+    t("%j.k = add i64 %j.o, %kr")
+    t("%j.p = getelementptr inbounds float, ptr %bt, i64 %j.k")
+    t("%j.x = load float, ptr %j.p, align 4")
+    t(f"%j.d0 = mul nuw nsw i64 %kr, {NR}")
+    t("%j.d = add i64 %j.d0, %j")
+    t("%j.q = getelementptr inbounds float, ptr %pan, i64 %j.d")
+    t("store float %j.x, ptr %j.q, align 4")
+    t.next("j")
+    t.next("kr")
+    t("br label %tile.pre")
 
 
-def _rt_transposed_panel(b: ir.IRBuilder, bt: ir.Value, ldt: ir.Value, panel: ir.Value, k: ir.Value,
-                         groups: ir.Value, width: int, lanes: int) -> None:
-    """panel[kk * width + j] = Bt[j, kk] for j < groups * lanes, kk < k (Bt's rows ldt apart):
-    lanes x lanes blocks transposed in registers, the last k % lanes columns one element at a time
-    (loops kept rolled: the function is compiled once, its size is its compile time)."""
-    vt = ir.VectorType(_F32, lanes)
-    blocks = b.udiv(k, u.i64(lanes))
-    with u.for_range(b, groups, "gt.jb") as jb:
-        j0 = u.imul(b, jb, lanes)
-        rows_at = [_at(b, bt, b.mul(u.iadd(b, j0, u.i64(r)), ldt)) for r in range(lanes)]
-        with u.for_range(b, blocks, "gt.kb") as kb:
-            k0 = u.imul(b, kb, lanes)
-            rows = [b.load(_at(b, p, k0), typ=vt, align=4) for p in rows_at]
-            for t, x in enumerate(_transpose_block(b, rows)):
-                at = u.iadd(b, u.imul(b, u.iadd(b, k0, u.i64(t)), width), j0)
-                b.store(x, b.bitcast(_at(b, panel, at), vt.as_pointer()), align=4)
-    with u.for_range(b, k, "gt.kr", start=u.imul(b, blocks, lanes)) as kk:
-        with u.for_range(b, u.imul(b, groups, lanes), "gt.j") as j:
-            x = b.load(_at(b, bt, u.iadd(b, b.mul(j, ldt), kk)), typ=_F32)
-            b.store(x, _at(b, panel, u.iadd(b, u.imul(b, kk, width), j)))
-
-
-def emit_generic_inplace(module: ir.Module, tile: Tile, trans_b: bool) -> ir.Function:
-    """Define the generic in-place gemm `generic_symbol(tile, trans_b)` in `module`: C (m x n, rows
-    ldc apart) = A @ B, A's (i, kk) at a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or,
-    with `trans_b`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
+def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
+    """The text of the generic in-place gemm `generic_core_symbol(tile)` (internal; graph code calls
+    its entry points, `generic_module_text`): C (m x n, rows ldc apart) = A @ B, A's (i, kk) at
+    a + i*a_rs + kk*a_cs, B row-major (k x n, rows ldb apart) or, with flags bit
+    `GENERIC_TRANS_B`, B^T row-major (n x k, rows ldb apart); strides in elements, m, k >= 1, n a
     multiple of tile.lanes. Column panels of tile.nr floats outer, row tiles of tile.mr inner, all
-    through one tile loop: a last panel narrower than nr is copied into a zero-padded panel and
-    stores only its vectors, a last row tile reads its rows past m clamped to m - 1 and stores only
-    rows < m. An untransposed B's panel is copied contiguous first when flags has
-    `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed one always is (on the stack, or
-    from malloc for a k longer than `GENERIC_PANEL_K`). The bits are those of `emit_gemm_inplace`.
+    through one tile loop: a last panel narrower than nr is copied into a zero-padded panel, a
+    last row tile reads its rows past m clamped to m - 1, and a tile's vectors past row m or past
+    n are stored to a scratch tile instead of C. An untransposed B's panel is copied
+    contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed
+    one always is (on the stack, or from malloc for a k longer than `GENERIC_PANEL_K`), its
+    16-lane blocks transposed by AVX-512 permutes on an AVX-512 host (`avx512`, by default the
+    host's). The bits are those of `emit_gemm_inplace`.
+
+    >>> text = emit_generic_inplace(AVX512_TILE, avx512=False)
+    >>> text.startswith('define internal void @"tp_gemm_f32_8x32"('), "vpermi2var" in text
+    (True, False)
+    """
+    MR, NV, L, NR = tile.mr, tile.nv, tile.lanes, tile.nr
+    vt = f"<{L} x float>"
+    permute = L == 16 and (host_avx512() if avx512 is None else avx512)
+    args = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS)
+    t = _Text()
+    t.lines.append(f'define internal void @"{generic_core_symbol(tile)}"({args})\n{{')
+    t.block("entry")
+    t(f"%panel = alloca float, i64 {GENERIC_PANEL_K * NR}, align 64")
+    t(f"%scratch = alloca float, i64 {MR * NR}, align 64")
+    t(f"%fits = icmp sle i64 %k, {GENERIC_PANEL_K}")
+    t(f"%n_full = udiv i64 %n, {NR}")
+    t(f"%n_rem = urem i64 %n, {NR}")
+    t(f"%groups_last = udiv i64 %n_rem, {L}")  # vectors of a narrower last panel
+    t("%narrow = icmp ne i64 %groups_last, 0")
+    t(f"%tb = and i64 %flags, {GENERIC_TRANS_B}")
+    t("%trans = icmp ne i64 %tb, 0")
+    t(f"%cb = and i64 %flags, {GENERIC_COPY_PANEL}")
+    t("%cf = icmp ne i64 %cb, 0")
+    t("%asked = or i1 %trans, %cf")
+    t("%any = or i1 %asked, %narrow")
+    t("%long = xor i1 %fits, true")
+    t("%on_heap = and i1 %any, %long")  # a panel copied, longer than the stack one
+    t("br i1 %on_heap, label %alloc, label %start")
+    t.block("alloc")
+    t(f"%bytes = mul i64 %k, {4 * NR}")
+    t("%heap = call ptr @malloc(i64 %bytes)")
+    t("br label %start")
+    t.block("start")
+    t("%heapp = phi ptr [null, %entry], [%heap, %alloc]")
+    t("%pan = select i1 %fits, ptr %panel, ptr %heapp")
+    t("%last_row = sub i64 %m, 1")
+    t(f"%m_up = add i64 %m, {MR - 1}")
+    t(f"%row_tiles = udiv i64 %m_up, {MR}")
+    t("%nz = zext i1 %narrow to i64")
+    t("%panels = add i64 %n_full, %nz")
+    t.loop("nb", "%panels", "start", "mb.exit")
+    t(f"%j0 = mul nuw nsw i64 %nb, {NR}")
+    t("%part = icmp uge i64 %nb, %n_full")  # the narrower last panel
+    t(f"%groups = select i1 %part, i64 %groups_last, i64 {NV}")
+    t("%copy = or i1 %asked, %part")
+    t("br i1 %part, label %z.pre, label %prep")
+    t.block("z.pre")  # its columns past n are zeros in the panel (never stored)
+    t(f"%zn = mul i64 %k, {NV}")
+    t.loop("z", "%zn", "z.pre", "z.body")
+    t(f"%z.o = mul nuw nsw i64 %z, {L}")
+    t("%z.p = getelementptr inbounds float, ptr %pan, i64 %z.o")
+    t(f"store {vt} zeroinitializer, ptr %z.p, align 4")
+    t.next("z")
+    t("br label %prep")
+    t.block("prep")
+    t("br i1 %trans, label %t.pre, label %u.pre")
+    t.block("t.pre")
+    _transposed_panel_text(t, tile, permute)
+    t.block("u.pre")
+    t("%src = getelementptr inbounds float, ptr %b, i64 %j0")
+    t("br i1 %copy, label %pk.pre, label %tile.pre")
+    t.block("pk.pre")
+    t.loop("pk", "%k", "pk.pre", "pv.exit")
+    t("%pk.o = mul i64 %pk, %ldb")
+    t("%pk.row = getelementptr inbounds float, ptr %src, i64 %pk.o")
+    t(f"%pk.d = mul nuw nsw i64 %pk, {NR}")
+    t("%pk.to = getelementptr inbounds float, ptr %pan, i64 %pk.d")
+    t.loop("pv", "%groups", "pk.body", "pv.body")
+    t(f"%pv.at = mul nuw nsw i64 %pv, {L}")
+    t("%pv.src = getelementptr inbounds float, ptr %pk.row, i64 %pv.at")
+    t(f"%pv.x = load {vt}, ptr %pv.src, align 4")
+    t("%pv.dst = getelementptr inbounds float, ptr %pk.to, i64 %pv.at")
+    t(f"store {vt} %pv.x, ptr %pv.dst, align 4")
+    t.next("pv")
+    t.next("pk")
+    t("br label %tile.pre")
+    t.block("tile.pre")
+    t("%bj0 = getelementptr inbounds float, ptr %b, i64 %j0")
+    t("%bj = select i1 %copy, ptr %pan, ptr %bj0")
+    t(f"%ldp = select i1 %copy, i64 {NR}, i64 %ldb")
+    t("%cj = getelementptr inbounds float, ptr %c, i64 %j0")
+    t.loop("mb", "%row_tiles", "tile.pre", "st.end")
+    t(f"%i0 = mul nuw nsw i64 %mb, {MR}")
+    _tile_text(t, tile)
+    t.next("mb")
+    t.next("nb")
+    t("br i1 %on_heap, label %release, label %return")
+    t.block("release")
+    t("call void @free(ptr %heapp)")
+    t("br label %return")
+    t.block("return")
+    t("ret void")
+    t.lines.append("}")
+    return "\n".join(t.lines) + "\n"
+
+
+def generic_module_text(tile: Tile, avx512: bool | None = None) -> str:
+    """The LLVM module (text) `generic_core_symbol(tile)`: the generic in-place gemm of `tile`
+    (`emit_generic_inplace`) and its two entry points `generic_symbol(tile, False / True)`, which
+    call it with flags bit `GENERIC_TRANS_B` cleared / set (a tail call). (Its loops carry no
+    unroll hints: the O0 pipeline `gemm_library` compiles it with unrolls nothing.)
 
     >>> import ctypes, numpy as np
     >>> from tensorplay.codegen import gemm_library  # (the process's copy: made once, kept mapped)
-    >>> name = generic_symbol(AVX512_TILE, False)
     >>> run = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
     ...                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
-    ...     gemm_library.address(name))
+    ...     gemm_library.address(generic_symbol(AVX512_TILE, False)))
     >>> x = np.arange(65, dtype=np.float32).reshape(5, 13); w = np.ones((5, 48), np.float32)
     >>> out = np.empty((13, 48), np.float32)
     >>> run(13, 48, 5, x.ctypes.data, 1, 13, w.ctypes.data, 48, out.ctypes.data, 48, 0)  # x.T @ w
     >>> bool((out == x.T @ w).all())
     True
     """
-    MR, NV, LANES, NR = tile.mr, tile.nv, tile.lanes, tile.nr
-    fn = ir.Function(module, generic_function_type(), generic_symbol(tile, trans_b))
-    for arg, name in zip(fn.args, GENERIC_ARGS):
-        arg.name = name
-    m, n, k, a, a_rs, a_cs, bm, ldb, c, ldc, flags = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    fptr = _F32.as_pointer()  # every pointer as a float* (llvmlite types an alloca'd panel so)
-    a, bm, c = (b.bitcast(p, fptr) for p in (a, bm, c))
-    stack = b.alloca(_F32, size=u.i64(GENERIC_PANEL_K * NR), name="panel")
-    stack.align = 64
-    fits = b.icmp_signed("<=", k, u.i64(GENERIC_PANEL_K))
-    n_full = b.udiv(n, u.i64(NR))
-    groups_last = b.udiv(b.urem(n, u.i64(NR)), u.i64(LANES))  # vectors of a narrower last panel
-    narrow = b.icmp_unsigned("!=", groups_last, u.i64(0))
-    asked = b.icmp_unsigned("!=", b.and_(flags, u.i64(GENERIC_COPY_PANEL)), u.i64(0))
-    any_copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, narrow)
-    malloc = ir.Function(module, ir.FunctionType(u.PTR, [u.I64]), "malloc")
-    free = ir.Function(module, ir.FunctionType(u.VOID, [u.PTR]), "free")
-    on_heap = b.and_(any_copy, b.not_(fits))  # a panel longer than the stack one
-    heap = u.alloca_at_entry(b, u.PTR, "heap", ir.Constant(u.PTR, None))
-    with u.if_then(b, on_heap):
-        b.store(b.call(malloc, [u.imul(b, k, 4 * NR)]), heap)
-    panel = b.select(fits, stack, b.bitcast(b.load(heap, typ=u.PTR), fptr))
-    last_row = b.sub(m, u.i64(1))
-    row_tiles = b.udiv(b.add(m, u.i64(MR - 1)), u.i64(MR))
-    vt = tile.vec
-
-    with u.for_range(b, b.add(n_full, b.zext(narrow, u.I64)), "gk.nb") as nb:
-        j0 = u.imul(b, nb, NR)
-        part = b.icmp_unsigned(">=", nb, n_full)  # the narrower last panel
-        groups = b.select(part, groups_last, u.i64(NV))
-        copy = ir.Constant(u.I1, True) if trans_b else b.or_(asked, part)
-        with u.if_then(b, part):  # its columns past n are zeros in the panel (never stored)
-            with u.for_range(b, u.imul(b, k, NV), "gk.z") as q:
-                b.store(ir.Constant(vt, [0.0] * LANES), b.bitcast(_at(b, panel, u.imul(b, q, LANES)), vt.as_pointer()),
-                        align=4)
-        if trans_b:
-            _rt_transposed_panel(b, _at(b, bm, b.mul(j0, ldb)), ldb, panel, k, groups, NR, LANES)
-        else:
-            src = _at(b, bm, j0)
-            with u.if_then(b, copy):
-                with u.for_range(b, k, "gk.pk") as kk:
-                    row = _at(b, src, b.mul(kk, ldb))
-                    with u.for_range(b, groups, "gk.pv") as v:
-                        x = b.load(_at(b, row, u.imul(b, v, LANES)), typ=vt, align=4)
-                        at = _at(b, panel, u.iadd(b, u.imul(b, kk, NR), u.imul(b, v, LANES)))
-                        b.store(x, b.bitcast(at, vt.as_pointer()), align=4)
-        bj = panel if trans_b else b.select(copy, panel, _at(b, bm, j0))
-        ldp = u.i64(NR) if trans_b else b.select(copy, u.i64(NR), ldb)
-        wide = [None] + [b.icmp_unsigned(">", groups, u.i64(v)) for v in range(1, NV)]
-        cj = _at(b, c, j0)
-        with u.for_range(b, row_tiles, "gk.mb") as mb:
-            i0 = u.imul(b, mb, MR)
-            rows = []
-            for r in range(MR):
-                i = u.iadd(b, i0, u.i64(r))
-                rows.append(_at(b, a, b.mul(b.select(b.icmp_signed("<", i, m), i, last_row), a_rs)))
-
-            def c_rows(i0=i0):
-                out = []
-                for r in range(MR):
-                    i = u.iadd(b, i0, u.i64(r))
-                    out.append((_at(b, cj, b.mul(i, ldc)), b.icmp_signed("<", i, m)))
-                return out
-            _rt_tile(b, rows, a_cs, bj, ldp, c_rows, k, tile, wide)
-    with u.if_then(b, on_heap):
-        b.call(free, [b.load(heap, typ=u.PTR)])
-    b.ret_void()
-    return fn
-
-
-def generic_module_text(tile: Tile, trans_b: bool) -> str:
-    """The LLVM module (text) defining the one generic in-place gemm function of `tile`. (Its loops
-    carry no unroll hints: the O0 pipeline `gemm_library` compiles it with unrolls nothing.)"""
-    mod = ir.Module(generic_symbol(tile, trans_b))
-    mod.triple, mod.data_layout = jit.host_triple_and_layout()
-    emit_generic_inplace(mod, tile, trans_b)
-    return str(mod)
+    L = tile.lanes
+    core = generic_core_symbol(tile)
+    body = emit_generic_inplace(tile, avx512)
+    triple, layout = jit.host_triple_and_layout()
+    params = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS)
+    args = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS[:-1])
+    out = [f'; ModuleID = "{core}"', f'target triple = "{triple}"', f'target datalayout = "{layout}"', ""]
+    if "tp_gemm_tmasks" in body:
+        masks = [m for pair in _transpose_masks(L) for m in pair]
+        vecs = ", ".join(f"<{L} x i32> <{', '.join(f'i32 {c}' for c in m)}>" for m in masks)
+        out.append(f"@tp_gemm_tmasks = private unnamed_addr constant [{len(masks)} x <{L} x i32>] [{vecs}], align 64")
+    out.append(body)
+    for trans_b in (False, True):
+        flags = f"or i64 %flags, {GENERIC_TRANS_B}" if trans_b else f"and i64 %flags, {~GENERIC_TRANS_B}"
+        out.append(f'define void @"{generic_symbol(tile, trans_b)}"({params})\n{{\nentry:\n  %f = {flags}\n'
+                   f'  tail call void @"{core}"({args}, i64 %f)\n  ret void\n}}\n')
+    out += ["declare ptr @malloc(i64)", "declare void @free(ptr)",
+            f"declare <{L} x float> @llvm.fma.v{L}f32(<{L} x float>, <{L} x float>, <{L} x float>)"]
+    if "vpermi2var" in body:
+        out.append(f"declare <{L} x float> @llvm.x86.avx512.vpermi2var.ps.512(<{L} x float>, <{L} x i32>, <{L} x float>)")
+    return "\n".join(out) + "\n"

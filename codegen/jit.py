@@ -95,8 +95,10 @@ class _Engine:
         self.imports: dict[str, int] = {}  # symbols of libraries loaded for compiled code
         self.libraries: dict[str, tuple[str, ...]] = {}  # path -> those symbols (a disk-cache entry lists them)
 
-    def new_target_machine(self):
-        return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=CODEGEN_OPT,
+    def new_target_machine(self, codegen_level: int | None = None):
+        """A target machine for the host at `codegen_level` (`CODEGEN_OPT` by default)."""
+        return self.target.create_target_machine(cpu=self.cpu, features=self.features,
+                                                 opt=CODEGEN_OPT if codegen_level is None else codegen_level,
                                                  codemodel="jitdefault")
 
     def take_machine(self):
@@ -488,12 +490,13 @@ class _PartResult:
     cpu: float
 
 
-def _compile_part(text: str, speed_level: int | None) -> _PartResult:
-    """Parse, verify, optimise and emit one module in its own context with its own target machine."""
+def _compile_part(text: str, speed_level: int | None, codegen_level: int | None = None) -> _PartResult:
+    """Parse, verify, optimise and emit one module in its own context with its own target machine
+    (one of the engine's at `CODEGEN_OPT`, or a new one at `codegen_level`)."""
     c0 = time.thread_time()
     t0 = time.perf_counter()
     e = engine()
-    tm = e.take_machine()
+    tm = e.take_machine() if codegen_level is None else e.new_target_machine(codegen_level)
     try:
         with _parsed(text) as mod:
             _verify_unlocked(mod)
@@ -503,9 +506,24 @@ def _compile_part(text: str, speed_level: int | None) -> _PartResult:
             obj = _emit_unlocked(tm, mod)
             optimised = _print_unlocked(mod)
     finally:
-        e.give_machine(tm)
+        if codegen_level is None:
+            e.give_machine(tm)
     t3 = time.perf_counter()
     return _PartResult(obj, optimised, t1 - t0, t2 - t1, t3 - t2, time.thread_time() - c0)
+
+
+def compile_object(text: str, speed_level: int | None = None, codegen_level: int | None = None) -> tuple[bytes, str]:
+    r"""(object image, optimised IR) of the module `text`, compiled whole in this thread at
+    `speed_level` (`SPEED_LEVEL`) and `codegen_level` (`CODEGEN_OPT`), not linked: for a module
+    that is loaded by `object_loader` (the in-place gemm's generic function, `gemm_library`).
+    Identical internal functions are not merged and nothing is split (`compile_ir` does both).
+
+    >>> obj, _ = compile_object('define i64 @"one"()\n{\n  ret i64 1\n}\n', 0, 1)
+    >>> obj[:4]
+    b'\x7fELF'
+    """
+    result = _compile_part(text, speed_level, codegen_level)
+    return result.obj, result.llvm_ir
 
 
 def compile_parts(text: str) -> int:

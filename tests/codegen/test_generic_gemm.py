@@ -1,9 +1,10 @@
 """The shape-generic in-place gemm (`gemm_kernel.emit_generic_inplace`, `gemm_library`): called
 directly against numpy in float64 and bit for bit against the per-shape kernel
 (`gemm_kernel.emit_gemm_inplace`, the same fma chains) over edges, size 1, strided and transposed
-operands; compiled once per process whatever the shapes; linked by symbol, so that a second
-process loads a graph calling it from the disk cache; and not taken on an AVX2-only host or with
-the opt-out."""
+operands, both orientations from one function (entry points `_nn` / `_nt`), its transposes with
+and without AVX-512's permutes; compiled once per process whatever the shapes and orientations;
+linked by symbol, so that a second process loads a graph calling it from the disk cache; and not
+taken on an AVX2-only host or with the opt-out."""
 from __future__ import annotations
 
 import ctypes
@@ -85,11 +86,11 @@ def test_the_generic_function_matches_numpy_and_the_per_shape_kernel(shape, tran
     run = _generic(tile, trans_b)
     outs = []
     for flags in (0, gemm_kernel.GENERIC_COPY_PANEL):
-        c = np.full((m, n + 5), 7.0, np.float32)
+        c = np.full((m + 2, n + 5), 7.0, np.float32)
         run(m, n, k, a_full.ctypes.data, a_rs, a_cs, b.ctypes.data, k if trans_b else n, c.ctypes.data, n + 5, flags)
-        assert (c[:, n:] == 7.0).all()  # nothing written past n
-        np.testing.assert_allclose(c[:, :n], want, rtol=1e-5, atol=1e-4 * np.sqrt(k))
-        outs.append(c[:, :n].copy())
+        assert (c[:, n:] == 7.0).all() and (c[m:] == 7.0).all()  # nothing written past n, nor past row m
+        np.testing.assert_allclose(c[:m, :n], want, rtol=1e-5, atol=1e-4 * np.sqrt(k))
+        outs.append(c[:m, :n].copy())
     np.testing.assert_array_equal(outs[0], outs[1])  # the copied panel holds exact copies
     a_full = np.ascontiguousarray(a)  # the per-shape kernel reads A contiguous
     code, per_shape = _per_shape(tile, m, n, k, trans_a, trans_b, copy=False)
@@ -112,6 +113,60 @@ def test_a_transposed_b_longer_than_the_stack_panel():
     b = np.ascontiguousarray(bt.T)
     _generic(gemm_kernel.AVX512_TILE, False)(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, n, nn.ctypes.data, n, 1)
     np.testing.assert_array_equal(c, nn)
+
+
+@needs_fma
+@pytest.mark.parametrize("tile", list(TILES.values()), ids=list(TILES))
+def test_the_entry_points_fix_the_orientation(tile):
+    """`_nn` and `_nt` are one function (`emit_generic_inplace`) with the `GENERIC_TRANS_B` bit set
+    by the entry point: a caller's flags cannot flip it."""
+    m, n, k = 9, 2 * tile.nr, 21
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bt = np.ascontiguousarray(b.T)
+    outs = []
+    for trans_b, operand, ldb in ((False, b, n), (True, bt, k)):
+        for flags in (0, gemm_kernel.GENERIC_TRANS_B, gemm_kernel.GENERIC_TRANS_B | gemm_kernel.GENERIC_COPY_PANEL):
+            c = np.empty((m, n), np.float32)
+            _generic(tile, trans_b)(m, n, k, a.ctypes.data, k, 1, operand.ctypes.data, ldb, c.ctypes.data, n, flags)
+            outs.append(c)
+    for c in outs[1:]:
+        np.testing.assert_array_equal(c, outs[0])  # the same fma chains whichever way B is read
+    np.testing.assert_allclose(outs[0], a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+
+
+@needs_fma
+@pytest.mark.parametrize("avx512", [True, False], ids=["permutes", "shuffles"])
+def test_the_transposed_panel_with_and_without_the_avx512_permutes(avx512, monkeypatch):
+    """The 16-lane transposes are vpermi2ps with masks loaded from the module's constant array on an
+    AVX-512 host only (`gemm_kernel._transposed_panel_text`); otherwise (forced here) shufflevectors.
+    Both modules give the bits of the process's function: k below one block, k % 16 != 0, a
+    narrow last panel."""
+    if avx512 and not gemm_kernel.host_avx512():
+        pytest.skip("not an AVX-512 host")
+    from tensorplay.codegen import object_loader
+
+    tile = gemm_kernel.AVX512_TILE
+    monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: avx512)
+    text = gemm_kernel.generic_module_text(tile)
+    assert ("vpermi2var" in text) == avx512 and ("tp_gemm_tmasks" in text) == avx512
+    names = [gemm_kernel.generic_symbol(tile, t) for t in (False, True)]
+    obj, llvm_ir = jit.compile_object(text, gemm_library.COMPILE_LEVEL, gemm_library.CODEGEN_LEVEL)
+    code = object_loader.load([obj], names, object_loader.Resolver([]), llvm_ir)
+    try:
+        mine = _SIG(code.addresses[names[1]])
+        rng = np.random.default_rng(12)
+        for m, n, k in ((5, 32, 3), (20, 48, 37), (9, 96, 16)):
+            a = rng.standard_normal((m, k)).astype(np.float32)
+            bt = rng.standard_normal((n, k)).astype(np.float32)
+            got, want = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+            mine(m, n, k, a.ctypes.data, k, 1, bt.ctypes.data, k, got.ctypes.data, n, 0)
+            _generic(tile, True)(m, n, k, a.ctypes.data, k, 1, bt.ctypes.data, k, want.ctypes.data, n, 0)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_allclose(got, a.astype(np.float64) @ bt.T, rtol=1e-5, atol=1e-4)
+    finally:
+        code.release()
 
 
 def _graph(ls, rs, contract=((1,), (0,)), name="dot"):
@@ -159,6 +214,17 @@ def test_graphs_of_different_shapes_compile_the_function_once(fresh_library, mon
 
 
 @needs_fma
+def test_both_orientations_come_from_one_compile(fresh_library, monkeypatch):
+    monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
+    nn, nt = (gemm_library.address(gemm_kernel.generic_symbol(gemm_kernel.AVX512_TILE, t)) for t in (False, True))
+    assert nn and nt and nn != nt
+    assert gemm_library.compiled() == 1 and gemm_library._compiles == ["tp_gemm_f32_8x32"]
+    gemm_library.prefetch("tp_gemm_f32_8x32_nt")  # made: no second thread, no second compile
+    assert gemm_library.compiled() == 1 and list(gemm_library._pending) == ["tp_gemm_f32_8x32"]
+    assert gemm_library.module_of("tp_gemm_f32_6x16_nt") == "tp_gemm_f32_6x16" and gemm_library.module_of("f") is None
+
+
+@needs_fma
 def test_a_failure_in_the_prefetch_thread_is_raised_where_the_function_is_needed(fresh_library, monkeypatch):
     monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
     real = gemm_library._compile
@@ -181,6 +247,11 @@ def test_the_function_is_stored_in_and_loaded_from_the_disk_cache(fresh_library,
     monkeypatch.setattr(gemm_library, "_addresses", {})
     second = gemm_library.address(name)  # the same process forgets it: the entry answers, no LLVM
     assert gemm_library.compiled() == 1 and second != first
+    assert gemm_library.address("tp_gemm_f32_8x32_nn")  # the other entry point came with it
+    from tensorplay.codegen import disk_cache
+
+    entries = [disk_cache.load(disk_cache.symbol_key(n)) for n in ("tp_gemm_f32_8x32_nn", "tp_gemm_f32_8x32_nt")]
+    assert entries[0] is not None and entries[0][0] == entries[1][0]  # one module under both keys
     rng = np.random.default_rng(2)
     a, bt = rng.standard_normal((24, 40)).astype(np.float32), rng.standard_normal((48, 40)).astype(np.float32)
     outs = []
