@@ -347,11 +347,9 @@ def test_a_finished_trace_is_freed_by_reference_counting():
                                np.tanh(V * 2) + V, rtol=1e-6)
 
 
-@pytest.mark.parametrize("ids_taken_in_between", [False, True])
-def test_argument_values_on_demand_on_the_signature_path(monkeypatch, ids_taken_in_between):
-    # The pipeline cache's call path numbers the arguments base+1..n and finds their caller tensors
-    # by position; when another thread took ids in between, it records them one by one instead.
-    if ids_taken_in_between:
+def _maybe_take_ids_in_between(monkeypatch, yes: bool) -> None:
+    """Make every Trace take one more value id after its base (as another thread might)."""
+    if yes:
         init = _trace.Trace.__init__
 
         def init_then_take_an_id(self, *args, **kwargs):
@@ -359,6 +357,13 @@ def test_argument_values_on_demand_on_the_signature_path(monkeypatch, ids_taken_
             next(_trace._value_ids)
 
         monkeypatch.setattr(_trace.Trace, "__init__", init_then_take_an_id)
+
+
+@pytest.mark.parametrize("ids_taken_in_between", [False, True])
+def test_argument_values_on_demand_on_the_signature_path(monkeypatch, ids_taken_in_between):
+    # The pipeline cache's call path numbers the arguments base+1..n and finds their caller tensors
+    # by position; when another thread took ids in between, it records them one by one instead.
+    _maybe_take_ids_in_between(monkeypatch, ids_taken_in_between)
     seen = []
 
     def f(x, ws):
@@ -375,14 +380,7 @@ def test_argument_values_on_demand_on_the_signature_path(monkeypatch, ids_taken_
 def test_mapped_and_unmapped_arguments_on_the_signature_path(monkeypatch, ids_taken_in_between):
     # vmap(grad(f)) traces f on per-sample types known from the signature: an unmapped argument
     # has its value, a mapped one has none (one per sample), on every call.
-    if ids_taken_in_between:
-        init = _trace.Trace.__init__
-
-        def init_then_take_an_id(self, *args, **kwargs):
-            init(self, *args, **kwargs)
-            next(_trace._value_ids)
-
-        monkeypatch.setattr(_trace.Trace, "__init__", init_then_take_an_id)
+    _maybe_take_ids_in_between(monkeypatch, ids_taken_in_between)
 
     def f(x, w):
         scale = 2.0 if w.sum() > 0 else -1.0  # w is not mapped: Python may branch on it

@@ -18,6 +18,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 from tensorplay import _deferred, _trace, _traced_memo as TM
 from tensorplay.func import debug_unwrap, grad, jacrev, vmap
+from tests.finite_diff import fd_grad
 
 RNG = np.random.default_rng(13)
 X = RNG.standard_normal((5, 4)).astype(np.float32)
@@ -32,14 +33,8 @@ def _clear():
     _trace.clear_memos()
 
 
-def _fd(f, x, eps=1e-6):
-    x = x.astype(np.float64)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(*x.shape):
-        e = np.zeros_like(x)
-        e[idx] = eps
-        g[idx] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
+def _fd(f, x):
+    return fd_grad(f, x.astype(np.float64))
 
 
 def _traces(f, args, n=4):
