@@ -484,33 +484,8 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     sig, tensors = got
     tree = sig.tree
     user_name = getattr(user_fn, "__name__", None)
-    positions = None
-    known = None  # (every leaf's type, which are per-sample) when the signature gives them
-    if per_sample is None:
-        if sig.types is not None and tree is not False:
-            known = (sig.types, None)
-        else:
-            user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
-                                  flat=None if tree is False else (tensors, tree))
-    else:
-        if tree is False:
-            flat = None
-            leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
-        else:
-            flat, leaves = (tensors, tree), tensors
-        mapped = sig.mapped
-        if mapped is None:  # raises the transform's own errors
-            mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves, sig.types)
-        if len(chain) > 1 and mapped[3] is not None and flat is not None:
-            known = mapped[3]
-        else:
-            user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name,
-                                            user_name)
-    tkey = None
-    if known is not None:  # a hit builds no ClosedGraph: `user` is made on a miss
-        tkey, captures, user = trace_keyed(user_fn, tensors, tree, known[0], known[1], name, user_name)
-    else:
-        captures = user.captures
+    tkey, captures, user, positions = _trace_call(chain, user_fn, args, kwargs, sig, tensors, per_sample, name,
+                                                  user_name)
     latest = None
     try:
         if tkey is None:  # (outputs, writes or draws beyond the common case: `user` is a ClosedGraph)
@@ -552,6 +527,39 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
     return entry(tensors, captures)
 
 
+def _trace_call(chain: tuple, user_fn: Callable, args, kwargs, sig: _Signature, tensors: list,
+                per_sample: Callable | None, name: str, user_name: str | None) -> tuple:
+    """The trace of the user's function that a call of `chain` with signature `sig` makes:
+    ``(trace key or None, captures, traced, replay positions)``. When the signature gives every
+    leaf's type, `traced` is `trace_keyed`'s (a `KeyedTrace` in the common case: no ClosedGraph
+    unless the call misses); otherwise a ClosedGraph, whose key the caller computes."""
+    tree = sig.tree
+    known = None  # (every leaf's type, which are per-sample) when the signature gives them
+    if per_sample is None:
+        if sig.types is not None and tree is not False:
+            known = (sig.types, None)
+        else:
+            user = trace_function(user_fn, args, kwargs, transform=name, name=user_name,
+                                  flat=None if tree is False else (tensors, tree))
+            return None, user.captures, user, None
+    else:
+        if tree is False:
+            flat = None
+            leaves, tree = _pytree.tree_flatten((tuple(args), kwargs))
+        else:
+            flat, leaves = (tensors, tree), tensors
+        mapped = sig.mapped
+        if mapped is None:  # raises the transform's own errors
+            mapped = sig.mapped = _mapped_types(per_sample, args, kwargs, leaves, sig.types)
+        if len(chain) == 1 or mapped[3] is None or flat is None:
+            user, positions = _trace_mapped(chain, user_fn, args, kwargs, flat, leaves, tree, mapped, name,
+                                            user_name)
+            return None, user.captures, user, positions
+        known = mapped[3]
+    tkey, captures, user = trace_keyed(user_fn, tensors, tree, known[0], known[1], name, user_name)
+    return tkey, captures, user, None
+
+
 def _trace_key(user: ClosedGraph) -> tuple:
     """What a cached entry depends on beyond the argument signature: the trace's structure and its
     output tree, and, when there are any, its static outputs, in-place writes, output aliases and
@@ -589,11 +597,8 @@ def _trace_mapped(chain, user_fn, args, kwargs, flat, leaves: list, tree, mapped
     """(the user's function traced on per-sample tensors, the mapped leaf positions its replay takes
     or None): with transforms inside the map, they take every tensor argument as theirs; a bare
     map's arguments that are not mapped reach the function as they are (captures of its trace)."""
-    positions, types, leaf_types, known = mapped
+    positions, types, leaf_types = mapped[:3]
     if len(chain) > 1:
-        if known is not None and flat is not None:  # every leaf's type known: nothing looked up
-            return trace_function(user_fn, args, kwargs, transform=name, name=user_name,
-                                  flat=(flat[0], flat[1], known[0], known[1])), None
         return trace_function(user_fn, args, kwargs, transform=name, in_types=leaf_types, name=user_name,
                               flat=flat), None
     return trace_function(_per_sample_call(user_fn, leaves, tree, positions), tuple(leaves[i] for i in positions),

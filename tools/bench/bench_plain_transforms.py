@@ -17,7 +17,7 @@ The `vs torch.func` column is the plain call's median over torch.func's (target 
 
 `--phases` prints, after the tables, where each plain call's time goes (thread CPU time, median
 of the samples, in this process): the argument signature, the trace of the user's function as the
-call path makes it, the trace key and entry lookup, the cached entry, its bare executable, and the
+call path makes it with its key, the entry lookup, the cached entry, its bare executable, and the
 `tp.compile` call of the same transform (for linearize: the trace, the forward executable, the
 residual copies, one `jvp_fn` call, its bare bound call and the native entry alone).
 """
@@ -243,7 +243,7 @@ def _timer(repeat: int, sample_s: float):
 def phases(target, time_it) -> list[tuple[str, float]]:
     """[(phase, us)] of one workload's plain call (see the module docstring): the pieces
     `_pipeline.call_outermost` runs, each timed alone on the state a repeated call sees."""
-    from tensorplay._trace import trace_function
+    from tensorplay._trace import KeyedTrace, trace_function
     from tensorplay.func import _ad, _pipeline as P
 
     wrapper, args, compiled = target
@@ -277,24 +277,23 @@ def phases(target, time_it) -> list[tuple[str, float]]:
     if sig.tree is False:  # (non-tensor leaves: the trace takes the arguments another way; not split)
         return [("plain call", time_it(lambda: wrapper(*args)))]
     name = getattr(user_fn, "__name__", None)
-    if sig.mapped is None:
-        flat = (tensors, sig.tree) if sig.types is None else (tensors, sig.tree, sig.types)
+    per_sample = (lambda a, k: sig.mapped[:2]) if sig.mapped is not None else None
 
-        def trace():
-            return trace_function(user_fn, args, {}, transform=plan.name, name=name, flat=flat)
-    else:
-        def trace():
-            return P._trace_mapped(chain, user_fn, args, {}, (tensors, sig.tree), tensors, sig.tree, sig.mapped,
-                                   plan.name, name)[0]
-    user = trace()
-    entry = P._OUTERMOST.get((sig, P._trace_key(user)))
+    def trace():  # the trace the plain call makes (`_pipeline._trace_call`), its trace freed as on a hit
+        tkey, caps, user, _ = P._trace_call(chain, user_fn, args, {}, sig, tensors, per_sample, plan.name, name)
+        if user.__class__ is KeyedTrace:
+            user.drop()
+        return tkey if tkey is not None else P._trace_key(user), caps
+
+    tkey, caps = trace()
+    entry = P._OUTERMOST.get((sig, tkey))
     out = [("plain call", time_it(lambda: wrapper(*args))),
            ("signature", time_it(lambda: P._signature(plan, args, {}, plan.name))),
-           ("trace", time_it(trace)),
-           ("trace key + entry lookup", time_it(lambda: P._OUTERMOST.get((sig, P._trace_key(user))))),
-           ("entry", time_it(lambda: entry(tensors, user.captures)))]
+           ("trace and its key", time_it(trace)),
+           ("entry lookup", time_it(lambda: P._OUTERMOST.get((sig, tkey)))),
+           ("entry", time_it(lambda: entry(tensors, caps)))]
     if entry.plain:
-        arrays = tuple(t._data for t in tensors + list(user.captures))
+        arrays = tuple(t._data for t in tensors + list(caps))
         out.append(("bare executable", time_it(lambda: entry.call(arrays))))
     out.append(("tp.compile call", time_it(lambda: compiled(*args))))
     return out
