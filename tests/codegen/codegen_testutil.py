@@ -1,9 +1,9 @@
-"""Shared helpers of the codegen tests: single-node graphs and result comparison."""
+"""Shared helpers of the codegen tests: single-node and product graphs, fresh compiles, result comparison."""
 from __future__ import annotations
 
 import numpy as np
 
-from tensorplay import ir
+from tensorplay import codegen, ir
 from tensorplay.ir import dtypes as dt
 from tensorplay.ir.types import TensorType
 
@@ -13,6 +13,27 @@ def single_node_graph(prim: str, args: list[np.ndarray], attrs: dict) -> ir.Grap
     from prim_samples import node_graph
 
     return node_graph(prim, args, attrs)
+
+
+def dot_graph(ls: tuple, rs: tuple, contract=((1,), (0,)), batch=((), ()), dtype=dt.float32,
+              name: str = "dot") -> ir.Graph:
+    """A graph of one `dot_general` of inputs of shapes `ls` and `rs`."""
+    b = ir.GraphBuilder(name)
+    x = b.add_input(TensorType(ls, dtype))
+    y = b.add_input(TensorType(rs, dtype))
+    return b.build([b.dot_general(x, y, contract=contract, batch=batch)])
+
+
+def run_fresh(graph: ir.Graph, args: list) -> tuple:
+    """``(executable, all outputs)`` of `graph` compiled with an empty in-memory cache (so the code
+    generator runs under the settings of the moment) and called on `args`; the cache is emptied
+    again afterwards."""
+    codegen.clear_cache()
+    try:
+        exe = codegen.compile_graph(graph)
+        return exe, exe(*args)
+    finally:
+        codegen.clear_cache()
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorplay import codegen
 from tensorplay import ir
 from tensorplay.codegen import dot, gemm_kernel, gemv_kernel
 from tensorplay.codegen import irutil as u
 from tensorplay.ir import dtypes as dt
-from tensorplay.ir.types import TensorType
+from codegen_testutil import dot_graph, run_fresh
 
 needs_kernel = pytest.mark.skipif(dot.find_blas() is None or not dot.find_blas().sgemv
                                   or not gemm_kernel.host_supported(),
@@ -34,11 +33,7 @@ TAKEN = [
 
 
 def _graph(ls, rs, spec, dtype=dt.float32):
-    b = ir.GraphBuilder("mv")
-    x = b.add_input(TensorType(ls, dtype))
-    y = b.add_input(TensorType(rs, dtype))
-    contract, batch = spec
-    return b.build([b.dot_general(x, y, contract=contract, batch=batch)])
+    return dot_graph(ls, rs, *spec, dtype=dtype, name="mv")
 
 
 def _args(ls, rs, seed=0, strided=False, dtype=np.float32):
@@ -58,14 +53,11 @@ def _run(g, args, monkeypatch, *, blas_min=0, avx512=None):
     emitted = []
     real = gemv_kernel.emit_gemv
     monkeypatch.setattr(gemv_kernel, "emit_gemv", lambda *a: (emitted.append(a[6]), real(*a)))
-    codegen.clear_cache()
     try:
-        exe = codegen.compile_graph(g)
-        out = exe(*args)[0]
+        exe, outs = run_fresh(g, args)
     finally:
-        codegen.clear_cache()
         monkeypatch.undo()
-    return exe, out, len(emitted)
+    return exe, outs[0], len(emitted)
 
 
 def test_the_rule_is_dtype_form_and_width_only():

@@ -23,8 +23,7 @@ from tensorplay import ir
 from tensorplay.codegen import dot, gemm_kernel, gemm_library, jit
 from tensorplay.codegen import irutil as u
 from tensorplay.codegen.lowerings.reduce import fix_loop_ids
-from tensorplay.ir import dtypes as dt
-from tensorplay.ir.types import TensorType
+from codegen_testutil import dot_graph, run_fresh
 
 needs_fma = pytest.mark.skipif(not gemm_kernel.host_supported(), reason="the host has no AVX + FMA")
 needs_blas = pytest.mark.skipif(dot.find_blas() is None, reason="no BLAS plans here")
@@ -170,10 +169,7 @@ def test_the_transposed_panel_with_and_without_the_avx512_permutes(avx512, monke
 
 
 def _graph(ls, rs, contract=((1,), (0,)), name="dot"):
-    b = ir.GraphBuilder(name)
-    x = b.add_input(TensorType(ls, dt.float32))
-    y = b.add_input(TensorType(rs, dt.float32))
-    return b.build([b.dot_general(x, y, contract=contract, batch=((), ()))])
+    return dot_graph(ls, rs, contract, name=name)
 
 
 @pytest.fixture
@@ -375,12 +371,7 @@ def test_the_mlp_products_run_in_place_by_default(monkeypatch):
     monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
     for value in ("1", "0"):
         monkeypatch.setenv(dot.INPLACE_GEMM_ENV, value)
-        codegen.clear_cache()
-        try:
-            exe = codegen.compile_graph(graph)
-            got = exe(*flat)
-        finally:
-            codegen.clear_cache()
+        exe, got = run_fresh(graph, flat)
         calls = len([line for line in exe.llvm_ir.splitlines() if "call void @" in line and "tp_gemm_f32" in line])
         assert (calls >= 4) if value == "1" else calls == 0
         for a, w in zip(got, want):
@@ -400,11 +391,6 @@ def test_a_large_untransposed_lhs_runs_in_place(ls, rs, contract, taken, monkeyp
     g = _graph(ls, rs, contract)
     rng = np.random.default_rng(7)
     args = [rng.standard_normal(ls).astype(np.float32), rng.standard_normal(rs).astype(np.float32)]
-    codegen.clear_cache()
-    try:
-        exe = codegen.compile_graph(g)
-        got = exe(*args)[0]
-    finally:
-        codegen.clear_cache()
+    exe, (got,) = run_fresh(g, args)
     assert ("tp_gemm_f32_8x32_nn" in exe.llvm_ir) == taken
     np.testing.assert_allclose(got, ir.interpret(g, args)[0], rtol=1e-4, atol=1e-3)

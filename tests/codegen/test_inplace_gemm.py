@@ -10,11 +10,10 @@ import re
 import numpy as np
 import pytest
 
-from tensorplay import codegen
 from tensorplay import ir
 from tensorplay.codegen import dot, gemm_kernel
 from tensorplay.ir import dtypes as dt
-from tensorplay.ir.types import TensorType
+from codegen_testutil import dot_graph, run_fresh
 
 needs_kernel = pytest.mark.skipif(dot.find_blas() is None or not gemm_kernel.host_supported(),
                                   reason="no BLAS plans here, or the host has no AVX + FMA")
@@ -35,11 +34,7 @@ CASES = [
 
 
 def _graph(ls, rs, spec, dtype=dt.float32):
-    b = ir.GraphBuilder("dot")
-    x = b.add_input(TensorType(ls, dtype))
-    y = b.add_input(TensorType(rs, dtype))
-    contract, batch = spec
-    return b.build([b.dot_general(x, y, contract=contract, batch=batch)])
+    return dot_graph(ls, rs, *spec, dtype=dtype)
 
 
 def _args(case, seed=0, strided=False, dtype=np.float32):
@@ -63,15 +58,11 @@ def _run(g, args, monkeypatch, *, blas_min=0, inplace_min=0, avx512=True, tile=N
     emitted = []
     real = dot.emit_dot_inplace
     monkeypatch.setattr(dot, "emit_dot_inplace", lambda *a: (emitted.append(a[1]), real(*a)))
-    codegen.clear_cache()
     try:
-        exe = codegen.compile_graph(g)
-        out = exe(*args)
-        out = out if every else out[0]
+        exe, out = run_fresh(g, args)
     finally:
-        codegen.clear_cache()
         monkeypatch.undo()
-    return exe, out, len(emitted)
+    return exe, out if every else out[0], len(emitted)
 
 
 def test_the_rule_is_shapes_dtype_and_host_only():
@@ -272,12 +263,7 @@ def test_the_in_place_gemm_is_on_by_default_and_can_be_turned_off(monkeypatch):
             monkeypatch.delenv(dot.INPLACE_GEMM_ENV, raising=False)
         else:
             monkeypatch.setenv(dot.INPLACE_GEMM_ENV, value)
-        codegen.clear_cache()
-        try:
-            exe = codegen.compile_graph(g)
-            out = exe(*args)[0]
-        finally:
-            codegen.clear_cache()
+        exe, (out,) = run_fresh(g, args)
         assert len(emitted) == count, value
         assert ("tp_gemm_f32_8x32_nn" in exe.llvm_ir) == (value not in ("0", " 0 "))
         assert (dot.find_blas().sgemm in exe.llvm_ir) == (value in ("0", " 0 "))

@@ -8,6 +8,7 @@ import pytest
 import tensorplay as tp
 from tensorplay import codegen
 from tensorplay.func import _ad, jvp, linearize
+from tests.tanh_mlp import mlp, mlp_jvp_np
 
 RNG = np.random.default_rng(12)
 
@@ -51,27 +52,6 @@ def test_single_bound_call_needs_one_output_and_one_rest_input():
     assert _exe().bound_call((w, w), single=True) is None     # none left
 
 
-def _mlp(ps, x):
-    for i, (w, b) in enumerate(ps):
-        x = x @ w + b
-        if i < len(ps) - 1:
-            x = tp.tanh(x)
-    return x
-
-
-def _jvp_np(ps, x, t):
-    h, dh = x.astype(np.float64), t.astype(np.float64)
-    for i, (w, b) in enumerate(ps):
-        w64 = w.numpy().astype(np.float64)
-        z, dz = h @ w64 + b.numpy().astype(np.float64), dh @ w64
-        if i < len(ps) - 1:
-            h = np.tanh(z)
-            dh = (1 - h * h) * dz
-        else:
-            dh = dz
-    return dh
-
-
 def _params(d):
     return [(_t(RNG.standard_normal((d, d)) / np.sqrt(d)), _t(0.1 * RNG.standard_normal(d))) for _ in range(2)]
 
@@ -83,13 +63,13 @@ def test_fast_path_values_and_where_it_is_taken(d, monkeypatch):
     taken = []
     real = _ad._LinearPlan.bind_single
     monkeypatch.setattr(_ad._LinearPlan, "bind_single", lambda self, r: taken.append(1) or real(self, r))
-    out, jvp_fn = linearize(lambda v: _mlp(ps, v), _t(x_np))
+    out, jvp_fn = linearize(lambda v: mlp(ps, v), _t(x_np))
     t_np = RNG.standard_normal(d).astype(np.float32)
     got = jvp_fn(_t(t_np))
     assert taken == [1] and got.__class__ is tp.Tensor and got.shape == (d,)
-    want = _jvp_np(ps, x_np, t_np)
+    want = mlp_jvp_np(ps, x_np, t_np)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
-    _, ref = jvp(lambda v: _mlp(ps, v), (_t(x_np),), (_t(t_np),))
+    _, ref = jvp(lambda v: mlp(ps, v), (_t(x_np),), (_t(t_np),))
     np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
     # must not be taken as is: a strided tangent goes the general way (same values), a float64
     # or misshapen one is an error naming linearize
@@ -109,23 +89,23 @@ def test_the_fast_path_keeps_the_linearization_point_after_in_place_writes():
     x_np = RNG.standard_normal(16).astype(np.float32)
     x = _t(x_np)
     saved = [(w.numpy().copy(), b.numpy().copy()) for w, b in ps]
-    _, jvp_fn = linearize(lambda v: _mlp(ps, v), x)
+    _, jvp_fn = linearize(lambda v: mlp(ps, v), x)
     t_np = RNG.standard_normal(16).astype(np.float32)
     before = jvp_fn(_t(t_np)).numpy().copy()
     x.add_(1.0)
     for w, _ in ps:
         w.mul_(-3.0)
     for _ in range(3):  # other linearizations of the same structure reuse the pooled buffers
-        linearize(lambda v: _mlp(ps, v), _t(RNG.standard_normal(16)))[1](_t(t_np))
+        linearize(lambda v: mlp(ps, v), _t(RNG.standard_normal(16)))[1](_t(t_np))
     np.testing.assert_array_equal(jvp_fn(_t(t_np)).numpy(), before)
     ref_ps = [(_t(w), _t(b)) for w, b in saved]
-    np.testing.assert_allclose(before, _jvp_np(ref_ps, x_np, t_np), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(before, mlp_jvp_np(ref_ps, x_np, t_np), rtol=1e-4, atol=1e-5)
 
 
 def test_a_traced_tangent_under_a_transform_is_not_the_fast_path():
     ps = _params(4)
     x = _t(RNG.standard_normal(4))
-    _, jvp_fn = linearize(lambda v: _mlp(ps, v), x)
+    _, jvp_fn = linearize(lambda v: mlp(ps, v), x)
     t = RNG.standard_normal((3, 4)).astype(np.float32)
     got = tp.func.vmap(jvp_fn)(_t(t))
     want = np.stack([jvp_fn(_t(r)).numpy() for r in t])

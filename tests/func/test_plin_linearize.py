@@ -14,6 +14,7 @@ import pytest
 import tensorplay as tp
 from tensorplay import codegen
 from tensorplay.func import _ad, _pipeline, grad, jvp, linearize, vmap
+from tests.tanh_mlp import mlp, mlp_jvp_np, mlp_np
 
 RNG = np.random.default_rng(8)
 
@@ -27,36 +28,6 @@ def _mlp_params(sizes, dtype=np.float32):
             for a, b in zip(sizes[:-1], sizes[1:])]
 
 
-def _mlp(ps, x):
-    for i, (w, b) in enumerate(ps):
-        x = x @ w + b
-        if i < len(ps) - 1:
-            x = tp.tanh(x)
-    return x
-
-
-def _mlp_np(ps, x):
-    for i, (w, b) in enumerate(ps):
-        x = x @ w.numpy().astype(np.float64) + b.numpy().astype(np.float64)
-        if i < len(ps) - 1:
-            x = np.tanh(x)
-    return x
-
-
-def _mlp_jvp_np(ps, x, t):
-    """The tangent of `_mlp` at x along t, by hand in float64."""
-    h, dh = x.astype(np.float64), t.astype(np.float64)
-    for i, (w, b) in enumerate(ps):
-        w64 = w.numpy().astype(np.float64)
-        z, dz = h @ w64 + b.numpy().astype(np.float64), dh @ w64
-        if i < len(ps) - 1:
-            h = np.tanh(z)
-            dh = (1 - h * h) * dz
-        else:
-            h, dh = z, dz
-    return dh
-
-
 def _misses() -> int:
     return sum(m for _, m, _ in _pipeline.stats().values())
 
@@ -66,21 +37,21 @@ def test_mlp_with_captured_weights_matches_numpy_and_jvp():
     ps = _mlp_params([16, 12, 8])
     x_np = RNG.standard_normal(16).astype(np.float32)
     for _ in range(3):  # the first call builds the plan, the others use it
-        out, jvp_fn = linearize(lambda x: _mlp(ps, x), _t(x_np))
-        np.testing.assert_allclose(out.numpy(), _mlp_np(ps, x_np), rtol=1e-5, atol=1e-6)
+        out, jvp_fn = linearize(lambda x: mlp(ps, x), _t(x_np))
+        np.testing.assert_allclose(out.numpy(), mlp_np(ps, x_np), rtol=1e-5, atol=1e-6)
         for _ in range(4):
             t_np = RNG.standard_normal(16).astype(np.float32)
             got = jvp_fn(_t(t_np))
             assert got.shape == (8,) and got.dtype is tp.float32
-            np.testing.assert_allclose(got.numpy(), _mlp_jvp_np(ps, x_np, t_np), rtol=1e-4, atol=1e-5)
-            np.testing.assert_allclose(got.numpy(), jvp(lambda x: _mlp(ps, x), (_t(x_np),), (_t(t_np),))[1].numpy(),
+            np.testing.assert_allclose(got.numpy(), mlp_jvp_np(ps, x_np, t_np), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(got.numpy(), jvp(lambda x: mlp(ps, x), (_t(x_np),), (_t(t_np),))[1].numpy(),
                                        rtol=1e-5, atol=1e-6)
 
 
 def test_values_match_finite_differences_in_float64():
     ps = _mlp_params([5, 4, 3], np.float64)
     x_np = RNG.standard_normal(5)
-    f = lambda x: tp.sin(_mlp(ps, x)) * 2  # noqa: E731
+    f = lambda x: tp.sin(mlp(ps, x)) * 2  # noqa: E731
     _, jvp_fn = linearize(f, _t(x_np, np.float64))
     eps = 1e-6
     for _ in range(3):
@@ -162,7 +133,7 @@ def test_the_function_runs_once_per_linearize():
 # --- errors ----------------------------------------------------------------------------------------
 def test_wrong_tangents_are_clear_errors_naming_linearize():
     ps = _mlp_params([4, 3])
-    _, jvp_fn = linearize(lambda x: _mlp(ps, x), _t(np.ones(4)))
+    _, jvp_fn = linearize(lambda x: mlp(ps, x), _t(np.ones(4)))
     with pytest.raises(ValueError, match=r"linearize: tangents leaf 0 has shape \(5,\).*shape \(4,\)"):
         jvp_fn(tp.ones(5))
     with pytest.raises(TypeError, match="linearize: tangents leaf 0 has dtype float64.*float32"):
@@ -192,11 +163,11 @@ def test_no_recompile_and_no_pass_rerun_over_100_linearizations():
     ps = _mlp_params([8, 8, 8])
     x_np = RNG.standard_normal(8).astype(np.float32)
     t = _t(RNG.standard_normal(8))
-    _, jvp_fn = linearize(lambda x: _mlp(ps, x), _t(x_np))
+    _, jvp_fn = linearize(lambda x: mlp(ps, x), _t(x_np))
     first = jvp_fn(t).numpy()
     c0, m0 = codegen.compile_count(), _misses()
     for _ in range(100):
-        _, jvp_fn = linearize(lambda x: _mlp(ps, x), _t(x_np))  # a fresh lambda every time, as users write it
+        _, jvp_fn = linearize(lambda x: mlp(ps, x), _t(x_np))  # a fresh lambda every time, as users write it
         for _ in range(3):
             again = jvp_fn(t)
     assert codegen.compile_count() == c0, "linearize recompiled an executable on a repeated call"
@@ -298,9 +269,9 @@ def test_concurrent_linearizations_of_one_structure():
 def test_jvp_fn_under_transforms_and_compile():
     ps = _mlp_params([5, 4])
     x_np = RNG.standard_normal(5).astype(np.float32)
-    _, jvp_fn = linearize(lambda x: _mlp(ps, x), _t(x_np))
+    _, jvp_fn = linearize(lambda x: mlp(ps, x), _t(x_np))
     tb = RNG.standard_normal((3, 5)).astype(np.float32)
-    want = np.stack([_mlp_jvp_np(ps, x_np, r) for r in tb])
+    want = np.stack([mlp_jvp_np(ps, x_np, r) for r in tb])
     np.testing.assert_allclose(vmap(jvp_fn)(_t(tb)).numpy(), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(tp.compile(jvp_fn)(_t(tb[0])).numpy(), want[0], rtol=1e-5, atol=1e-6)
     w_sum = ps[0][0].numpy().sum(axis=1)  # d/dt sum(t @ W) = W @ 1
@@ -345,8 +316,8 @@ def test_interpreter_backend_takes_the_general_path(monkeypatch):
     ps = _mlp_params([4, 3])
     x_np, t_np = RNG.standard_normal(4).astype(np.float32), RNG.standard_normal(4).astype(np.float32)
     for _ in range(2):
-        _, jvp_fn = linearize(lambda x: _mlp(ps, x), _t(x_np))
-        np.testing.assert_allclose(jvp_fn(_t(t_np)).numpy(), _mlp_jvp_np(ps, x_np, t_np), rtol=1e-5, atol=1e-6)
+        _, jvp_fn = linearize(lambda x: mlp(ps, x), _t(x_np))
+        np.testing.assert_allclose(jvp_fn(_t(t_np)).numpy(), mlp_jvp_np(ps, x_np, t_np), rtol=1e-5, atol=1e-6)
 
 
 def test_jvp_fn_results_are_fresh_buffers():
