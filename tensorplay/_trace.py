@@ -1481,10 +1481,7 @@ def trace_keyed(fn: Callable, leaves: list, in_tree, known: list, batched_mask: 
     >>> key == (traced.closed().structural_key(), _pytree.LEAF), caps
     (True, [])
     """
-    if not (name and name.isidentifier()):
-        name = getattr(fn, "__name__", None) if name is None else name
-        name = name if name and name.isidentifier() else "f"
-    trace = Trace(transform, name, concrete=_is_concrete(transform))
+    trace = Trace(transform, _graph_name(fn, name), concrete=_is_concrete(transform))
     trace.active = True  # `with trace:`, written out
     STATE.stack.append(trace)
     try:
@@ -1523,6 +1520,12 @@ class KeyedTrace:
         for node in graph[1]:
             node.out.node = None
         _release(trace)
+
+
+def _graph_name(fn: Callable, name: str | None) -> str:
+    """The traced graph's name: `name`, else the function's, when it is an identifier; else "f"."""
+    name = name or getattr(fn, "__name__", "f")
+    return name if name.isidentifier() else "f"
 
 
 def _is_concrete(transform: str) -> bool:
@@ -1579,9 +1582,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict | None = None, *, tra
         all_tensors = len(tensor_pos) == len(leaves)
     if in_types is not None and len(in_types) != len(tensor_pos):
         raise ValueError(f"{transform}: {len(in_types)} input types for {len(tensor_pos)} tensor arguments")
-    fname = name or getattr(fn, "__name__", "f")
-    if not fname.isidentifier():
-        fname = "f"
+    fname = _graph_name(fn, name)
     concrete = _is_concrete(transform)
     trace = Trace(transform, fname, concrete=concrete)
     trace.active = True  # `with trace:`, written out
