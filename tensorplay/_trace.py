@@ -161,10 +161,15 @@ class Trace:
     def __init__(self, transform: str = "trace", name: str = "f", *, concrete: bool = False):
         self.transform = transform
         self.level = next(_levels)
+        self.concrete = concrete
+        self._begin(name)
+
+    def _begin(self, name: str) -> None:
+        """The empty graph state (`tensorplay._replay` calls it on a trace that stops replaying)."""
+        concrete = self.concrete
         self.arg_values: list[Value] = []
         self.capture_values: list[Value] = []
         self.capture_sources: list[Any] = []
-        self.concrete = concrete
         self.capture_views = concrete     # views of outside storage are inputs (see _views.lift_outside)
         self.mutated: list[int] = []      # set by finish(): inputs whose final values are extra outputs
         # aliasing bookkeeping: arguments, proxies of outside storages (`TraceViews()`, written out)
@@ -182,6 +187,7 @@ class Trace:
 
     # immutable defaults, set on the instance when they change
     active = False
+    made = None  # a trace replaying a template (`tensorplay._replay`): the tensors it made so far
     output_aliases: tuple | list = ()  # set by finish(): (input index, view steps) per output, or None
     # The arguments' caller tensors, when `trace_function` numbered them base+1..n (`source_of`
     # reads them; `_sources` holds every other input's source), and which of them are batched.
@@ -891,13 +897,24 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
         def op(self, other):  # (the names of the wrapped methods' parameters)
             a, b = self, other
             stack = STATE.stack
-            if not stack or a.__class__ is not Tensor:
+            if not stack:
+                return fn(a, b)
+            top = stack[-1]
+            made = top.made
+            if made is not None:  # replaying a template (`tensorplay._replay`): its next op, on the same tensors?
+                e = top.expect[len(made)]
+                if e[0] is memo and made[e[1]] is a and made[e[2]] is b and STATE.grad_enabled:
+                    out = _new_tensor(Tensor)
+                    out._data, out._trace, out._value = None, top, e[3]
+                    made.append(out)
+                    return out
+                top.leave()
+            if a.__class__ is not Tensor:
                 return fn(a, b)
             if b.__class__ is not Tensor:
                 if b.__class__ is float or b.__class__ is int:
-                    return _scalar_op(stack[-1], fn, scalars, a, b)
+                    return _scalar_op(top, fn, scalars, a, b)
                 return fn(a, b)
-            top = stack[-1]
             if a._base is not None or b._base is not None or not STATE.grad_enabled:
                 return fn(a, b)
             if a._trace is not top or b._trace is not top:
@@ -933,10 +950,19 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
         def op(input):  # (the name of the wrapped functions' parameter, as torch's)
             a = input
             stack = STATE.stack
-            if not stack or a.__class__ is not Tensor:
+            if not stack:
                 return fn(a)
             top = stack[-1]
-            if a._trace is not top or a._base is not None or not STATE.grad_enabled:
+            made = top.made
+            if made is not None:  # (as the binary op's)
+                e = top.expect[len(made)]
+                if e[0] is memo and made[e[1]] is a and STATE.grad_enabled:
+                    out = _new_tensor(Tensor)
+                    out._data, out._trace, out._value = None, top, e[3]
+                    made.append(out)
+                    return out
+                top.leave()
+            if a.__class__ is not Tensor or a._trace is not top or a._base is not None or not STATE.grad_enabled:
                 return fn(a)
             va = a._value
             t = va.type
@@ -1110,6 +1136,20 @@ def _remember(memo: dict, key: tuple, entry: tuple) -> None:
     if len(memo) >= _OP_MEMO_LIMIT:
         memo.clear()
     memo[key] = entry
+    if entry is not _SKIP and entry[1].__class__ is dict:  # a node's entry: its attributes dict names it (see `memo_of_node`)
+        if len(_MEMO_OF_ATTRS) >= 8 * _OP_MEMO_LIMIT:
+            _MEMO_OF_ATTRS.clear()
+        _MEMO_OF_ATTRS[id(entry[1])] = (memo, entry)
+
+
+_MEMO_OF_ATTRS: dict = {}  # id(an op memo entry's attributes) -> (the memo, the entry); the entry holds the dict
+
+
+def memo_of_node(node: Node) -> tuple | None:
+    """``(memo, entry)`` of the op memo entry that appended `node` (a node made by a memo hit
+    keeps its entry's own attributes dict), or None for a node the op layer made."""
+    got = _MEMO_OF_ATTRS.get(id(node.attrs))
+    return got if got is not None and got[1][1] is node.attrs else None
 
 
 def _replay(top: Trace, hit: tuple, vals: tuple) -> Tensor:
@@ -1414,6 +1454,19 @@ def _known_args(trace: Trace, known: list, leaves: list, batched_mask: tuple | N
         t = _new_tensor(Tensor)
         t._data, t._trace, t._value = None, trace, v
         arg_tensors.append(t)
+    _known_sources(trace, first, known, leaves, batched_mask)
+    return arg_tensors  # (the trace's own list: neither is changed after this)
+
+
+def reserve_ids(n: int) -> int:
+    """The first of `n` consecutive Value ids, reserved at once (for n > 0)."""
+    return next(islice(_value_ids, n - 1, None)) - n + 1
+
+
+def _known_sources(trace: Trace, first: int, known: list, leaves: list, batched_mask: tuple | None) -> None:
+    """Where `trace`'s arguments of types `known`, numbered from `first`, get their values: the
+    caller tensors `leaves` (per-sample slices where `batched_mask` says so); and the arguments'
+    part of the tape key."""
     if trace.concrete:
         if batched_mask is not None:
             trace.batched = True
@@ -1421,10 +1474,9 @@ def _known_args(trace: Trace, known: list, leaves: list, batched_mask: tuple | N
             trace.arg_sources = leaves
             trace.arg_batched = batched_mask
         else:  # (another thread took ids in between)
-            for k, (v, leaf) in enumerate(zip(arg_values, leaves)):
+            for k, (v, leaf) in enumerate(zip(trace.arg_values, leaves)):
                 trace.set_source(v, _BATCHED if batched_mask is not None and batched_mask[k] else leaf)
     trace.arg_key = _arg_key(known)
-    return arg_tensors  # (the trace's own list: neither is changed after this)
 
 
 def _call_traced(fn: Callable, in_tree, traced_leaves: list) -> tuple:
@@ -1490,6 +1542,11 @@ def trace_keyed(fn: Callable, leaves: list, in_tree, known: list, batched_mask: 
         graph = trace.finish(out_tensors, lazy=True)
     finally:
         trace.__exit__()
+    return keyed_result(trace, graph, in_tree, leaves, out_leaves, out_tree, out_tensors)
+
+
+def keyed_result(trace: Trace, graph, in_tree, leaves: list, out_leaves: list, out_tree, out_tensors: list) -> tuple:
+    """`trace_keyed`'s result for the finished `trace` (`graph`: its ``finish(lazy=True)``)."""
     caps = trace.capture_sources
     if (graph.__class__ is not tuple or len(out_tensors) != len(out_leaves) or trace.mutated
             or any(trace.output_aliases) or (caps and any(isinstance(c, RandomKey) for c in caps))):
@@ -1718,6 +1775,7 @@ def clear_memos() -> None:
     _ARG_TREES.clear()
     _ARG_KEYS.clear()
     _TYPE_IDS.clear()
+    _MEMO_OF_ATTRS.clear()
 
 
 def call_graph(graph: Graph, inputs: Sequence) -> list:

@@ -31,6 +31,7 @@ from .. import _pytree
 from .._exec import runner
 from .._tensor import Tensor
 from .._state import STATE
+from .._replay import Replayed, TemplateBox, replay_keyed, template_of
 from .._trace import ClosedGraph, KeyedTrace, RandomKey, call_graph, trace_function, trace_keyed
 from .._views import own_outputs
 from ..autograd._engine import run_taped
@@ -317,7 +318,7 @@ class _Signature:
     (fast-walk signatures only) returns the tensor leaves of positional arguments of exactly this
     signature, else None (see `_matcher`)."""
 
-    __slots__ = ("tree", "mapped", "types", "match", "last", "__weakref__")
+    __slots__ = ("tree", "mapped", "types", "match", "last", "templates", "__weakref__")
 
     def __init__(self, tree, types: list | None = None, match: Callable | None = None):
         self.tree = tree
@@ -327,6 +328,9 @@ class _Signature:
         self.types = types
         self.match = match
         self.last = None
+        # per user function (its code: a fresh lambda per call is the same program), the replay
+        # template of its latest hit (`tensorplay._replay`)
+        self.templates: dict = {}
 
 
 _MATCH_LEAVES = 64  # larger argument trees are matched by the fast walk and a key lookup
@@ -504,13 +508,15 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         key = None
         entry = None
     if latest is not None or entry is not None:
-        if user.__class__ is KeyedTrace:
+        if user.__class__ is Replayed:
             user.drop()
+        elif user.__class__ is KeyedTrace:
+            _keep_template(user, sig, tkey, user_fn)
         if latest is not None:
             _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
             return latest(tensors, captures)
     else:
-        if user.__class__ is KeyedTrace:
+        if user.__class__ is KeyedTrace or user.__class__ is Replayed:
             user = user.closed()
         try:
             entry = _replay_call(chain, user, args, kwargs, name, user_name, positions)
@@ -556,8 +562,44 @@ def _trace_call(chain: tuple, user_fn: Callable, args, kwargs, sig: _Signature, 
                                             user_name)
             return None, user.captures, user, positions
         known = mapped[3]
+    box = sig.templates.get(getattr(user_fn, "__code__", user_fn))
+    if box:
+        got = replay_keyed(box, user_fn, tensors, tree, known[1], name, user_name)
+        if got is not None:
+            if got[2].__class__ is Replayed:
+                if box.fails:
+                    box.fails = 0
+            else:
+                box.fails += 1
+            return (*got, None)
     tkey, captures, user = trace_keyed(user_fn, tensors, tree, known[0], known[1], name, user_name)
     return tkey, captures, user, None
+
+
+_REPLAY_FAILS = 4  # replays or templates failing this many times running end a function's replays
+
+
+def _keep_template(keyed: KeyedTrace, sig: _Signature, tkey: tuple, user_fn: Callable) -> None:
+    """After a hit of `keyed`, a trace of `user_fn` with signature `sig`: keep it as their replay
+    template when it can be one and they have none, else free it (`KeyedTrace.drop`)."""
+    templates = sig.templates
+    code = getattr(user_fn, "__code__", user_fn)
+    box = templates.get(code)
+    if box is None:
+        if len(templates) >= _TEMPLATES_PER_SIGNATURE:
+            templates.clear()
+        box = templates[code] = TemplateBox()
+    if box or box.fails >= _REPLAY_FAILS:
+        keyed.drop()
+        return
+    template = template_of(keyed, tkey)
+    if template is None:
+        box.fails += 1
+    else:
+        box.append(template)
+
+
+_TEMPLATES_PER_SIGNATURE = 32
 
 
 def _trace_key(user: ClosedGraph) -> tuple:

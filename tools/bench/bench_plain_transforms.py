@@ -243,6 +243,7 @@ def _timer(repeat: int, sample_s: float):
 def phases(target, time_it) -> list[tuple[str, float]]:
     """[(phase, us)] of one workload's plain call (see the module docstring): the pieces
     `_pipeline.call_outermost` runs, each timed alone on the state a repeated call sees."""
+    from tensorplay._replay import Replayed
     from tensorplay._trace import KeyedTrace, trace_function
     from tensorplay.func import _ad, _pipeline as P
 
@@ -282,6 +283,8 @@ def phases(target, time_it) -> list[tuple[str, float]]:
     def trace():  # the trace the plain call makes (`_pipeline._trace_call`), its trace freed as on a hit
         tkey, caps, user, _ = P._trace_call(chain, user_fn, args, {}, sig, tensors, per_sample, plan.name, name)
         if user.__class__ is KeyedTrace:
+            P._keep_template(user, sig, tkey, user_fn)  # (as a hit does: the next call replays it)
+        elif user.__class__ is Replayed:
             user.drop()
         return tkey if tkey is not None else P._trace_key(user), caps
 

@@ -1,0 +1,236 @@
+"""Replaying a plain transform's last trace: a repeated call checks its ops instead of recording them.
+
+A plain transform runs the user's function again on every call (fresh Python semantics), and
+after a pipeline-cache hit the trace it recorded is thrown away. This module keeps the last such
+trace of an argument signature as a `Template` when every node of it was appended by an op memo
+hit (`_trace.memo_traced_op`: ``x @ w``, ``x + b``, ``tanh(x)``) on the arguments or on earlier
+results, with no capture. The next call runs the function on a `Replaying` trace. Each memo op
+checks that it is the template's next op (the same memo, on the same tensors of this call) and
+returns a tensor of the template's own result value: no node, value or tape item is made, and the
+types are the template's, which the same ops on the same argument types give. When the function
+returns the template's outputs after its last op, this call traced the template's graph, so it
+takes the template's cache key (`Replayed`).
+
+Anything else makes the trace a real `Trace` first (`Replaying.leave`): another op, operand or
+output, a value asked for (`bool`, `print`), a capture, a view, an in-place write, a nested
+transform. Every use of the trace but the memo ops' check reaches `Replaying.__getattr__` or
+`__setattr__`, so nothing can read or change trace state that is not there. The trace adopts the
+template's nodes so far, renumbered as a fresh trace numbers its values (so its tape key is a fresh
+trace's), and the call goes on as any trace does. The template is consumed then: the next hit makes
+another.
+
+>>> import tensorplay as tp
+>>> from tensorplay.func import jacfwd
+>>> f = jacfwd(lambda x: tp.tanh(x * x))
+>>> [f(tp.tensor([0.0, 1.0])).diagonal().tolist() for _ in range(3)][-1]
+[0.0, 0.8399486541748047]
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ._state import STATE
+from ._tensor import Tensor
+from ._trace import (KeyedTrace, Trace, _call_traced, _graph_name, _is_concrete, _known_sources, _levels, _release,
+                     _value_ids, keyed_result, memo_of_node, reserve_ids)
+
+__all__ = ["Template", "TemplateBox", "Replaying", "Replayed", "replay_keyed", "template_of"]
+
+_new = object.__new__
+_set = object.__setattr__
+_END = (None, 0, 0, None)  # the entry after a template's last op: no op is it
+
+
+class Template:
+    """A finished trace kept for replay: its argument values, its nodes (unlinked: ``value.node``
+    is None, so reference counting frees them) and signatures, and `expect`, per position of a
+    replaying call's `made` list (arguments first, then each op's result), the op that makes it:
+    ``(memo, operand position, second operand position or None, result value)``; `outs` are the
+    outputs' positions, `key` the trace's cache key."""
+
+    __slots__ = ("arg_values", "arg_types", "nodes", "sigs", "expect", "n_made", "out_tree", "outs", "key", "name")
+
+
+def template_of(keyed, key: tuple) -> Template | None:
+    """The template of the finished `trace_keyed` trace `keyed` (a `KeyedTrace`, which this frees
+    either way, as its `drop`) whose cache key is `key`, or None when some node of it is not a memo
+    hit on arguments or earlier results, or it has captures."""
+    trace, graph, _, _, _, out_tree, _ = keyed.parts
+    nodes = graph[1]
+    results = graph[2]
+    template = None
+    if not trace.capture_values and trace.builder.deferred < 0:
+        template = _template(trace, nodes, results, out_tree, key)
+    keyed.drop()  # (unlinks the nodes; the template keeps them so)
+    return template
+
+
+def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) -> Template | None:
+    args = trace.arg_values
+    where = {v: k for k, v in enumerate(args)}
+    expect: list = [None] * len(args)
+    for node in nodes:
+        got = memo_of_node(node)
+        if got is None:
+            return None
+        memo, entry = got
+        ins = node.inputs
+        if len(ins) == 1:
+            a = where.get(ins[0])
+            if a is None:
+                return None
+            expect.append((memo, a, None, node.out))
+        else:
+            a, b = where.get(ins[0]), where.get(ins[1])
+            if a is None or b is None:
+                return None
+            if entry[4] is True:  # the memo appends the node with its operands swapped
+                a, b = b, a
+            expect.append((memo, a, b, node.out))
+        where[node.out] = len(expect) - 1
+    outs = [where.get(v) for v in results]
+    if None in outs:
+        return None
+    expect.append(_END)
+    template = _new(Template)
+    template.arg_values, template.nodes, template.sigs = args, nodes, trace.sigs
+    template.arg_types = [v.type for v in args]
+    template.expect, template.out_tree, template.outs, template.key = expect, out_tree, outs, key
+    template.n_made = len(expect) - 1
+    template.name = trace.builder.name
+    return template
+
+
+class TemplateBox(list):
+    """The replay template of one user function and argument signature: a list of at most one (a
+    call takes it out while it replays it), and `fails`, how many replays or templates of it failed
+    running (the pipeline stops keeping templates after a few)."""
+
+    __slots__ = ("fails",)
+
+    def __init__(self):
+        super().__init__()
+        self.fails = 0
+
+
+class Replaying:
+    """A trace replaying `template` (see the module docstring); `leave` makes it a `Trace`.
+
+    Its own state is in its ``__dict__``: `transform`, `level`, `concrete`, `active` (as a Trace's),
+    `made`, `expect`, `template`, and the call's `leaves` and `batched` mask."""
+
+    def __getattr__(self, name: str):
+        self.leave()
+        return getattr(self, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        self.leave()
+        setattr(self, name, value)
+
+    def leave(self) -> None:
+        """Become the `Trace` this call has recorded so far: the template's arguments and its first
+        ops' nodes, renumbered, as a fresh trace of the same ops would hold them."""
+        d = self.__dict__
+        made, template = d.pop("made"), d.pop("template")
+        del d["expect"]
+        leaves, batched = d.pop("leaves"), d.pop("batched")
+        _set(self, "__class__", Trace)
+        self._begin(template.name)
+        if made is None:  # (a finished replay, reached through a tensor that escaped it)
+            return
+        args = template.arg_values
+        n = len(args)
+        first = reserve_ids(n) if n else self.base + 1
+        arg_values, arg_tensors = self.arg_values, self.views.args
+        for k in range(n):
+            v = args[k]
+            v.id = first + k
+            arg_values.append(v)
+            arg_tensors.append(made[k])
+        _known_sources(self, first, template.arg_types, leaves, batched)
+        nodes, sigs, tape, base = self._nodes, self.sigs, self.tape, self.base
+        done = len(made) - n
+        for node, sig in zip(template.nodes[:done], template.sigs):
+            v = node.out
+            v.node, v.id = node, next(_value_ids)
+            nodes.append(node)
+            sigs.append(sig)
+            tape.append(sig)
+            tape.append(v.id - base)
+            for u in node.inputs:
+                tape.append(u.id - base)
+        template.nodes = None  # (its nodes are this trace's now)
+
+
+class Replayed:
+    """A call that replayed its template to the end: `drop()` (a cache hit) gives the template back to
+    its signature's `box`; `closed()` (a miss) makes the trace real and returns its ClosedGraph."""
+
+    __slots__ = ("trace", "template", "box", "parts")
+
+    def drop(self) -> None:
+        d = self.trace.__dict__
+        d["made"] = d["leaves"] = None  # (the trace <-> its tensors cycle; the caller's tensors)
+        if not self.box:
+            self.box.append(self.template)
+
+    def closed(self):
+        trace = self.trace
+        trace.leave()
+        out_leaves, out_tree, out_tensors, in_tree, leaves = self.parts
+        graph = trace.finish(out_tensors, lazy=True)
+        traced = keyed_result(trace, graph, in_tree, leaves, out_leaves, out_tree, out_tensors)[2]
+        return traced.closed() if traced.__class__ is KeyedTrace else traced
+
+
+def replay_keyed(box: list, fn: Callable, leaves: list, in_tree, batched_mask: tuple | None, transform: str,
+                 name: str) -> tuple | None:
+    """`trace_keyed`'s ``(key, captures, traced)`` for a call that replays the template in `box` (a
+    signature's list of at most one), taken out while in use; None when the box is empty. `traced`
+    is a `Replayed` when the call replayed the template to the end, else as `trace_keyed`'s."""
+    try:
+        template = box.pop()
+    except IndexError:  # (empty, or another thread's call has it)
+        return None
+    trace = _new(Replaying)
+    args = []
+    for v in template.arg_values:
+        t = _new(Tensor)
+        t._data, t._trace, t._value = None, trace, v
+        args.append(t)
+    made = list(args)
+    _set(trace, "__dict__", {"transform": transform, "level": next(_levels), "concrete": _is_concrete(transform),
+                             "active": True, "made": made, "expect": template.expect, "template": template,
+                             "leaves": leaves, "batched": batched_mask})
+    stack = STATE.stack
+    stack.append(trace)
+    try:
+        out_leaves, out_tree, out_tensors = _call_traced(fn, in_tree, args)
+    except BaseException:
+        if trace.__class__ is Replaying:
+            trace.__dict__["made"] = None
+            box.append(template)
+        raise
+    finally:
+        if trace.__class__ is Replaying:
+            if not stack or stack[-1] is not trace:
+                raise RuntimeError("tensorplay: trace stack corrupted (traces must be left in the order entered)")
+            stack.pop()
+            trace.__dict__["active"] = False
+        else:
+            trace.__exit__()
+    if trace.__class__ is Replaying:
+        outs = template.outs
+        if len(made) == template.n_made and len(out_leaves) == len(outs) and (
+                out_tree is template.out_tree or out_tree == template.out_tree):
+            for t, k in zip(out_leaves, outs):
+                if t is not made[k]:
+                    break
+            else:
+                done = _new(Replayed)
+                done.trace, done.template, done.box = trace, template, box
+                done.parts = (out_leaves, out_tree, out_tensors, in_tree, leaves)
+                return template.key, [], done
+        trace.leave()
+    graph = trace.finish(out_tensors, lazy=True)
+    return keyed_result(trace, graph, in_tree, leaves, out_leaves, out_tree, out_tensors)

@@ -1,0 +1,357 @@
+"""The replay of a plain transform's last trace (`tensorplay._replay`).
+
+A replayed call records nothing: it checks each op against the template and takes the template's
+cache entry when the function returned the template's outputs. A wrong check would give the
+template's result for another program, not an error, so every test changes the program between
+calls (an op, an operand, the output, a value asked for, an exception, grad mode) and checks each
+result against an oracle of its own (numpy by hand, float64 central differences, loop-and-stack),
+and that the replay was really taken or really left."""
+import gc
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tensorplay as tp
+from tensorplay import _replay
+from tensorplay.func import _pipeline, debug_unwrap, grad, jacfwd, jacrev, vmap
+
+RNG = np.random.default_rng(14)
+D = 5
+W1 = RNG.standard_normal((D, D)) / np.sqrt(D)
+B1 = RNG.standard_normal(D)
+W2 = RNG.standard_normal((D, D)) / np.sqrt(D)
+X = RNG.standard_normal(D)
+
+
+@pytest.fixture
+def replays(monkeypatch):
+    """Counts of the replays taken to the end ("replayed") and left on the way ("left")."""
+    counts = {"replayed": 0, "left": 0}
+    real = _pipeline.replay_keyed
+
+    def counted(*args):
+        got = real(*args)
+        if got is not None:
+            counts["replayed" if got[2].__class__ is _replay.Replayed else "left"] += 1
+        return got
+
+    monkeypatch.setattr(_pipeline, "replay_keyed", counted)
+    return counts
+
+
+def _t(a, dtype=np.float64):
+    return tp.from_numpy(np.array(a, dtype))
+
+
+def _mlp(x, w1, b1, w2):
+    return tp.tanh(x @ w1 + b1) @ w2
+
+
+def _mlp_jacobian(x, w1, b1, w2):
+    """d/dx of tanh(x W1 + b1) W2, by hand: W1 diag(1 - tanh^2) W2, transposed to (out, in)."""
+    h = np.tanh(x @ w1 + b1)
+    return ((w1 * (1 - h * h)) @ w2).T
+
+
+def _fd_jacobian(f, x, eps=1e-6):
+    cols = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = eps
+        cols.append((f(x + e) - f(x - e)) / (2 * eps))
+    return np.stack(cols, -1)
+
+
+def test_repeated_jacobians_replay_and_match_the_closed_form(replays):
+    args = [_t(a) for a in (X, W1, B1, W2)]
+    want = _mlp_jacobian(X, W1, B1, W2)
+    for transform in (jacfwd, jacrev):
+        for _ in range(5):
+            np.testing.assert_allclose(transform(_mlp)(*args).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 6 and replays["left"] == 0
+
+
+def test_new_argument_values_are_read_on_a_replayed_call(replays):
+    f = jacrev(_mlp)
+    w = _t(W1)
+    for k in range(5):
+        x = X + k
+        np.testing.assert_allclose(f(_t(x), w, _t(B1), _t(W2)).numpy(), _mlp_jacobian(x, W1, B1, W2), rtol=1e-10, atol=1e-12)
+    w.mul_(0.5)  # an argument updated in place: its new value, not a stale one
+    np.testing.assert_allclose(f(_t(X), w, _t(B1), _t(W2)).numpy(), _mlp_jacobian(X, W1 * 0.5, B1, W2), rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 3
+
+
+ACT = {"fn": tp.tanh}
+
+
+def _with_global_activation(x, w1, b1, w2):
+    return ACT["fn"](x @ w1 + b1) @ w2
+
+
+def test_a_changed_global_leaves_the_replay_at_that_op(replays):
+    args = [_t(a) for a in (X, W1, B1, W2)]
+    f = jacfwd(_with_global_activation)
+    try:
+        for _ in range(3):
+            ACT["fn"] = tp.tanh
+            np.testing.assert_allclose(f(*args).numpy(), _mlp_jacobian(X, W1, B1, W2), rtol=1e-10, atol=1e-12)
+        ACT["fn"] = tp.sigmoid
+        s = 1 / (1 + np.exp(-(X @ W1 + B1)))
+        np.testing.assert_allclose(f(*args).numpy(), ((W1 * (s * (1 - s))) @ W2).T, rtol=1e-10, atol=1e-12)
+        assert replays["left"] >= 1
+        ACT["fn"] = tp.tanh  # and back: the other path again
+        np.testing.assert_allclose(f(*args).numpy(), _mlp_jacobian(X, W1, B1, W2), rtol=1e-10, atol=1e-12)
+    finally:
+        ACT["fn"] = tp.tanh
+
+
+def test_a_different_operand_or_output_is_not_replayed(replays):
+    flags = {"swap": False, "out": 0}
+
+    def f(x, w):
+        a = x @ w
+        b = x @ w if not flags["swap"] else a @ w  # same op, another operand
+        c = a * b
+        return (a, b, c)[flags["out"]]
+
+    x, w = _t(X), _t(W1)
+    jac = {  # d/dx of each output, by hand
+        (False, 0): W1.T, (False, 2): (2 * (X @ W1))[:, None] * W1.T,
+        (True, 1): (W1 @ W1).T,
+        (True, 2): ((X @ W1) @ W1)[:, None] * W1.T + (X @ W1)[:, None] * (W1 @ W1).T}
+    for swap, out in [(False, 0), (False, 0), (False, 0), (False, 2), (False, 2), (True, 2), (True, 2),
+                      (True, 1), (False, 0)]:
+        flags.update(swap=swap, out=out)
+        np.testing.assert_allclose(jacrev(f)(x, w).numpy(), jac[swap, out], rtol=1e-10, atol=1e-12)
+    assert replays["left"] >= 3 and replays["replayed"] >= 1
+
+
+def test_only_the_second_operand_differs(replays):
+    flags = {"b": True}
+
+    def f(x):
+        a, b = tp.tanh(x), tp.sigmoid(x)
+        return a * (b if flags["b"] else a)
+
+    x = _t(X)
+    t, s = np.tanh(X), 1 / (1 + np.exp(-X))
+    dt, ds = 1 - t * t, s * (1 - s)
+    for use_b in (True, True, True, False, False, True, False):
+        flags["b"] = use_b
+        want = np.diag(dt * s + t * ds) if use_b else np.diag(2 * t * dt)
+        np.testing.assert_allclose(jacfwd(f)(x).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["left"] >= 2
+
+
+def test_two_functions_of_one_signature_replay_each_their_own(replays):
+    f = jacrev(lambda x, w: tp.tanh(x @ w))
+    g = jacrev(lambda x, w: tp.sigmoid(x @ w))
+    x, w = _t(X), _t(W1)
+    y = X @ W1
+    s = 1 / (1 + np.exp(-y))
+    for _ in range(6):
+        np.testing.assert_allclose(f(x, w).numpy(), (W1 * (1 - np.tanh(y) ** 2)).T, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g(x, w).numpy(), (W1 * (s * (1 - s))).T, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 8 and replays["left"] == 0
+
+
+def test_values_asked_for_while_replaying_are_the_call_s(replays, capsys):
+    seen = []
+
+    def f(x, w):
+        y = x @ w
+        print(y)  # (a value on demand: the replay becomes a trace here)
+        seen.append(debug_unwrap(y).numpy().copy())
+        return tp.tanh(y)
+
+    w = _t(W1)
+    for k in range(4):
+        x = X + k
+        h = np.tanh(x @ W1)
+        np.testing.assert_allclose(jacfwd(f)(_t(x), w).numpy(), (W1 * (1 - h * h)).T, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(seen[-1], x @ W1, rtol=1e-12)
+        assert capsys.readouterr().out == repr(_t(x @ W1)) + "\n"
+    assert replays["left"] >= 2
+
+
+def test_a_branch_on_a_value_takes_each_path(replays):
+    def f(x, w):
+        y = x @ w
+        if float(debug_unwrap(y).sum()) > 0:
+            return tp.tanh(y)
+        return y * y
+
+    w = _t(W1)
+    for x in (X, -X, X, X, -X, -X, X):
+        y = x @ W1
+        want = (W1 * (1 - np.tanh(y) ** 2)).T if y.sum() > 0 else (W1 * 2 * y).T
+        np.testing.assert_allclose(jacrev(f)(_t(x), w).numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_an_exception_while_replaying_gives_the_template_back(replays):
+    fail = {"now": False}
+
+    def f(x, w):
+        y = tp.tanh(x @ w)
+        if fail["now"]:
+            raise ValueError("user error")
+        return y
+
+    x, w = _t(X), _t(W1)
+    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
+    for _ in range(3):
+        np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    fail["now"] = True
+    with pytest.raises(ValueError, match="user error"):
+        jacfwd(f)(x, w)
+    fail["now"] = False
+    before = replays["replayed"]
+    np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] == before + 1
+    assert not tp._state.STATE.stack
+
+
+@pytest.mark.parametrize("op", ["matmul", "sigmoid"])
+def test_no_grad_inside_is_not_replayed_as_a_differentiated_op(replays, op):
+    mode = {"off": False}
+
+    def f(x, w):
+        with tp.no_grad() if mode["off"] and op == "matmul" else tp.enable_grad():
+            y = x @ w
+        with tp.no_grad() if mode["off"] and op == "sigmoid" else tp.enable_grad():
+            s = tp.sigmoid(x)
+        return tp.tanh(y) + s
+
+    x, w = _t(X), _t(W1)
+    h, sg = np.tanh(X @ W1), 1 / (1 + np.exp(-X))
+    for off in (False, False, False, True, False, True):
+        mode["off"] = off
+        dy = 0 if off and op == "matmul" else (W1 * (1 - h * h)).T
+        ds = 0 if off and op == "sigmoid" else np.diag(sg * (1 - sg))
+        np.testing.assert_allclose(jacrev(f)(x, w).numpy(), dy + ds, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 1
+
+
+def test_a_tensor_that_escapes_a_replayed_call_is_a_leaked_tracer(replays):
+    kept = []
+
+    def f(x, w):
+        y = x @ w
+        kept.append(y)
+        return tp.tanh(y)
+
+    x, w = _t(X), _t(W1)
+    for _ in range(4):
+        jacfwd(f)(x, w)
+    assert replays["replayed"] >= 1
+    assert kept[-1].shape == (D,)
+    with pytest.raises(tp._state.TracingError, match="leaked tracer"):
+        kept[-1] + x
+    with pytest.raises(tp._state.TracingError, match="leaked tracer"):
+        tp.tanh(kept[-1])
+
+
+def test_a_replayed_call_whose_entry_was_evicted_compiles_again(replays):
+    x, w = _t(X), _t(W1)
+    f = jacfwd(lambda x, w: tp.tanh(x @ w))
+    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
+    for _ in range(3):
+        f(x, w)
+    _pipeline._OUTERMOST.clear()  # (the signatures and their templates stay)
+    np.testing.assert_allclose(f(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(f(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 2
+
+
+def test_replayed_calls_leave_nothing_for_the_cyclic_collector(replays):
+    from tensorplay.ir.core import Node
+
+    args = [_t(a) for a in (X, W1, B1, W2)]
+    f = jacrev(_mlp)
+    for _ in range(3):
+        f(*args)
+    gc.collect()
+    gc.disable()
+    try:
+        before = sum(1 for o in gc.get_objects() if o.__class__ in (Node, _replay.Replaying))
+        for _ in range(5):
+            f(*args)
+        assert sum(1 for o in gc.get_objects() if o.__class__ in (Node, _replay.Replaying)) <= before
+    finally:
+        gc.enable()
+    assert replays["replayed"] >= 5
+
+
+def test_vmap_of_a_jacobian_replays_per_sample(replays):
+    xs = RNG.standard_normal((4, D))
+    f = vmap(jacrev(_mlp), in_dims=(0, None, None, None))
+    args = [_t(xs)] + [_t(a) for a in (W1, B1, W2)]
+    want = np.stack([_mlp_jacobian(x, W1, B1, W2) for x in xs])
+    for _ in range(4):
+        np.testing.assert_allclose(f(*args).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 1
+
+
+def test_concurrent_threads_each_get_their_own_result():
+    f = jacfwd(lambda x, w: tp.tanh(x @ w))
+    w = _t(W1)
+    f(_t(X), w)  # (compiled once, before the threads)
+    errors = []
+
+    def run(k):
+        try:
+            for i in range(30):
+                x = X + k + i
+                np.testing.assert_allclose(f(_t(x), w).numpy(), (W1 * (1 - np.tanh(x @ W1) ** 2)).T,
+                                           rtol=1e-10, atol=1e-12)
+        except Exception as e:  # (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+_OPS = ["add", "mul", "sub", "matmul", "tanh", "sigmoid"]
+
+
+def _program(ops, x, w):
+    """A straight-line program over x and a square w; `ops` are (op, operand picks)."""
+    vals = [x]
+    for op, i, j in ops:
+        a, b = vals[i % len(vals)], vals[j % len(vals)]
+        vals.append({"add": lambda: a + b, "mul": lambda: a * b, "sub": lambda: a - b, "matmul": lambda: a @ w,
+                     "tanh": lambda: tp.tanh(a), "sigmoid": lambda: tp.sigmoid(a)}[op]())
+    return vals[-1]
+
+
+def _numpy_program(ops, x, w):
+    vals = [x]
+    for op, i, j in ops:
+        a, b = vals[i % len(vals)], vals[j % len(vals)]
+        vals.append({"add": lambda: a + b, "mul": lambda: a * b, "sub": lambda: a - b, "matmul": lambda: a @ w,
+                     "tanh": lambda: np.tanh(a), "sigmoid": lambda: 1 / (1 + np.exp(-a))}[op]())
+    return vals[-1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(_OPS), st.integers(0, 9), st.integers(0, 9)),
+                         min_size=1, max_size=6), min_size=1, max_size=3),
+       st.lists(st.integers(0, 2), min_size=3, max_size=8), st.sampled_from(["jacfwd", "jacrev"]))
+def test_random_programs_switched_between_calls_match_finite_differences(programs, order, which):
+    """Programs that share prefixes and differ anywhere, called in a random order through one
+    transform object: every call's Jacobian is its own program's."""
+    current = {"ops": programs[0]}
+    f = {"jacfwd": jacfwd, "jacrev": jacrev}[which](lambda x, w: _program(current["ops"], x, w))
+    w = W1 * 0.5
+    for k in order:
+        ops = programs[k % len(programs)]
+        current["ops"] = ops
+        want = _fd_jacobian(lambda x: _numpy_program(ops, x, w), X)
+        np.testing.assert_allclose(f(_t(X), _t(w)).numpy(), want, rtol=1e-5, atol=1e-6)
