@@ -14,7 +14,8 @@ Interleaving stays on: without it a vectorised reduction has one accumulator and
 Every compiled graph is one LLVM module, split into parts of balanced estimated cost
 (`split_module`: one per compile thread, `COMPILE_THREADS`), each parsed into its own LLVMContext,
 optimised with its own pass builder and emitted with its own TargetMachine in a thread of its own
-(`compile_ir`); llvmlite's global lock is bypassed for those calls only (`_unlocked`), so the
+(`compile_ir`), and the small kernels marked `CHEAP_ATTRIBUTE` make one more module at O1
+(`split_levels`); llvmlite's global lock is bypassed for those calls only (`_unlocked`), so the
 threads really run at the same time (ctypes releases the GIL). The object images are linked into
 one library of its own ORC LLJIT instance (`link_object`): dropping the `JitModule` (`release`, or
 garbage collection) disposes that instance and frees its machine code. One LLJIT per module, rather than one
