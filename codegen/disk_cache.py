@@ -274,7 +274,8 @@ def host_fingerprint() -> str:
     cheap = host_key()
     memo = (directory(), cheap)
     jit = sys.modules.get(__name__.rpartition(".")[0] + ".jit")
-    if jit is not None and jit._engine is not None:
+    # (getattr: another thread may be importing jit, its module not initialised yet)
+    if getattr(jit, "_engine", None) is not None:
         real = jit.host_fingerprint()
         if _hosts.get(memo) != real and read_host_record(cheap) != real:
             write_host_record(cheap, real)

@@ -270,3 +270,16 @@ def test_a_hit_reports_the_merged_functions_of_the_compile(cache_dir):
     codegen.clear_cache()
     again = codegen.compile_graph(g)
     assert again.stats["source"] == "disk cache" and again.stats["merged_functions"] == 1
+
+
+def test_host_fingerprint_while_another_thread_is_still_importing_the_jit(monkeypatch):
+    """Two threads making a process's first executables at once: one may see `codegen.jit` in
+    sys.modules before its module body ran (no `_engine` yet). The fingerprint is still the host's."""
+    import types
+
+    from tensorplay.codegen import jit
+
+    want = jit.host_fingerprint()
+    monkeypatch.setitem(sys.modules, jit.__name__, types.ModuleType(jit.__name__))  # (no globals yet)
+    monkeypatch.setattr(disk_cache, "_hosts", {})
+    assert disk_cache.host_fingerprint() == want
