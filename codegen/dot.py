@@ -65,7 +65,7 @@ import ctypes
 import functools
 import glob
 import os
-from dataclasses import dataclass
+from ._record import record
 from math import prod
 
 import numpy as np
@@ -288,7 +288,7 @@ def inplace_tile() -> "gemm_kernel.Tile":
 COPY_PANEL_MIN_ROWS = 256
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Blas:
     """A cblas gemm pair found in numpy's bundled OpenBLAS: symbol names and integer width."""
 
@@ -328,7 +328,7 @@ def find_blas() -> Blas | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GemmPlan:
     """A dot_general as a loop nest of strided row-major gemm calls (all sizes and strides in
     elements): `loops` = (extent, lhs stride, rhs stride, out stride) per loop axis; per call
@@ -407,7 +407,7 @@ class GemmPlan:
                 and (self.m * self.k <= GENERATED_MAX_PANEL or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GemvCall:
     """One cblas gemv per point of a GemmPlan's loop nest: y = op(M) @ x with M the row-major
     `rows` x `cols` matrix of operand `matrix` (0 = lhs, 1 = rhs; leading dimension `ld`),
@@ -424,7 +424,7 @@ class GemvCall:
     incy: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lapack:
     """LAPACKE (row-major C interface) in numpy's bundled OpenBLAS: where it is and its integer width."""
 
@@ -679,7 +679,7 @@ def _free(b: ir.IRBuilder, p: ir.Value) -> None:
 PANEL_STACK_BYTES = 1 << 15  # a strided B's panel (`gemm_kernel.small_panel_elements`) on the stack up to this
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TilePlan:
     """A dot_general below the BLAS range as a loop nest of small products run as register tiles
     (`gemm_kernel.emit_small_gemm`); strides in elements. `loops` = (extent, lhs stride, rhs stride,

@@ -26,7 +26,7 @@ OpenBLAS sgemm 2.73 ms median, this kernel 2.23 ms (0.82x); a single 64x784x128 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ._record import record
 
 from llvmlite import ir
 
@@ -42,7 +42,7 @@ _F32 = u.F32
 _VEC = ir.VectorType(_F32, LANES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tile:
     """A register tile of C: `mr` rows of `nv` vectors of `lanes` floats (`nr` = nv * lanes columns).
 

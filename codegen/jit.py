@@ -14,7 +14,8 @@ Interleaving stays on: without it a vectorised reduction has one accumulator and
 Every compiled graph is one LLVM module, split into parts of balanced estimated cost
 (`split_module`: one per compile thread, `COMPILE_THREADS`), each parsed into its own LLVMContext,
 optimised with its own pass builder and emitted with its own TargetMachine in a thread of its own
-(`compile_ir`); llvmlite's global lock is bypassed for those calls only (`_unlocked`), so the
+(`compile_ir`), and the small kernels marked `CHEAP_ATTRIBUTE` make one more module at O1
+(`split_levels`); llvmlite's global lock is bypassed for those calls only (`_unlocked`), so the
 threads really run at the same time (ctypes releases the GIL). The object images are linked into
 one library of its own ORC LLJIT instance (`link_object`): dropping the `JitModule` (`release`, or
 garbage collection) disposes that instance and frees its machine code. One LLJIT per module, rather than one
@@ -42,7 +43,7 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from ._record import Factory, record
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
@@ -62,6 +63,12 @@ FULL_UNROLL_MAX_COUNT = 4
 # call-site splitting, non-trivial unswitching) and cost ~10-15 % of the optimiser's time.
 SPEED_LEVEL = 2
 CODEGEN_OPT = 3  # the machine-code generator's level (O2 and O3 cost the same there)
+# Kernels whose function carries CHEAP_ATTRIBUTE (`module.compiled_cheaply`: small loops and
+# reductions) are compiled apart, in a module of their own, at these levels: O1 (no vectorisers,
+# no unrolling) and the machine-code level that emits the same instructions as 3 in ~7 % less time.
+CHEAP_ATTRIBUTE = '"tensorplay-cheap"'
+CHEAP_SPEED_LEVEL = 1
+CHEAP_CODEGEN_OPT = 1
 UNROLL_OPTIONS = ("-unroll-threshold=100", f"-unroll-full-max-count={FULL_UNROLL_MAX_COUNT}")
 # Loop strength reduction (machine-code generator) is off: it was a third of the machine-code time
 # of a conv2d + max_pool2d grad module (deep loop nests with many address computations: LSR is
@@ -90,7 +97,7 @@ class _Engine:
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
         self.tm = self.new_target_machine()  # triple, data layout, assembly; module parts take their own
-        self._free_machines: list = []  # target machines not in use by a compiling thread
+        self._free_machines: dict[int, list] = {}  # machine-code level -> target machines not in use
         self.count = 0
         self.imports: dict[str, int] = {}  # symbols of libraries loaded for compiled code
         self.libraries: dict[str, tuple[str, ...]] = {}  # path -> those symbols (a disk-cache entry lists them)
@@ -101,17 +108,21 @@ class _Engine:
                                                  opt=CODEGEN_OPT if codegen_level is None else codegen_level,
                                                  codemodel="jitdefault")
 
-    def take_machine(self):
-        """A target machine for one thread's use (LLVM's TargetMachine is not shared by threads that
-        emit at the same time); give it back with `give_machine`."""
+    def take_machine(self, codegen_level: int | None = None):
+        """A target machine at `codegen_level` (`CODEGEN_OPT`) for one thread's use (LLVM's
+        TargetMachine is not shared by threads that emit at the same time); give it back with
+        `give_machine`."""
+        level = CODEGEN_OPT if codegen_level is None else codegen_level
         with _lock:
-            if self._free_machines:
-                return self._free_machines.pop()
-        return self.new_target_machine()
+            free = self._free_machines.get(level)
+            if free:
+                return free.pop()
+        return self.new_target_machine(level)
 
-    def give_machine(self, tm) -> None:
+    def give_machine(self, tm, codegen_level: int | None = None) -> None:
+        level = CODEGEN_OPT if codegen_level is None else codegen_level
         with _lock:
-            self._free_machines.append(tm)
+            self._free_machines.setdefault(level, []).append(tm)
 
     def pipeline(self, speed_level: int = 3):
         pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
@@ -145,10 +156,11 @@ def host_fingerprint() -> str:
     e = engine()
     return (f"llvm={'.'.join(map(str, llvm.llvm_version_info))} llvmlite={llvmlite.__version__} "
             f"triple={e.tm.triple} cpu={e.cpu} features={e.features} opt=O{SPEED_LEVEL}/{CODEGEN_OPT} "
+            f"cheap=O{CHEAP_SPEED_LEVEL}/{CHEAP_CODEGEN_OPT} "
             f"options={' '.join(UNROLL_OPTIONS + CODEGEN_OPTIONS)}")
 
 
-@dataclass
+@record
 class JitModule:
     """Machine code living in its own LLJIT: function addresses, object images and optimised IR (of
     every part, one after the other)."""
@@ -156,7 +168,7 @@ class JitModule:
     addresses: dict[str, int]
     llvm_ir: str
     objects: list[bytes]
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = Factory(dict)
     merged: int = 0  # internal functions merged into an identical one (`merge_identical_functions`)
     _jit: object = None
     _tracker: object = None
@@ -379,7 +391,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _compile_pool
 
 
-@dataclass
+@record
 class _Function:
     name: str
     text: str
@@ -448,17 +460,29 @@ def split_module(text: str, parts: int) -> list[str]:
     items = _module_items(text)
     if items is None:
         return [text]
-    header, globals_, decls, funcs, meta = items
-    for f in funcs:
-        if f.text.startswith("define internal "):
-            f.text = "define " + f.text[len("define internal "):]
+    funcs = items[3]
     parts = max(1, min(parts, len(funcs)))
+    return _assemble(items, _balanced(funcs, parts), parts)
+
+
+def _balanced(funcs: list[_Function], parts: int, first: int = 0) -> dict[str, int]:
+    """Each function's part, ``first`` to ``first + parts - 1``, of balanced estimated cost."""
     load = [0] * parts
     owner: dict[str, int] = {}
     for f in sorted(funcs, key=lambda f: -f.cost):  # longest first, each to the least loaded part
         p = load.index(min(load))
-        owner[f.name] = p
+        owner[f.name] = first + p
         load[p] += f.cost
+    return owner
+
+
+def _assemble(items, owner: dict[str, int], parts: int) -> list[str]:
+    """The `parts` modules holding the functions of `items` (`_module_items`) as `owner` says,
+    every function external (see `split_module`)."""
+    header, globals_, decls, funcs, meta = items
+    for f in funcs:
+        if f.text.startswith("define internal "):
+            f.text = "define " + f.text[len("define internal "):]
     defined = {f.name: f for f in funcs}
     out = []
     for p in range(parts):
@@ -480,7 +504,34 @@ def split_module(text: str, parts: int) -> list[str]:
     return out
 
 
-@dataclass
+def _is_cheap(f: _Function) -> bool:
+    return CHEAP_ATTRIBUTE in f.text[:f.text.find("\n")]
+
+
+def split_levels(text: str, parts: int) -> list[tuple[str, int | None, int | None]]:
+    r"""`split_module(text, parts)`, as (module text, speed level, machine-code level) each (None: the
+    defaults), except that the functions marked `CHEAP_ATTRIBUTE` make one more module, at
+    `CHEAP_SPEED_LEVEL` and `CHEAP_CODEGEN_OPT`. A function's level depends on its mark alone,
+    not on `parts`.
+
+    >>> f = 'define internal void @"k{0}"(){1}\n{{\nentry:\n  ret void\n}}\n'
+    >>> text = f.format(0, "") + f.format(1, " " + CHEAP_ATTRIBUTE) + 'define void @"e"()\n{\n  ret void\n}\n'
+    >>> [(p.count("define "), s, c) for p, s, c in split_levels(text, 1)]
+    [(2, None, None), (1, 1, 1)]
+    """
+    items = _module_items(text)
+    cheap = [] if items is None else [f for f in items[3] if _is_cheap(f)]
+    if not cheap:
+        return [(t, None, None) for t in split_module(text, parts)]
+    rest = [f for f in items[3] if not _is_cheap(f)]
+    parts = max(1, min(parts, len(rest)))
+    owner = _balanced(rest, parts)
+    owner.update((f.name, parts) for f in cheap)
+    texts = _assemble(items, owner, parts + 1)
+    return [(t, None, None) for t in texts[:-1]] + [(texts[-1], CHEAP_SPEED_LEVEL, CHEAP_CODEGEN_OPT)]
+
+
+@record
 class _PartResult:
     obj: bytes
     llvm_ir: str
@@ -492,11 +543,11 @@ class _PartResult:
 
 def _compile_part(text: str, speed_level: int | None, codegen_level: int | None = None) -> _PartResult:
     """Parse, verify, optimise and emit one module in its own context with its own target machine
-    (one of the engine's at `CODEGEN_OPT`, or a new one at `codegen_level`)."""
+    (one of the engine's, at `codegen_level` or `CODEGEN_OPT`)."""
     c0 = time.thread_time()
     t0 = time.perf_counter()
     e = engine()
-    tm = e.take_machine() if codegen_level is None else e.new_target_machine(codegen_level)
+    tm = e.take_machine(codegen_level)
     try:
         with _parsed(text) as mod:
             _verify_unlocked(mod)
@@ -506,8 +557,7 @@ def _compile_part(text: str, speed_level: int | None, codegen_level: int | None 
             obj = _emit_unlocked(tm, mod)
             optimised = _print_unlocked(mod)
     finally:
-        if codegen_level is None:
-            e.give_machine(tm)
+        e.give_machine(tm, codegen_level)
     t3 = time.perf_counter()
     return _PartResult(obj, optimised, t1 - t0, t2 - t1, t3 - t2, time.thread_time() - c0)
 
@@ -549,11 +599,18 @@ def compile_ir(text: str, symbols: list[str], speed_level: int | None = None,
     t0 = time.perf_counter()
     text, merged = merge_identical_functions(text)
     parts = compile_parts(text) if parts is None else max(1, parts)
-    texts = split_module(text, parts)
-    pending = [_pool(len(texts) - 1).submit(_compile_part, t, speed_level) for t in texts[1:]] if len(texts) > 1 else []
+    texts = [(t, s if speed_level is None or s is None else min(s, speed_level), c)
+             for t, s, c in split_levels(text, parts)]
+    # one thread: every module in this one, one after the other; else one thread per module
+    rest = texts[1:] if parts > 1 else []
+    pending = [_pool(len(rest)).submit(_compile_part, t, speed_level if s is None else s, c)
+               for t, s, c in rest]
     ts = time.perf_counter()
-    first = _compile_part(texts[0], speed_level)
+    t, s, c = texts[0]
+    first = _compile_part(t, speed_level if s is None else s, c)
     results = [first] + [f.result() for f in pending]
+    if parts == 1:
+        results += [_compile_part(t, speed_level if s is None else s, c) for t, s, c in texts[1:]]
     t3 = time.perf_counter()
     jm = link_object([r.obj for r in results], symbols, "\n".join(r.llvm_ir for r in results))
     jm.timings.update(parse=ts - t0 + first.parse, llvm_opt=first.llvm_opt,

@@ -12,7 +12,8 @@ writes a buffer it also reads, so `noalias` on kernel arguments is sound).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from ._record import Factory, record
 
 from llvmlite import ir
 
@@ -20,6 +21,7 @@ from tensorplay.ir.core import Graph, Node, Value
 from . import irutil as u
 from . import vecmath as vm
 from .context import KernelContext
+from .jit import CHEAP_ATTRIBUTE
 from .lower import LOWERINGS
 from .lowerings.reduce import fix_loop_ids
 from .schedule import Control, Kernel
@@ -47,31 +49,35 @@ ARRAY_DATA_OFFSET = _array_data_offset()
 VECTOR_WIDTH = 512
 # Fused elementwise loops over at most this many elements are optimised for size (`optimised_for_size`).
 SMALL_KERNEL_ELEMENTS = 1 << 14
+# Loops and reductions touching at most this many elements (weighted, see there) are optimised at
+# `jit.CHEAP_SPEED_LEVEL` (`compiled_cheaply`).
+CHEAP_KERNEL_ELEMENTS = 1 << 10
+VECMATH_WEIGHT = 16
 UNROLL_OUTER = False
 
 
-@dataclass
+@record
 class Block:
     """The scratch of one control step, live only while it runs: named temporaries (`temps`:
     name -> offset in the block), then one arena shared by its regions (they never run at the same
     time and keep nothing in it between runs), each planned in `regions`."""
 
     offset: int = 0
-    temps: dict[str, int] = field(default_factory=dict)
-    regions: dict[str, "BufferPlan"] = field(default_factory=dict)
+    temps: dict[str, int] = Factory(dict)
+    regions: dict[str, "BufferPlan"] = Factory(dict)
     region_base: int = 0
     size: int = 0
 
 
-@dataclass
+@record
 class BufferPlan:
     """Where each materialised value lives: ('in', i), ('out', j) or ('arena', byte offset), and the
     block of every control step (by its position in the step list)."""
 
-    slots: dict[Value, tuple[str, int]] = field(default_factory=dict)
-    out_values: list[Value] = field(default_factory=list)  # values stored to output slot j
+    slots: dict[Value, tuple[str, int]] = Factory(dict)
+    out_values: list[Value] = Factory(list)  # values stored to output slot j
     arena_bytes: int = 0
-    blocks: dict[int, Block] = field(default_factory=dict)
+    blocks: dict[int, Block] = Factory(dict)
 
 
 def _nbytes(v: Value) -> int:
@@ -232,7 +238,13 @@ def build_module(graph: Graph, kernels: list[Kernel], plan: BufferPlan, prefix: 
         text = text.replace(") noinline nounwind\n", f') noinline nounwind "prefer-vector-width"="{VECTOR_WIDTH}"\n')
         text = text.replace(") noinline nounwind optsize\n",
                             f') noinline nounwind optsize "prefer-vector-width"="{VECTOR_WIDTH}"\n')
+    cheap = {f"{prefix}_{k.name}" for k in kernels if not isinstance(k, Control) and compiled_cheaply(k)}
+    if cheap:
+        text = _DEFINE_LINE.sub(lambda m: f"{m.group(0)} {CHEAP_ATTRIBUTE}" if m.group(1) in cheap else m.group(0), text)
     return text, entry_name
+
+
+_DEFINE_LINE = re.compile(r'^define internal void @"([^"]+)"\(.*$', re.MULTILINE)
 
 
 def fastcall_name(entry_name: str) -> str:
@@ -392,7 +404,7 @@ class EntryBuilder:
         return self.b.icmp_unsigned("!=", self.b.load(self.status, typ=u.I64), u.i64(0))
 
 
-@dataclass
+@record
 class ControlSite:
     """What a control lowering sees of its step: the operand pointers (in operand order), one
     pointer per element of the result (None: unused), its scratch (`temp`), and `region` to emit
@@ -447,6 +459,40 @@ def optimised_for_size(k: Kernel) -> bool:
     for d in k.domain:
         size *= d
     return size <= SMALL_KERNEL_ELEMENTS
+
+
+def _elements(v: Value) -> int:
+    n = 1
+    for d in v.type.shape:
+        n *= d
+    return n
+
+
+def compiled_cheaply(k: Kernel) -> bool:
+    """Whether kernel `k` is optimised at `jit.CHEAP_SPEED_LEVEL` (LLVM's O1: no vectorisers, no
+    unrolling) rather than `jit.SPEED_LEVEL`: a loop or reduction kernel, run once per call, whose
+    largest value's elements, times 1 + `VECMATH_WEIGHT` per vecmath function it evaluates (exp,
+    tanh, ...: tens of instructions per element), are at most `CHEAP_KERNEL_ELEMENTS`. Vectorising
+    such a loop would save well under a microsecond per call, and costs the vectorisers' analysis
+    and the larger machine code at every compile (MLP 784-256-256-10 loss+grad: its 64- and
+    640-element kernels are 10-16 of the module's ~70-80 ms of LLVM). Each element's reduction is
+    accumulated in one order whatever the level, so results do not depend on the element's position
+    (`jit.reassociation_is_per_element`).
+
+    >>> from tensorplay.ir import GraphBuilder, TensorType, float32
+    >>> from tensorplay.codegen.schedule import schedule
+    >>> b = GraphBuilder(); x = b.add_input(TensorType((8, 4), float32)); y = b.add_input(TensorType((64, 32), float32))
+    >>> g = b.build([b.add(x, x), b.exp(y), b.emit("reduce_sum", x, axes=(0,)), b.add(y, y), b.exp(x)])
+    >>> [compiled_cheaply(k) for k in schedule(g)]
+    [True, False, True, False, True]
+    """
+    if k.kind != "loop":
+        low = LOWERINGS.get(k.kind)
+        if low is None or not low.fuses_producers:  # dot_general, sort, linalg, control, ...: their own code
+            return False
+    elements = max(_elements(v) for v in (*k.inputs, *k.outputs, *(n.out for n in k.nodes)))
+    weight = 1 + VECMATH_WEIGHT * sum(n.prim.name in vm.FUNCTIONS for n in k.nodes)
+    return elements * weight <= CHEAP_KERNEL_ELEMENTS
 
 
 def _emit_kernel(module: ir.Module, k: Kernel, name: str, ranged: bool, codes: dict,

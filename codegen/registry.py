@@ -35,7 +35,7 @@ the backend, so every other module may import it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ._record import record
 from typing import Callable
 
 from tensorplay.ir.core import Node
@@ -60,7 +60,7 @@ def never(node: Node) -> bool:
 KINDS = ("expr", "kernel", "control", "alias", "inline")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lowering:
     """How one primitive is compiled (see the module docstring for the `kind`s)."""
 

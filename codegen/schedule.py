@@ -39,7 +39,7 @@ that their bodies fuse with the code around them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ._record import Factory, record
 
 from tensorplay.ir.core import Graph, Node, Value
 from tensorplay.ir.regions import region_attrs
@@ -53,7 +53,7 @@ MAX_PATHS = 4  # a cheap node may be recomputed at most this many times per elem
 MAX_FUSED_DEPTH = 64
 
 
-@dataclass
+@record
 class Kernel:
     """One loop nest: `nodes` (topological order) computed, `outputs` stored, `inputs` read."""
 
@@ -61,11 +61,11 @@ class Kernel:
     kind: str  # "loop", or the primitive name of a kernel-kind root
     root: Node
     domain: tuple[int, ...]
-    nodes: list[Node] = field(default_factory=list)
-    outputs: list[Value] = field(default_factory=list)
-    inputs: list[Value] = field(default_factory=list)
+    nodes: list[Node] = Factory(list)
+    outputs: list[Value] = Factory(list)
+    inputs: list[Value] = Factory(list)
     flat: bool = False  # loop kernel iterated as one 1-D loop over the linear index
-    node_indices: list[int] = field(default_factory=list)  # positions of `nodes` in graph.nodes
+    node_indices: list[int] = Factory(list)  # positions of `nodes` in graph.nodes
     # a loop kernel iterated box by box, [start, stop) each (None: one loop nest over the domain)
     boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None
 
@@ -79,14 +79,14 @@ class Kernel:
                 "flat": self.flat}
 
 
-@dataclass
+@record
 class Control(Kernel):
     """A control-flow step: `root` is the cond/while_loop/scan node, `inputs` its operands,
     `elements[i]` the value projecting element i of its result (None: no one reads it),
     `outputs` the projected values, `regions` each region attribute's schedule."""
 
-    elements: list[Value | None] = field(default_factory=list)
-    regions: dict[str, "Scope"] = field(default_factory=dict)
+    elements: list[Value | None] = Factory(list)
+    regions: dict[str, "Scope"] = Factory(dict)
 
     def describe(self) -> dict:
         d = super().describe()
@@ -94,7 +94,7 @@ class Control(Kernel):
         return d
 
 
-@dataclass
+@record
 class Scope:
     """One graph in normal form (`normalize`) and its steps, in execution order."""
 

@@ -17,7 +17,7 @@ never calls BLAS (a reduction kernel has no gemm), so the pool and OpenBLAS's th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ._record import record
 
 from llvmlite import ir
 
@@ -34,7 +34,7 @@ REDUCE_SPLIT_MIN = 1 << 18  # smaller reductions run in one piece, as one loop
 SPLIT_KINDS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReductionSplit:
     """How an executable's one full-reduction kernel runs in blocks (see the module docstring)."""
 

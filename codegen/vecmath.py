@@ -53,6 +53,7 @@ results, identical in every lane that did not need it.
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 from contextlib import contextmanager
 from decimal import Context, Decimal, localcontext
@@ -597,8 +598,11 @@ def atan2(b: ir.IRBuilder, y: ir.Value, x: ir.Value) -> ir.Value:
 _LOG_TABLE_BITS = 7
 
 
+@functools.lru_cache(maxsize=None)
 def _log_table():
-    """(1/c rounded to 8 bits, -log(that) as two doubles) for 2^7 subintervals of [sqrt(1/2), sqrt(2))."""
+    """(1/c rounded to 8 bits, -log(that) as two doubles) for 2^7 subintervals of [sqrt(1/2), sqrt(2)).
+    Made on pow's first lowering: its 128 90-digit logarithms were 8-9 ms of every cold compile's
+    import of this module."""
     n = 1 << _LOG_TABLE_BITS
     lo, hi = math.sqrt(0.5), math.sqrt(2.0)
     invc, logc_hi, logc_lo = [], [], []
@@ -615,8 +619,6 @@ def _log_table():
         logc_lo.append(lo_part)
     return lo, (hi - lo) / n, invc, logc_hi, logc_lo
 
-
-_LOGT = _log_table()
 
 
 def _table_lookup(b: ir.IRBuilder, name: str, values: list[float], index: ir.Value) -> ir.Value:
@@ -636,7 +638,7 @@ def _log_dd(m: _M, x):
     """log(x) as a double-double (hi, lo), ~2^-66 relative, for finite x > 0 (float64)."""
     b = m.b
     ef, mant = _log_parts(m, x)
-    lo_edge, width, invc, logc_hi, logc_lo = _LOGT
+    lo_edge, width, invc, logc_hi, logc_lo = _log_table()
     i = m.to_int(m.mul(m.sub(mant, lo_edge), 1.0 / width))
     i = u.iclamp(b, i, 0, len(invc) - 1)
     inv = _table_lookup(b, "tp_log_invc", invc, i)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from .._record import record
 from typing import Callable
 
 from llvmlite import ir
@@ -37,7 +37,7 @@ from .elementwise import convert
 _FAST = ("reassoc",)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Monoid:
     """An associative combine with its identity; `acc` is the accumulator dtype for an input dtype."""
 

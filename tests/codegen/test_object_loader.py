@@ -125,23 +125,27 @@ def _libraries(exe):
 
 
 def _object(cache_dir):
+    """The executable, its entry's object image, and its other images (the kernels compiled
+    apart at the cheap level, `jit.split_levels`)."""
     exe, path = _compiled(cache_dir)
     images, _, _ = disk_cache.load(path.stem)
-    return exe, images[0]
+    entry = next(iter(exe._jit.addresses))
+    first = next(i for i in images if entry.encode() in i)
+    return exe, first, [i for i in images if i is not first]
 
 
 def test_garbage_and_truncated_objects_are_refused(cache_dir):
-    exe, obj = _object(cache_dir)
+    exe, obj, rest = _object(cache_dir)
     entry = next(iter(exe._jit.addresses))
     resolve = object_loader.Resolver(_libraries(exe))
-    object_loader.load(obj, [entry], resolve).release()
+    object_loader.load([obj, *rest], [entry], resolve).release()
     bad = [b"", b"\x7fELF", obj[:64], obj[:len(obj) // 2], obj[:18] + b"\x03\x00" + obj[20:],  # e_machine 3 (i386)
            obj[:4] + b"\x01" + obj[5:], bytes(len(obj))]
     for data in bad:
         with pytest.raises(Unsupported):
-            object_loader.load(data, [entry], resolve)
+            object_loader.load([data, *rest], [entry], resolve)
     with pytest.raises(Unsupported, match="not defined"):
-        object_loader.load(obj, ["no_such_symbol"], resolve)
+        object_loader.load([obj, *rest], ["no_such_symbol"], resolve)
 
 
 def _sections(obj: bytes):
@@ -157,7 +161,7 @@ def _sections(obj: bytes):
 
 
 def test_an_unknown_relocation_is_refused(cache_dir):
-    exe, obj = _object(cache_dir)
+    exe, obj, rest = _object(cache_dir)
     entry = next(iter(exe._jit.addresses))
     resolve = object_loader.Resolver(_libraries(exe))
     rela = [r for _, _, r, _ in _sections(obj) if r[1] == 4 and r[5]]
@@ -165,17 +169,17 @@ def test_an_unknown_relocation_is_refused(cache_dir):
     info_at = rela[0][4] + 8  # r_info of the first relocation: type in the low 32 bits
     patched = obj[:info_at] + struct.pack("<I", 99) + obj[info_at + 4:]
     with pytest.raises(Unsupported, match="relocation type 99"):
-        object_loader.load(patched, [entry], resolve)
+        object_loader.load([patched, *rest], [entry], resolve)
 
 
 def test_thread_local_sections_are_refused(cache_dir):
-    exe, obj = _object(cache_dir)
+    exe, obj, rest = _object(cache_dir)
     entry = next(iter(exe._jit.addresses))
     text = [(at, r) for _, name, r, at in _sections(obj) if r[2] & 0x4 and r[5]]
     at, r = text[0]
     patched = obj[:at + 8] + struct.pack("<Q", r[2] | 0x400) + obj[at + 16:]  # sh_flags |= SHF_TLS
     with pytest.raises(Unsupported, match="thread-local"):
-        object_loader.load(patched, [entry], object_loader.Resolver(_libraries(exe)))
+        object_loader.load([patched, *rest], [entry], object_loader.Resolver(_libraries(exe)))
 
 
 def test_an_entry_whose_object_is_garbage_falls_back_and_is_rebuilt(cache_dir):

@@ -97,7 +97,8 @@ def test_two_parts_give_the_bits_of_one(name, monkeypatch, no_disk_cache):
     one = codegen.Executable(g)
     _parts(monkeypatch, 2)
     two = codegen.Executable(g)
-    assert one.stats["llvm_parts"] == 1 and two.stats["llvm_parts"] == 2
+    cheap = int(jit.CHEAP_ATTRIBUTE in one.llvm_ir)  # small kernels: one more module (`jit.split_levels`)
+    assert one.stats["llvm_parts"] == 1 + cheap and two.stats["llvm_parts"] == 2 + cheap
     got1, got2 = one(*args), two(*args)
     for a, b in zip(got1, got2):
         assert a.dtype == b.dtype and a.shape == b.shape
@@ -105,7 +106,7 @@ def test_two_parts_give_the_bits_of_one(name, monkeypatch, no_disk_cache):
     want = interpret(g, [np.ascontiguousarray(a) for a in args])
     for a, w in zip(got2, want):  # and both are right
         np.testing.assert_allclose(a, w, rtol=2e-5, atol=1e-5)
-    assert len(two._jit.objects) == 2 and all(o[:4] == b"\x7fELF" for o in two._jit.objects)
+    assert len(two._jit.objects) == 2 + cheap and all(o[:4] == b"\x7fELF" for o in two._jit.objects)
     assert "define internal" not in two.llvm_ir
     asm = two.asm  # every part's assembly, every function labelled once
     for fn in re.findall(r'^define [^\n]*?@"?([\w.]+)"?\(', two.llvm_ir, re.M):
@@ -154,7 +155,7 @@ def test_a_split_module_round_trips_through_the_disk_cache(tmp_path, monkeypatch
     first = codegen.Executable(g)
     again = codegen.Executable(g)
     assert first.stats["source"] == "compiled" and again.stats["source"] == "disk cache"
-    assert len(again._jit.objects) == 2
+    assert len(again._jit.objects) == 2 + int(jit.CHEAP_ATTRIBUTE in first.llvm_ir)
     for a, b in zip(first(*args), again(*args)):
         np.testing.assert_array_equal(a, b)
     codegen.clear_cache()

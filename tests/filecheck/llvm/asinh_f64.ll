@@ -2,7 +2,7 @@
 target triple = "x86_64-unknown-linux-gnu"
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 
-define internal void @"golden_k0_asinh"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") noinline nounwind optsize "prefer-vector-width"="512"
+define internal void @"golden_k0_asinh"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") noinline nounwind optsize "prefer-vector-width"="512" "tensorplay-cheap"
 {
 entry:
   br label %"i.head"

@@ -22,7 +22,7 @@ i.exit:
   ret void
 }
 
-define internal void @"golden_k1_exp"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") noinline nounwind optsize "prefer-vector-width"="512"
+define internal void @"golden_k1_exp"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") noinline nounwind optsize "prefer-vector-width"="512" "tensorplay-cheap"
 {
 entry:
   br label %"i.head"
