@@ -81,6 +81,17 @@ def host_avx512() -> bool:
     return "+avx512f" in _host_features()
 
 
+def target_avx512() -> bool:
+    """Whether the JIT's target machine has AVX-512F: what decides the instructions emitted
+    (`vpermi2ps` exists only there), as `host_avx512` decides the plan. They are apart so that a
+    plan forced onto another host's path still emits code this host's LLVM can select.
+
+    >>> target_avx512() == ("+avx512f" in jit.engine().features.split(","))
+    True
+    """
+    return "+avx512f" in _host_features()
+
+
 def choose_tile(m: int, n: int, avx512: bool | None = None) -> Tile:
     """The register tile for an m x n product that `GemmPlan.generated_kernel` takes (n a multiple
     of AVX2_TILE.nr, m >= 2 * AVX2_TILE.mr): the 512-bit tile on an AVX-512 host when n is a
@@ -889,8 +900,8 @@ def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
     n are stored to a scratch tile instead of C. An untransposed B's panel is copied
     contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow panel); a transposed
     one always is (on the stack, or from malloc for a k longer than `GENERIC_PANEL_K`), its
-    16-lane blocks transposed by AVX-512 permutes on an AVX-512 host (`avx512`, by default the
-    host's). The bits are those of `emit_gemm_inplace`.
+    16-lane blocks transposed by AVX-512 permutes on an AVX-512 target (`avx512`, by default
+    `target_avx512`). The bits are those of `emit_gemm_inplace`.
 
     >>> text = emit_generic_inplace(AVX512_TILE, avx512=False)
     >>> text.startswith('define internal void @"tp_gemm_f32_8x32"('), "vpermi2var" in text
@@ -898,7 +909,7 @@ def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
     """
     MR, NV, L, NR = tile.mr, tile.nv, tile.lanes, tile.nr
     vt = f"<{L} x float>"
-    permute = L == 16 and (host_avx512() if avx512 is None else avx512)
+    permute = L == 16 and (target_avx512() if avx512 is None else avx512)
     args = ", ".join(f"{'ptr' if name in 'abc' else 'i64'} %{name}" for name in GENERIC_ARGS)
     t = _Text()
     t.lines.append(f'define internal void @"{generic_core_symbol(tile)}"({args})\n{{')

@@ -142,12 +142,12 @@ def test_the_transposed_panel_with_and_without_the_avx512_permutes(avx512, monke
     AVX-512 host only (`gemm_kernel._transposed_panel_text`); otherwise (forced here) shufflevectors.
     Both modules give the bits of the process's function: k below one block, k % 16 != 0, a
     narrow last panel."""
-    if avx512 and not gemm_kernel.host_avx512():
+    if avx512 and not gemm_kernel.target_avx512():
         pytest.skip("not an AVX-512 host")
     from tensorplay.codegen import object_loader
 
     tile = gemm_kernel.AVX512_TILE
-    monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: avx512)
+    monkeypatch.setattr(gemm_kernel, "target_avx512", lambda: avx512)
     text = gemm_kernel.generic_module_text(tile)
     assert ("vpermi2var" in text) == avx512 and ("tp_gemm_tmasks" in text) == avx512
     names = [gemm_kernel.generic_symbol(tile, t) for t in (False, True)]
