@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ._deferred import Deferred, replay as replay_block
 from ._state import STATE
 from ._tensor import Tensor
 from ._trace import (KeyedTrace, Trace, _call_traced, _graph_name, _is_concrete, _known_sources, _levels, _release,
-                     _value_ids, keyed_result, memo_of_node, reserve_ids)
+                     _value_ids, keyed_result, known_array, memo_of_node, reserve_ids)
 
 __all__ = ["Template", "TemplateBox", "Replaying", "Replayed", "replay_keyed", "template_of"]
 
@@ -59,7 +60,7 @@ def template_of(keyed, key: tuple) -> Template | None:
     nodes = graph[1]
     results = graph[2]
     template = None
-    if not trace.capture_values and trace.builder.deferred < 0:
+    if not trace.capture_values:
         template = _template(trace, nodes, results, out_tree, key)
     keyed.drop()  # (unlinks the nodes; the template keeps them so)
     return template
@@ -70,6 +71,16 @@ def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) ->
     where = {v: k for k, v in enumerate(args)}
     expect: list = [None] * len(args)
     for node in nodes:
+        if node.__class__ is Deferred:  # a composite block (`_deferred`): checked by its program
+            ops = node.refs[:node.n_ops]
+            if len(ops) > 2:
+                return None
+            a, b = where.get(ops[0]), where.get(ops[1]) if len(ops) == 2 else None
+            if a is None or (b is None and len(ops) == 2):
+                return None
+            expect.append((node.prog, a, b, node.out))
+            where[node.out] = len(expect) - 1
+            continue
         got = memo_of_node(node)
         if got is None:
             return None
@@ -150,7 +161,17 @@ class Replaying:
         _known_sources(self, first, template.arg_types, leaves, batched)
         nodes, sigs, tape, base = self._nodes, self.sigs, self.tape, self.base
         done = len(made) - n
-        for node, sig in zip(template.nodes[:done], template.sigs):
+        moved: dict = {}  # a block's template result -> its value in this trace
+        for k, (node, sig) in enumerate(zip(template.nodes[:done], template.sigs)):
+            if node.__class__ is Deferred:
+                # recorded again as the composite's hit records it (its ids, constants and tape
+                # step are this trace's); the tensor the function holds takes the new result
+                ops = [moved.get(u, u) for u in node.refs[:node.n_ops]]
+                value = replay_block(self, node.prog, ops)._value
+                moved[node.out] = made[n + k]._value = value
+                continue
+            if moved:
+                node.inputs = tuple([moved.get(u, u) for u in node.inputs])
             v = node.out
             v.node, v.id = node, next(_value_ids)
             nodes.append(node)
@@ -160,6 +181,27 @@ class Replaying:
             for u in node.inputs:
                 tape.append(u.id - base)
         template.nodes = None  # (its nodes are this trace's now)
+
+    def known_arg(self, t: Tensor):
+        """`_trace.known_array(t)` for a tensor `t` of this replaying trace: its caller tensor's
+        array when `t` is an argument with one (not batched), None for an op's result (no value is
+        known without computing it)."""
+        d = self.__dict__
+        made = d["made"]
+        if made is not None:
+            for k in range(len(d["template"].arg_values)):
+                if made[k] is t:
+                    batched, source = d["batched"], d["leaves"][k]
+                    if batched is not None and batched[k]:
+                        return None
+                    if source.__class__ is Tensor and source._trace is None and source._base is None \
+                            and not source._meta:
+                        return source._data
+                    break
+            else:
+                return None
+        self.leave()
+        return known_array(t)
 
 
 class Replayed:

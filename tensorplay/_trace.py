@@ -575,6 +575,8 @@ def known_array(t: Tensor) -> np.ndarray | None:
         return t._data
     if trace is not (stack[-1] if stack else None) or t._base is not None:
         return None
+    if trace.made is not None:  # a trace replaying a template (`tensorplay._replay`)
+        return trace.known_arg(t)
     v = t._value
     if v.node is not None:
         return None
@@ -908,7 +910,9 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
                     out._data, out._trace, out._value = None, top, e[3]
                     made.append(out)
                     return out
-                top.leave()
+                out = _replayed_block(top, made, e, memo, a, b)
+                if out is not None:
+                    return out
             if a.__class__ is not Tensor:
                 return fn(a, b)
             if b.__class__ is not Tensor:
@@ -994,6 +998,25 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
     op.__module__ = getattr(fn, "__module__", __name__)
     op.__wrapped__ = fn
     return op
+
+
+def _replayed_block(top: Trace, made: list, e: tuple, memo: dict, a, b) -> Tensor | None:
+    """A binary memo op's call on the replaying trace `top` (`tensorplay._replay`) whose next
+    template entry `e` is not this op's node: the template's result when `e` is the composite
+    block this op replays for these operand types (`_learn_block`: the broadcast ``x + b``), on
+    the same tensors; else None, after `top` left the replay (as every other mismatch does)."""
+    prog = e[0]
+    if prog.__class__ is tuple and e[2] is not None and made[e[1]] is a and made[e[2]] is b \
+            and STATE.grad_enabled:
+        t, u = a._value.type, b._value.type
+        hit = memo.get((t.shape, t.dtype, u.shape, u.dtype))
+        if hit is not None and hit[0] is prog and hit[4] == _PROGRAM:
+            out = _new_tensor(Tensor)
+            out._data, out._trace, out._value = None, top, e[3]
+            made.append(out)
+            return out
+    top.leave()
+    return None
 
 
 def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, t0: int, out, operands: tuple) -> None:

@@ -14,6 +14,7 @@ from math import prod as _product  # `prod` below is the tensor op
 from tensorplay.ir import dtypes, get_primitive as _gp
 
 from .._tensor import Tensor
+from .._trace import memo_traced_op
 from ._table import op
 from ._common import (as_tensor_operand, constant, convert, copy, dtype_of, ebind, filled,
                       normalize_dim, normalize_dims, shape_of)
@@ -68,8 +69,19 @@ def _accumulate_dtype(x: Tensor, dtype):
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum over `dim` (all dims when None); bool and integer inputs sum in int64, as in PyTorch."""
+    if dim is None and keepdim is False and dtype is None:
+        return _sum_all(input)
     x = _arg(input)
     return _reduce(_SUM, convert(x, _accumulate_dtype(x, dtype)), dim, keepdim, "sum")
+
+
+def _total(input):
+    x = _arg(input)
+    return _reduce(_SUM, convert(x, _accumulate_dtype(x, None)), None, False, "sum")
+
+
+_total.__name__ = _total.__qualname__ = "sum"
+_sum_all = memo_traced_op(_total, 1)  # ``x.sum()`` traced: one node, replayed by its memo (`_trace`)
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):

@@ -318,7 +318,89 @@ def test_concurrent_threads_each_get_their_own_result():
     assert not errors, errors
 
 
-_OPS = ["add", "mul", "sub", "matmul", "tanh", "sigmoid"]
+def _relu_ce_loss(w, b, x, y):
+    """Mean cross-entropy of relu(x w + b) (a broadcast add, relu and cross_entropy: composite blocks)."""
+    return tp.nn.functional.cross_entropy(tp.relu(x @ w + b), y)
+
+
+def _numpy_relu_ce(w, b, x, y):
+    z = np.maximum(x @ w + b, 0)
+    z = z - z.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return -logp[np.arange(len(y)), y].mean()
+
+
+def _fd_grad(f, a, eps=1e-6):
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[i] = eps
+        g[i] = (f(a + e) - f(a - e)) / (2 * eps)
+    return g
+
+
+def test_composite_blocks_replay_and_read_each_call_s_labels(replays):
+    """A loss of composite blocks (broadcast add, relu, cross_entropy) replays; the labels, which the
+    loss reads as known values, are each call's, and labels that change the loss's graph (an
+    ignored class) leave the replay."""
+    rng = np.random.default_rng(3)
+    w, b, x = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((6, 4))
+    f = grad(_relu_ce_loss)
+    for k in range(6):
+        y = (np.arange(6) + k) % 3
+        want = _fd_grad(lambda w_: _numpy_relu_ce(w_, b, x, y), w)
+        np.testing.assert_allclose(f(_t(w), _t(b), _t(x), tp.tensor(y.tolist())).numpy(), want, rtol=1e-6,
+                                   atol=1e-8)
+    assert replays["replayed"] >= 3 and replays["left"] == 0
+    y = np.array([0, 1, 2, -100, 1, 0])  # an ignored target: another program (nll of the rest)
+    keep = y != -100
+    want = _fd_grad(lambda w_: _numpy_relu_ce(w_, b, x[keep], y[keep]), w)
+    np.testing.assert_allclose(f(_t(w), _t(b), _t(x), tp.tensor(y.tolist())).numpy(), want, rtol=1e-6, atol=1e-8)
+    assert replays["left"] == 1
+
+
+def test_leaving_after_composite_blocks_keys_the_trace_as_a_fresh_one(replays):
+    """A replay left after blocks records them again as their hits do: switching between two
+    programs that share a prefix of blocks compiles each once, and each result is its own."""
+    flags = {"square": False}
+
+    def loss(w, b, x):
+        h = tp.relu(x @ w + b)
+        g = h * h  # (a node reading a block's result, before the programs differ)
+        return g.sum() if flags["square"] else tp.tanh(g).sum()
+
+    rng = np.random.default_rng(4)
+    w, b, x = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((5, 4))
+    want = {False: _fd_grad(lambda w_: np.tanh(np.maximum(x @ w_ + b, 0) ** 2).sum(), w),
+            True: _fd_grad(lambda w_: (np.maximum(x @ w_ + b, 0) ** 2).sum(), w)}
+    f = grad(loss)
+    before = _pipeline.stats()["outermost"][1]
+    for square in (False, False, False, True, True, False, True, False, True, True):
+        flags["square"] = square
+        np.testing.assert_allclose(f(_t(w), _t(b), _t(x)).numpy(), want[square], rtol=1e-6, atol=1e-8)
+    assert replays["left"] >= 4 and replays["replayed"] >= 1
+    assert _pipeline.stats()["outermost"][1] - before == 2  # one entry per program: the left traces' keys are fresh ones'
+
+
+@pytest.mark.parametrize("block", ["relu", "broadcast_operator", "broadcast_add"])
+def test_a_block_on_another_operand_of_its_type_is_not_replayed(replays, block):
+    """The same composite program on another tensor of the same type leaves the replay."""
+    flags = {"first": True}
+    apply = {"relu": lambda a, b: tp.relu(a if flags["first"] else b),
+             "broadcast_operator": lambda a, b: (a if flags["first"] else b) + a.sum(),
+             "broadcast_add": lambda a, b: tp.add(a.sum(), a if flags["first"] else b)}[block]
+    by_hand = {"relu": lambda a, b: np.maximum(a if flags["first"] else b, 0),
+               "broadcast_operator": lambda a, b: (a if flags["first"] else b) + a.sum(),
+               "broadcast_add": lambda a, b: a.sum() + (a if flags["first"] else b)}[block]
+    f = jacrev(lambda x, w: apply(x @ w, tp.tanh(x)))
+    for first in (True, True, True, False, True, False):
+        flags["first"] = first
+        want = _fd_jacobian(lambda x: by_hand(x @ W1, np.tanh(x)), X)
+        np.testing.assert_allclose(f(_t(X), _t(W1)).numpy(), want, rtol=1e-6, atol=1e-8)
+    assert replays["left"] >= 2 and replays["replayed"] >= 1
+
+
+_OPS = ["add", "mul", "sub", "matmul", "tanh", "sigmoid", "relu", "add_sum"]
 
 
 def _program(ops, x, w):
@@ -327,7 +409,8 @@ def _program(ops, x, w):
     for op, i, j in ops:
         a, b = vals[i % len(vals)], vals[j % len(vals)]
         vals.append({"add": lambda: a + b, "mul": lambda: a * b, "sub": lambda: a - b, "matmul": lambda: a @ w,
-                     "tanh": lambda: tp.tanh(a), "sigmoid": lambda: tp.sigmoid(a)}[op]())
+                     "tanh": lambda: tp.tanh(a), "sigmoid": lambda: tp.sigmoid(a), "relu": lambda: tp.relu(a),
+                     "add_sum": lambda: a + b.sum()}[op]())  # (relu, a broadcast add: composite blocks)
     return vals[-1]
 
 
@@ -336,7 +419,8 @@ def _numpy_program(ops, x, w):
     for op, i, j in ops:
         a, b = vals[i % len(vals)], vals[j % len(vals)]
         vals.append({"add": lambda: a + b, "mul": lambda: a * b, "sub": lambda: a - b, "matmul": lambda: a @ w,
-                     "tanh": lambda: np.tanh(a), "sigmoid": lambda: 1 / (1 + np.exp(-a))}[op]())
+                     "tanh": lambda: np.tanh(a), "sigmoid": lambda: 1 / (1 + np.exp(-a)),
+                     "relu": lambda: np.maximum(a, 0), "add_sum": lambda: a + b.sum()}[op]())
     return vals[-1]
 
 

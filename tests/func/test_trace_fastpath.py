@@ -348,15 +348,16 @@ def test_a_finished_trace_is_freed_by_reference_counting():
 
 
 def _maybe_take_ids_in_between(monkeypatch, yes: bool) -> None:
-    """Make every Trace take one more value id after its base (as another thread might)."""
+    """Make every Trace take one more value id after its base (as another thread might), both a
+    fresh one and one a replay becomes when it leaves its template (both begin with `_begin`)."""
     if yes:
-        init = _trace.Trace.__init__
+        begin = _trace.Trace._begin
 
-        def init_then_take_an_id(self, *args, **kwargs):
-            init(self, *args, **kwargs)
+        def begin_then_take_an_id(self, *args, **kwargs):
+            begin(self, *args, **kwargs)
             next(_trace._value_ids)
 
-        monkeypatch.setattr(_trace.Trace, "__init__", init_then_take_an_id)
+        monkeypatch.setattr(_trace.Trace, "_begin", begin_then_take_an_id)
 
 
 @pytest.mark.parametrize("ids_taken_in_between", [False, True])
