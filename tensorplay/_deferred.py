@@ -132,8 +132,7 @@ def replay(top, prog, operands: list) -> Tensor:
     if made is not None:
         e = top.expect[len(made)]
         if e[0] is prog and _same_operands(made, e, operands):
-            out = _new(Tensor)
-            out._data, out._trace, out._value = None, top, e[3]
+            out = e[4]
             made.append(out)
             return out
         top.leave()
@@ -237,7 +236,7 @@ def replay(top, prog, operands: list) -> Tensor:
 
 def _same_operands(made: list, expected: tuple, operands: list) -> bool:
     """Whether `operands` (values of the replaying trace's own tensors) are those of the positions
-    of `made` that the template's block entry `expected` reads (``(prog, first, second, result)``,
+    of `made` that the template's block entry `expected` reads (``(prog, first, second, ...)``,
     the second None for one operand)."""
     n = len(operands)
     if n == 1:

@@ -13,7 +13,8 @@ takes the template's cache key (`Replayed`).
 
 Anything else makes the trace a real `Trace` first (`Replaying.leave`): another op, operand or
 output, a value asked for (`bool`, `print`), a capture, a view, an in-place write, a nested
-transform. Every use of the trace but the memo ops' check reaches `Replaying.__getattr__` or
+transform, a change of grad mode (`TraceState.set_grad_mode`: a replay starts only with grad on,
+so its ops need not check it). Every use of the trace but the memo ops' check reaches `Replaying.__getattr__` or
 `__setattr__`, so nothing can read or change trace state that is not there. The trace adopts the
 template's nodes so far, renumbered as a fresh trace numbers its values (so its tape key is a fresh
 trace's), and the call goes on as any trace does. The template is consumed then: the next hit makes
@@ -27,6 +28,8 @@ another.
 """
 from __future__ import annotations
 
+from sys import getrefcount as _refs
+from weakref import getweakrefcount as _weak_refs
 from typing import Callable
 
 from ._deferred import Deferred, replay as replay_block
@@ -39,17 +42,22 @@ __all__ = ["Template", "TemplateBox", "Replaying", "Replayed", "replay_keyed", "
 
 _new = object.__new__
 _set = object.__setattr__
-_END = (None, 0, 0, None)  # the entry after a template's last op: no op is it
+_END = (None, 0, 0, None, None)  # the entry after a template's last op: no op is it
 
 
 class Template:
     """A finished trace kept for replay: its argument values, its nodes (unlinked: ``value.node``
     is None, so reference counting frees them) and signatures, and `expect`, per position of a
     replaying call's `made` list (arguments first, then each op's result), the op that makes it:
-    ``(memo, operand position, second operand position or None, result value)``; `outs` are the
-    outputs' positions, `key` the trace's cache key."""
+    ``(memo, operand position, second operand position or None, result value, result tensor)``;
+    `outs` are the outputs' positions, `key` the trace's cache key.
 
-    __slots__ = ("arg_values", "arg_types", "nodes", "sigs", "expect", "n_made", "out_tree", "outs", "key", "name")
+    A template is used by one call at a time, so it owns the objects a replay hands out: `trace`,
+    the `Replaying` trace, with `arg_tensors` and each entry's result tensor (`tensors` lists them
+    all, per position), which `_ready` reuses for the next replay when nothing else holds them."""
+
+    __slots__ = ("arg_values", "arg_types", "nodes", "sigs", "expect", "n_made", "out_tree", "outs", "key", "name",
+                 "trace", "arg_tensors", "tensors", "attributes", "free")
 
 
 def template_of(keyed, key: tuple) -> Template | None:
@@ -78,7 +86,7 @@ def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) ->
             a, b = where.get(ops[0]), where.get(ops[1]) if len(ops) == 2 else None
             if a is None or (b is None and len(ops) == 2):
                 return None
-            expect.append((node.prog, a, b, node.out))
+            expect.append((node.prog, a, b, node.out, None))
             where[node.out] = len(expect) - 1
             continue
         got = memo_of_node(node)
@@ -90,14 +98,14 @@ def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) ->
             a = where.get(ins[0])
             if a is None:
                 return None
-            expect.append((memo, a, None, node.out))
+            expect.append((memo, a, None, node.out, None))
         else:
             a, b = where.get(ins[0]), where.get(ins[1])
             if a is None or b is None:
                 return None
             if entry[4] is True:  # the memo appends the node with its operands swapped
                 a, b = b, a
-            expect.append((memo, a, b, node.out))
+            expect.append((memo, a, b, node.out, None))
         where[node.out] = len(expect) - 1
     outs = [where.get(v) for v in results]
     if None in outs:
@@ -109,7 +117,72 @@ def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) ->
     template.expect, template.out_tree, template.outs, template.key = expect, out_tree, outs, key
     template.n_made = len(expect) - 1
     template.name = trace.builder.name
+    # (made by the first replay's `_ready`)
+    template.trace, template.arg_tensors, template.tensors = None, [None] * len(args), [None] * template.n_made
+    template.attributes = [None] * template.n_made
+    template.free = (_FREE_MAPPED + 1) * template.n_made  # (each is in `tensors` and in args or expect)
     return template
+
+
+def _free_refs() -> tuple[int, int]:
+    """What `getrefcount` says of an object only one list holds, in the two patterns `_ready`
+    reads it: mapped over the list, and read into a local first (the counts are the interpreter's
+    business, so they are measured)."""
+    holder = [_new(Tensor)]
+    t = holder[0]
+    return list(map(_refs, holder))[0] - 1, _refs(t)  # (- 1: `t`)
+
+
+_FREE_MAPPED, _FREE_LOCAL = _free_refs()
+
+
+def _ready(template: Template) -> "Replaying":
+    """The trace a replay of `template` runs on, with a tensor for each of its arguments and op
+    results that nothing else holds.
+
+    The last replay's trace and tensors are taken again when their reference counts show that no
+    one kept them (a tensor that escaped is a leaked tracer of its finished trace, and keeps it)
+    and no attribute or weak reference was added to them (each has its own, empty `__dict__`,
+    which `attributes` lists); any other is made anew. Their slots need no check: tensorplay
+    rebinds a traced tensor's value only through its trace, which ends a replay. Reusing them
+    saves making and freeing 2 objects per argument and op."""
+    trace, tensors = template.trace, template.tensors
+    if (trace.__class__ is Replaying and sum(map(_refs, tensors)) == template.free and not any(template.attributes)
+            and not sum(map(_weak_refs, tensors))
+            and _refs(trace) == _FREE_LOCAL + len(tensors)):  # (held by the template, `trace` and its tensors)
+        return trace
+    args, values, expect, attributes = template.arg_tensors, template.arg_values, template.expect, template.attributes
+    n = len(args)
+    for k in range(template.n_made):
+        t = tensors[k]
+        # (+ 1: `args` or `expect` holds it too)
+        if t is None or _refs(t) != _FREE_LOCAL + 1 or attributes[k] or _weak_refs(t) or t.__dict__ is not attributes[k]:
+            t = tensors[k] = _tensor(trace, values[k] if k < n else expect[k][3])
+            attributes[k] = t.__dict__
+            if k < n:
+                args[k] = t
+            else:
+                e = expect[k]
+                expect[k] = (e[0], e[1], e[2], e[3], t)
+    if trace.__class__ is not Replaying or _refs(trace) != _FREE_LOCAL + len(tensors):
+        trace = template.trace = _new(Replaying)
+        for t in tensors:
+            t._trace = trace
+    return trace
+
+
+def _tensor(trace, value) -> Tensor:
+    t = _new(Tensor)
+    t._data, t._trace, t._value = None, trace, value
+    return t
+
+
+def _idle(trace: "Replaying") -> None:
+    """Mark a replay finished (a tensor that escaped it then sees a finished trace) and drop its
+    references to the call's tensors and to the template (which holds the trace: no cycle is left
+    for the collector)."""
+    d = trace.__dict__
+    d["made"] = d["leaves"] = d["template"] = d["expect"] = None
 
 
 class TemplateBox(list):
@@ -146,9 +219,10 @@ class Replaying:
         del d["expect"]
         leaves, batched = d.pop("leaves"), d.pop("batched")
         _set(self, "__class__", Trace)
-        self._begin(template.name)
         if made is None:  # (a finished replay, reached through a tensor that escaped it)
+            self._begin("f")
             return
+        self._begin(template.name)
         args = template.arg_values
         n = len(args)
         first = reserve_ids(n) if n else self.base + 1
@@ -211,8 +285,7 @@ class Replayed:
     __slots__ = ("trace", "template", "box", "parts")
 
     def drop(self) -> None:
-        d = self.trace.__dict__
-        d["made"] = d["leaves"] = None  # (the trace <-> its tensors cycle; the caller's tensors)
+        _idle(self.trace)  # (the trace <-> its tensors cycle; the caller's tensors)
         if not self.box:
             self.box.append(self.template)
 
@@ -230,16 +303,14 @@ def replay_keyed(box: list, fn: Callable, leaves: list, in_tree, batched_mask: t
     """`trace_keyed`'s ``(key, captures, traced)`` for a call that replays the template in `box` (a
     signature's list of at most one), taken out while in use; None when the box is empty. `traced`
     is a `Replayed` when the call replayed the template to the end, else as `trace_keyed`'s."""
+    if not STATE.grad_enabled:  # (the template's ops were recorded with it on; see `TraceState.set_grad_mode`)
+        return None
     try:
         template = box.pop()
     except IndexError:  # (empty, or another thread's call has it)
         return None
-    trace = _new(Replaying)
-    args = []
-    for v in template.arg_values:
-        t = _new(Tensor)
-        t._data, t._trace, t._value = None, trace, v
-        args.append(t)
+    trace = _ready(template)
+    args = template.arg_tensors
     made = list(args)
     _set(trace, "__dict__", {"transform": transform, "level": next(_levels), "concrete": _is_concrete(transform),
                              "active": True, "made": made, "expect": template.expect, "template": template,
@@ -250,7 +321,7 @@ def replay_keyed(box: list, fn: Callable, leaves: list, in_tree, batched_mask: t
         out_leaves, out_tree, out_tensors = _call_traced(fn, in_tree, args)
     except BaseException:
         if trace.__class__ is Replaying:
-            trace.__dict__["made"] = None
+            _idle(trace)
             box.append(template)
         raise
     finally:

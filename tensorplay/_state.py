@@ -31,6 +31,16 @@ class TraceState(threading.local):
         call is ignored)."""
         return not self.grad_enabled and self.grad_off_depth > self.stack.index(trace)
 
+    def set_grad_mode(self, enabled: bool, off_depth: int) -> None:
+        """Set `grad_enabled` and `grad_off_depth`. A trace replaying a template
+        (`tensorplay._replay`) leaves it first when the mode changes: its ops check the mode once,
+        when the replay starts, instead of at every op."""
+        if enabled != self.grad_enabled:
+            stack = self.stack
+            if stack and stack[-1].made is not None:
+                stack[-1].leave()
+        self.grad_enabled, self.grad_off_depth = enabled, off_depth
+
     def top(self):
         """The innermost active trace, or None."""
         stack = self.stack

@@ -905,9 +905,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             made = top.made
             if made is not None:  # replaying a template (`tensorplay._replay`): its next op, on the same tensors?
                 e = top.expect[len(made)]
-                if e[0] is memo and made[e[1]] is a and made[e[2]] is b and STATE.grad_enabled:
-                    out = _new_tensor(Tensor)
-                    out._data, out._trace, out._value = None, top, e[3]
+                if e[0] is memo and made[e[1]] is a and made[e[2]] is b:
+                    out = e[4]  # (the template's tensor of this result: `_replay._ready`)
                     made.append(out)
                     return out
                 out = _replayed_block(top, made, e, memo, a, b)
@@ -960,9 +959,8 @@ def memo_traced_op(fn: Callable, arity: int) -> Callable:
             made = top.made
             if made is not None:  # (as the binary op's)
                 e = top.expect[len(made)]
-                if e[0] is memo and made[e[1]] is a and STATE.grad_enabled:
-                    out = _new_tensor(Tensor)
-                    out._data, out._trace, out._value = None, top, e[3]
+                if e[0] is memo and made[e[1]] is a:
+                    out = e[4]
                     made.append(out)
                     return out
                 top.leave()
@@ -1006,13 +1004,11 @@ def _replayed_block(top: Trace, made: list, e: tuple, memo: dict, a, b) -> Tenso
     block this op replays for these operand types (`_learn_block`: the broadcast ``x + b``), on
     the same tensors; else None, after `top` left the replay (as every other mismatch does)."""
     prog = e[0]
-    if prog.__class__ is tuple and e[2] is not None and made[e[1]] is a and made[e[2]] is b \
-            and STATE.grad_enabled:
+    if prog.__class__ is tuple and e[2] is not None and made[e[1]] is a and made[e[2]] is b:
         t, u = a._value.type, b._value.type
         hit = memo.get((t.shape, t.dtype, u.shape, u.dtype))
         if hit is not None and hit[0] is prog and hit[4] == _PROGRAM:
-            out = _new_tensor(Tensor)
-            out._data, out._trace, out._value = None, top, e[3]
+            out = e[4]
             made.append(out)
             return out
     top.leave()

@@ -29,9 +29,7 @@ def is_grad_enabled() -> bool:
 
 
 def _set(enabled: bool) -> None:
-    if not enabled and STATE.grad_enabled:
-        STATE.grad_off_depth = len(STATE.stack)
-    STATE.grad_enabled = enabled
+    STATE.set_grad_mode(enabled, len(STATE.stack) if not enabled and STATE.grad_enabled else STATE.grad_off_depth)
 
 
 class _GradMode:
@@ -45,7 +43,7 @@ class _GradMode:
         return self
 
     def __exit__(self, *exc):
-        STATE.grad_enabled, STATE.grad_off_depth = self._saved
+        STATE.set_grad_mode(*self._saved)
         return False
 
     def _fresh(self) -> "_GradMode":
@@ -138,5 +136,5 @@ class set_grad_enabled(_GradMode):
         return set_grad_enabled(self._mode)
 
     def __call__(self, fn):
-        STATE.grad_enabled, STATE.grad_off_depth = self._saved  # as a decorator: only while fn runs
+        STATE.set_grad_mode(*self._saved)  # as a decorator: only while fn runs
         return super().__call__(fn)

@@ -8,6 +8,7 @@ result against an oracle of its own (numpy by hand, float64 central differences,
 and that the replay was really taken or really left."""
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -235,6 +236,25 @@ def test_no_grad_inside_is_not_replayed_as_a_differentiated_op(replays, op):
     assert replays["replayed"] >= 1
 
 
+def test_a_transform_called_under_no_grad_differentiates_and_does_not_replay(replays):
+    # torch.func semantics: a no_grad around the transform call is ignored by it. A replay starts
+    # only with grad on (its ops do not check the mode), so these calls trace.
+    def f(x, w):
+        return tp.tanh(x @ w)
+
+    x, w = _t(X), _t(W1)
+    h = np.tanh(X @ W1)
+    for _ in range(3):
+        np.testing.assert_allclose(jacrev(f)(x, w).numpy(), (W1 * (1 - h * h)).T, rtol=1e-10, atol=1e-12)
+    before = replays["replayed"]
+    with tp.no_grad():
+        for _ in range(3):
+            np.testing.assert_allclose(jacrev(f)(x, w).numpy(), (W1 * (1 - h * h)).T, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] == before
+    jacrev(f)(x, w)
+    assert replays["replayed"] >= before + 1  # (grad on again: the replays go on)
+
+
 def test_a_tensor_that_escapes_a_replayed_call_is_a_leaked_tracer(replays):
     kept = []
 
@@ -247,11 +267,49 @@ def test_a_tensor_that_escapes_a_replayed_call_is_a_leaked_tracer(replays):
     for _ in range(4):
         jacfwd(f)(x, w)
     assert replays["replayed"] >= 1
+    assert len({id(t) for t in kept}) == 4  # (a kept tensor is never handed out again)
     assert kept[-1].shape == (D,)
     with pytest.raises(tp._state.TracingError, match="leaked tracer"):
         kept[-1] + x
     with pytest.raises(tp._state.TracingError, match="leaked tracer"):
         tp.tanh(kept[-1])
+
+
+def test_replays_reuse_their_tensors_when_nothing_kept_them(replays):
+    ids = []
+
+    def f(x, w):
+        y = x @ w
+        ids.append((id(x), id(y)))  # (ids only: holding the tensors would stop the reuse)
+        return tp.tanh(y)
+
+    x, w = _t(X), _t(W1)
+    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
+    for _ in range(6):
+        np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 3
+    assert len(set(ids[-3:])) == 1
+
+
+def test_a_replay_does_not_reuse_a_tensor_given_an_attribute_or_a_weak_reference(replays):
+    refs, seen, calls = [], [], [0]
+
+    def f(x, w):
+        calls[0] += 1
+        y = x @ w
+        seen.append((getattr(y, "tag", None), any(r() is y for r in refs)))
+        if calls[0] == 3:
+            y.tag = "call 3"
+        if calls[0] == 5:
+            refs.append(weakref.ref(y))
+        return tp.tanh(y)
+
+    x, w = _t(X), _t(W1)
+    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
+    for _ in range(8):
+        np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 5
+    assert seen == [(None, False)] * 8
 
 
 def test_a_replayed_call_whose_entry_was_evicted_compiles_again(replays):
