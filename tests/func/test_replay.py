@@ -17,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 import tensorplay as tp
 from tensorplay import _replay
 from tensorplay.func import _pipeline, debug_unwrap, grad, jacfwd, jacrev, vmap
+from tests.finite_diff import fd_grad
 
 RNG = np.random.default_rng(14)
 D = 5
@@ -275,6 +276,14 @@ def test_a_tensor_that_escapes_a_replayed_call_is_a_leaked_tracer(replays):
         tp.tanh(kept[-1])
 
 
+def _call_tanh_of_matmul(f, calls: int) -> None:
+    """`calls` calls of jacfwd(f) on (X, W1), each checked against d tanh(x W1) / dx by hand."""
+    x, w = _t(X), _t(W1)
+    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
+    for _ in range(calls):
+        np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+
+
 def test_replays_reuse_their_tensors_when_nothing_kept_them(replays):
     ids = []
 
@@ -283,10 +292,7 @@ def test_replays_reuse_their_tensors_when_nothing_kept_them(replays):
         ids.append((id(x), id(y)))  # (ids only: holding the tensors would stop the reuse)
         return tp.tanh(y)
 
-    x, w = _t(X), _t(W1)
-    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
-    for _ in range(6):
-        np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    _call_tanh_of_matmul(f, 6)
     assert replays["replayed"] >= 3
     assert len(set(ids[-3:])) == 1
 
@@ -304,10 +310,7 @@ def test_a_replay_does_not_reuse_a_tensor_given_an_attribute_or_a_weak_reference
             refs.append(weakref.ref(y))
         return tp.tanh(y)
 
-    x, w = _t(X), _t(W1)
-    want = (W1 * (1 - np.tanh(X @ W1) ** 2)).T
-    for _ in range(8):
-        np.testing.assert_allclose(jacfwd(f)(x, w).numpy(), want, rtol=1e-10, atol=1e-12)
+    _call_tanh_of_matmul(f, 8)
     assert replays["replayed"] >= 5
     assert seen == [(None, False)] * 8
 
@@ -388,15 +391,6 @@ def _numpy_relu_ce(w, b, x, y):
     return -logp[np.arange(len(y)), y].mean()
 
 
-def _fd_grad(f, a, eps=1e-6):
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        e = np.zeros_like(a)
-        e[i] = eps
-        g[i] = (f(a + e) - f(a - e)) / (2 * eps)
-    return g
-
-
 def test_composite_blocks_replay_and_read_each_call_s_labels(replays):
     """A loss of composite blocks (broadcast add, relu, cross_entropy) replays; the labels, which the
     loss reads as known values, are each call's, and labels that change the loss's graph (an
@@ -406,13 +400,13 @@ def test_composite_blocks_replay_and_read_each_call_s_labels(replays):
     f = grad(_relu_ce_loss)
     for k in range(6):
         y = (np.arange(6) + k) % 3
-        want = _fd_grad(lambda w_: _numpy_relu_ce(w_, b, x, y), w)
+        want = fd_grad(lambda w_: _numpy_relu_ce(w_, b, x, y), w)
         np.testing.assert_allclose(f(_t(w), _t(b), _t(x), tp.tensor(y.tolist())).numpy(), want, rtol=1e-6,
                                    atol=1e-8)
     assert replays["replayed"] >= 3 and replays["left"] == 0
     y = np.array([0, 1, 2, -100, 1, 0])  # an ignored target: another program (nll of the rest)
     keep = y != -100
-    want = _fd_grad(lambda w_: _numpy_relu_ce(w_, b, x[keep], y[keep]), w)
+    want = fd_grad(lambda w_: _numpy_relu_ce(w_, b, x[keep], y[keep]), w)
     np.testing.assert_allclose(f(_t(w), _t(b), _t(x), tp.tensor(y.tolist())).numpy(), want, rtol=1e-6, atol=1e-8)
     assert replays["left"] == 1
 
@@ -429,8 +423,8 @@ def test_leaving_after_composite_blocks_keys_the_trace_as_a_fresh_one(replays):
 
     rng = np.random.default_rng(4)
     w, b, x = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((5, 4))
-    want = {False: _fd_grad(lambda w_: np.tanh(np.maximum(x @ w_ + b, 0) ** 2).sum(), w),
-            True: _fd_grad(lambda w_: (np.maximum(x @ w_ + b, 0) ** 2).sum(), w)}
+    want = {False: fd_grad(lambda w_: np.tanh(np.maximum(x @ w_ + b, 0) ** 2).sum(), w),
+            True: fd_grad(lambda w_: (np.maximum(x @ w_ + b, 0) ** 2).sum(), w)}
     f = grad(loss)
     before = _pipeline.stats()["outermost"][1]
     for square in (False, False, False, True, True, False, True, False, True, True):
