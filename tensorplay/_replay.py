@@ -53,11 +53,12 @@ class Template:
     `outs` are the outputs' positions, `key` the trace's cache key.
 
     A template is used by one call at a time, so it owns the objects a replay hands out: `trace`,
-    the `Replaying` trace, with `arg_tensors` and each entry's result tensor (`tensors` lists them
-    all, per position), which `_ready` reuses for the next replay when nothing else holds them."""
+    the `Replaying` trace, and `tensors`, per position, the tensor of each argument and op result
+    (an op's is in its entry too), which `_ready` reuses for the next replay when nothing else
+    holds them."""
 
     __slots__ = ("arg_values", "arg_types", "nodes", "sigs", "expect", "n_made", "out_tree", "outs", "key", "name",
-                 "trace", "arg_tensors", "tensors", "attributes", "free")
+                 "trace", "tensors", "attributes", "free")
 
 
 def template_of(keyed, key: tuple) -> Template | None:
@@ -117,10 +118,10 @@ def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) ->
     template.expect, template.out_tree, template.outs, template.key = expect, out_tree, outs, key
     template.n_made = len(expect) - 1
     template.name = trace.builder.name
-    # (made by the first replay's `_ready`)
-    template.trace, template.arg_tensors, template.tensors = None, [None] * len(args), [None] * template.n_made
+    template.trace, template.tensors = None, [None] * template.n_made  # (made by the first replay's `_ready`)
     template.attributes = [None] * template.n_made
-    template.free = (_FREE_MAPPED + 1) * template.n_made  # (each is in `tensors` and in args or expect)
+    # what `_ready` sums when no one else holds them: each is in `tensors`, an op's also in `expect`
+    template.free = _FREE_MAPPED * template.n_made + template.n_made - len(args)
     return template
 
 
@@ -151,17 +152,15 @@ def _ready(template: Template) -> "Replaying":
             and not sum(map(_weak_refs, tensors))
             and _refs(trace) == _FREE_LOCAL + len(tensors)):  # (held by the template, `trace` and its tensors)
         return trace
-    args, values, expect, attributes = template.arg_tensors, template.arg_values, template.expect, template.attributes
-    n = len(args)
+    values, expect, attributes = template.arg_values, template.expect, template.attributes
+    n = len(values)
     for k in range(template.n_made):
         t = tensors[k]
-        # (+ 1: `args` or `expect` holds it too)
-        if t is None or _refs(t) != _FREE_LOCAL + 1 or attributes[k] or _weak_refs(t) or t.__dict__ is not attributes[k]:
+        held = _FREE_LOCAL + (k >= n)  # (an op's result is in its `expect` entry too)
+        if t is None or _refs(t) != held or attributes[k] or _weak_refs(t) or t.__dict__ is not attributes[k]:
             t = tensors[k] = _tensor(trace, values[k] if k < n else expect[k][3])
             attributes[k] = t.__dict__
-            if k < n:
-                args[k] = t
-            else:
+            if k >= n:
                 e = expect[k]
                 expect[k] = (e[0], e[1], e[2], e[3], t)
     if trace.__class__ is not Replaying or _refs(trace) != _FREE_LOCAL + len(tensors):
@@ -310,7 +309,7 @@ def replay_keyed(box: list, fn: Callable, leaves: list, in_tree, batched_mask: t
     except IndexError:  # (empty, or another thread's call has it)
         return None
     trace = _ready(template)
-    args = template.arg_tensors
+    args = template.tensors[:len(template.arg_values)]
     made = list(args)
     _set(trace, "__dict__", {"transform": transform, "level": next(_levels), "concrete": _is_concrete(transform),
                              "active": True, "made": made, "expect": template.expect, "template": template,

@@ -71,17 +71,15 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum over `dim` (all dims when None); bool and integer inputs sum in int64, as in PyTorch."""
     if dim is None and keepdim is False and dtype is None:
         return _sum_all(input)
+    return _summed(input, dim, keepdim, dtype)
+
+
+def _summed(input, dim=None, keepdim: bool = False, dtype=None):
     x = _arg(input)
     return _reduce(_SUM, convert(x, _accumulate_dtype(x, dtype)), dim, keepdim, "sum")
 
 
-def _total(input):
-    x = _arg(input)
-    return _reduce(_SUM, convert(x, _accumulate_dtype(x, None)), None, False, "sum")
-
-
-_total.__name__ = _total.__qualname__ = "sum"
-_sum_all = memo_traced_op(_total, 1)  # ``x.sum()`` traced: one node, replayed by its memo (`_trace`)
+_sum_all = memo_traced_op(_summed, 1)  # ``x.sum()`` traced: one node, replayed by its memo (`_trace`)
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
