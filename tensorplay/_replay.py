@@ -3,16 +3,19 @@
 A plain transform runs the user's function again on every call (fresh Python semantics), and
 after a pipeline-cache hit the trace it recorded is thrown away. This module keeps the last such
 trace of an argument signature as a `Template` when every node of it was appended by an op memo
-hit (`_trace.memo_traced_op`: ``x @ w``, ``x + b``, ``tanh(x)``) on the arguments or on earlier
-results, with no capture. The next call runs the function on a `Replaying` trace. Each memo op
+hit (`_trace.memo_traced_op`: ``x @ w``, ``x + b``, ``tanh(x)``) on the arguments, on earlier
+results or on captured weights (concrete C-contiguous tensors from outside the function: ``x @ W``
+with `W` closed over). The next call runs the function on a `Replaying` trace. Each memo op
 checks that it is the template's next op (the same memo, on the same tensors of this call) and
 returns a tensor of the template's own result value: no node, value or tape item is made, and the
-types are the template's, which the same ops on the same argument types give. When the function
+types are the template's, which the same ops on the same argument types give. A capture's first
+read checks that the operand is a concrete tensor of the template's capture's shape, strides and
+dtype (any such tensor: its values are the graph's input, read on this call). When the function
 returns the template's outputs after its last op, this call traced the template's graph, so it
-takes the template's cache key (`Replayed`).
+takes the template's cache key (`Replayed`) and this call's captures.
 
 Anything else makes the trace a real `Trace` first (`Replaying.leave`): another op, operand or
-output, a value asked for (`bool`, `print`), a capture, a view, an in-place write, a nested
+output, a value asked for (`bool`, `print`), another capture, a view, an in-place write, a nested
 transform, a change of grad mode (`TraceState.set_grad_mode`: a replay starts only with grad on,
 so its ops need not check it). Every use of the trace but the memo ops' check reaches `Replaying.__getattr__` or
 `__setattr__`, so nothing can read or change trace state that is not there. The trace adopts the
@@ -32,11 +35,13 @@ from sys import getrefcount as _refs
 from weakref import getweakrefcount as _weak_refs
 from typing import Callable
 
+from tensorplay.ir import Value
+
 from ._deferred import Deferred, replay as replay_block
 from ._state import STATE
 from ._tensor import Tensor
-from ._trace import (KeyedTrace, Trace, _call_traced, _graph_name, _is_concrete, _known_sources, _levels, _release,
-                     _value_ids, keyed_result, known_array, memo_of_node, reserve_ids)
+from ._trace import (REPLAY_CAPTURE, KeyedTrace, Trace, _call_traced, _graph_name, _is_concrete, _known_sources,
+                     _levels, _value_ids, keyed_result, known_array, memo_of_node, reserve_ids)
 
 __all__ = ["Template", "TemplateBox", "Replaying", "Replayed", "replay_keyed", "template_of"]
 
@@ -46,82 +51,119 @@ _END = (None, 0, 0, None, None)  # the entry after a template's last op: no op i
 
 
 class Template:
-    """A finished trace kept for replay: its argument values, its nodes (unlinked: ``value.node``
-    is None, so reference counting frees them) and signatures, and `expect`, per position of a
-    replaying call's `made` list (arguments first, then each op's result), the op that makes it:
-    ``(memo, operand position, second operand position or None, result value, result tensor)``;
-    `outs` are the outputs' positions, `key` the trace's cache key.
+    """A finished trace kept for replay: its argument values, `steps` (per position after the
+    arguments: its node, unlinked (``value.node`` is None, so reference counting frees it), or a
+    capture's value) and the nodes' signatures, and `expect`, per position of a replaying call's
+    `made` list (arguments first, then each op's result or capture), what makes it:
+    ``(memo, operand position, second operand position or None, result value, result tensor)``
+    for an op, ``(REPLAY_CAPTURE, capture index, (shape, strides, dtype), value, None)`` for a
+    capture's first read; `captures` are the captures' positions, `outs` the outputs', `key` the
+    trace's cache key.
 
     A template is used by one call at a time, so it owns the objects a replay hands out: `trace`,
     the `Replaying` trace, and `tensors`, per position, the tensor of each argument and op result
-    (an op's is in its entry too), which `_ready` reuses for the next replay when nothing else
-    holds them."""
+    (an op's is in its entry too; a capture's position holds a placeholder only this list holds),
+    which `_ready` reuses for the next replay when nothing else holds them."""
 
-    __slots__ = ("arg_values", "arg_types", "nodes", "sigs", "expect", "n_made", "out_tree", "outs", "key", "name",
-                 "trace", "tensors", "attributes", "free")
+    __slots__ = ("arg_values", "arg_types", "steps", "sigs", "expect", "n_made", "out_tree", "outs", "key", "name",
+                 "trace", "tensors", "attributes", "free", "trace_free", "captures")
 
 
 def template_of(keyed, key: tuple) -> Template | None:
     """The template of the finished `trace_keyed` trace `keyed` (a `KeyedTrace`, which this frees
     either way, as its `drop`) whose cache key is `key`, or None when some node of it is not a memo
-    hit on arguments or earlier results, or it has captures."""
+    hit on arguments, earlier results or plain captures (`_plain_captures`)."""
     trace, graph, _, _, _, out_tree, _ = keyed.parts
     nodes = graph[1]
     results = graph[2]
     template = None
-    if not trace.capture_values:
+    if not trace.capture_values or _plain_captures(trace):
         template = _template(trace, nodes, results, out_tree, key)
     keyed.drop()  # (unlinks the nodes; the template keeps them so)
     return template
 
 
+def _plain_captures(trace: Trace) -> bool:
+    """Are all of `trace`'s captures outside roots as a replay checks them: concrete C-contiguous
+    tensors that are not views or meta and were not made during the call, with no scalar input?"""
+    if trace._scalars:
+        return False
+    views = trace.views
+    for s in trace.capture_sources:
+        if s.__class__ is not Tensor or s._trace is not None or s._base is not None or s._meta \
+                or not s._data.flags.c_contiguous or id(s) in views.locals:
+            return False
+    return True
+
+
 def _template(trace: Trace, nodes: list, results: list, out_tree, key: tuple) -> Template | None:
     args = trace.arg_values
     where = {v: k for k, v in enumerate(args)}
+    captured = {v: k for k, v in enumerate(trace.capture_values)}
+    sources = trace.capture_sources
     expect: list = [None] * len(args)
+    steps: list = []
+    positions: list = [None] * len(captured)
+
+    def position(v):  # (of `v` in `made`; a capture gets its entry on its first read)
+        p = where.get(v)
+        if p is None:
+            k = captured.get(v)
+            if k is None:
+                return None
+            d = sources[k]._data
+            expect.append((REPLAY_CAPTURE, k, (d.shape, d.strides, d.dtype), v, None))
+            steps.append(v)
+            p = where[v] = positions[k] = len(expect) - 1
+        return p
+
     for node in nodes:
         if node.__class__ is Deferred:  # a composite block (`_deferred`): checked by its program
             ops = node.refs[:node.n_ops]
             if len(ops) > 2:
                 return None
-            a, b = where.get(ops[0]), where.get(ops[1]) if len(ops) == 2 else None
+            a, b = position(ops[0]), position(ops[1]) if len(ops) == 2 else None
             if a is None or (b is None and len(ops) == 2):
                 return None
             expect.append((node.prog, a, b, node.out, None))
-            where[node.out] = len(expect) - 1
-            continue
-        got = memo_of_node(node)
-        if got is None:
-            return None
-        memo, entry = got
-        ins = node.inputs
-        if len(ins) == 1:
-            a = where.get(ins[0])
-            if a is None:
-                return None
-            expect.append((memo, a, None, node.out, None))
         else:
-            a, b = where.get(ins[0]), where.get(ins[1])
-            if a is None or b is None:
+            got = memo_of_node(node)
+            if got is None:
                 return None
-            if entry[4] is True:  # the memo appends the node with its operands swapped
-                a, b = b, a
-            expect.append((memo, a, b, node.out, None))
+            memo, entry = got
+            ins = node.inputs
+            if len(ins) == 1:
+                a = position(ins[0])
+                if a is None:
+                    return None
+                expect.append((memo, a, None, node.out, None))
+            else:
+                a, b = position(ins[0]), position(ins[1])
+                if a is None or b is None:
+                    return None
+                if entry[4] is True:  # the memo appends the node with its operands swapped
+                    a, b = b, a
+                expect.append((memo, a, b, node.out, None))
+        steps.append(node)
         where[node.out] = len(expect) - 1
     outs = [where.get(v) for v in results]
-    if None in outs:
+    if None in outs or None in positions or any(expect[k][0] is REPLAY_CAPTURE for k in outs):
         return None
     expect.append(_END)
     template = _new(Template)
-    template.arg_values, template.nodes, template.sigs = args, nodes, trace.sigs
+    template.arg_values, template.steps, template.sigs = args, steps, trace.sigs
     template.arg_types = [v.type for v in args]
     template.expect, template.out_tree, template.outs, template.key = expect, out_tree, outs, key
-    template.n_made = len(expect) - 1
+    template.captures = positions
+    template.n_made = n = len(expect) - 1
     template.name = trace.builder.name
-    template.trace, template.tensors = None, [None] * template.n_made  # (made by the first replay's `_ready`)
-    template.attributes = [None] * template.n_made
+    template.trace = None
+    # (made by the first replay's `_ready`; a capture's position keeps a placeholder)
+    template.tensors = [object() if e is not None and e[0] is REPLAY_CAPTURE else None for e in expect[:n]]
+    template.attributes = [None] * n
     # what `_ready` sums when no one else holds them: each is in `tensors`, an op's also in `expect`
-    template.free = _FREE_MAPPED * template.n_made + template.n_made - len(args)
+    template.free = _FREE_MAPPED * n + n - len(args) - len(positions)
+    template.trace_free = _FREE_LOCAL + n - len(positions)  # (the trace: held by the template and its tensors)
     return template
 
 
@@ -149,13 +191,14 @@ def _ready(template: Template) -> "Replaying":
     saves making and freeing 2 objects per argument and op."""
     trace, tensors = template.trace, template.tensors
     if (trace.__class__ is Replaying and sum(map(_refs, tensors)) == template.free and not any(template.attributes)
-            and not sum(map(_weak_refs, tensors))
-            and _refs(trace) == _FREE_LOCAL + len(tensors)):  # (held by the template, `trace` and its tensors)
+            and not sum(map(_weak_refs, tensors)) and _refs(trace) == template.trace_free):
         return trace
     values, expect, attributes = template.arg_values, template.expect, template.attributes
     n = len(values)
     for k in range(template.n_made):
         t = tensors[k]
+        if t.__class__ is not Tensor and t is not None:  # (a capture's placeholder)
+            continue
         held = _FREE_LOCAL + (k >= n)  # (an op's result is in its `expect` entry too)
         if t is None or _refs(t) != held or attributes[k] or _weak_refs(t) or t.__dict__ is not attributes[k]:
             t = tensors[k] = _tensor(trace, values[k] if k < n else expect[k][3])
@@ -163,10 +206,11 @@ def _ready(template: Template) -> "Replaying":
             if k >= n:
                 e = expect[k]
                 expect[k] = (e[0], e[1], e[2], e[3], t)
-    if trace.__class__ is not Replaying or _refs(trace) != _FREE_LOCAL + len(tensors):
+    if trace.__class__ is not Replaying or _refs(trace) != template.trace_free:
         trace = template.trace = _new(Replaying)
         for t in tensors:
-            t._trace = trace
+            if t.__class__ is Tensor:
+                t._trace = trace
     return trace
 
 
@@ -234,8 +278,13 @@ class Replaying:
         _known_sources(self, first, template.arg_types, leaves, batched)
         nodes, sigs, tape, base = self._nodes, self.sigs, self.tape, self.base
         done = len(made) - n
-        moved: dict = {}  # a block's template result -> its value in this trace
-        for k, (node, sig) in enumerate(zip(template.nodes[:done], template.sigs)):
+        moved: dict = {}  # a block's template result or a capture's value -> its value in this trace
+        sig_of = iter(template.sigs)
+        for k, node in enumerate(template.steps[:done]):
+            if node.__class__ is Value:  # a capture, lifted where the op that first read it lifted it
+                moved[node] = self.lift(made[n + k])
+                continue
+            sig = next(sig_of)
             if node.__class__ is Deferred:
                 # recorded again as the composite's hit records it (its ids, constants and tape
                 # step are this trace's); the tensor the function holds takes the new result
@@ -253,7 +302,7 @@ class Replaying:
             tape.append(v.id - base)
             for u in node.inputs:
                 tape.append(u.id - base)
-        template.nodes = None  # (its nodes are this trace's now)
+        template.steps = None  # (its nodes are this trace's now)
 
     def known_arg(self, t: Tensor):
         """`_trace.known_array(t)` for a tensor `t` of this replaying trace: its caller tensor's
@@ -342,7 +391,8 @@ def replay_keyed(box: list, fn: Callable, leaves: list, in_tree, batched_mask: t
                 done = _new(Replayed)
                 done.trace, done.template, done.box = trace, template, box
                 done.parts = (out_leaves, out_tree, out_tensors, in_tree, leaves)
-                return template.key, [], done
+                captures = template.captures
+                return template.key, [made[k] for k in captures] if captures else [], done
         trace.leave()
     graph = trace.finish(out_tensors, lazy=True)
     return keyed_result(trace, graph, in_tree, leaves, out_leaves, out_tree, out_tensors)

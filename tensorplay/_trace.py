@@ -1002,10 +1002,21 @@ def _replayed_block(top: Trace, made: list, e: tuple, memo: dict, a, b) -> Tenso
     """A binary memo op's call on the replaying trace `top` (`tensorplay._replay`) whose next
     template entry `e` is not this op's node: the template's result when `e` is the composite
     block this op replays for these operand types (`_learn_block`: the broadcast ``x + b``), on
-    the same tensors; else None, after `top` left the replay (as every other mismatch does)."""
+    the same tensors; else None, after `top` left the replay (as every other mismatch does).
+    When `e` is a capture's first read, this call's operand is taken for it first
+    (`_replayed_captures`)."""
+    if e[0] is REPLAY_CAPTURE:
+        e = _replayed_captures(top.expect, made, a, b)
+        if e is None:
+            top.leave()
+            return None
+        if e[0] is memo and made[e[1]] is a and made[e[2]] is b:
+            out = e[4]
+            made.append(out)
+            return out
     prog = e[0]
     if prog.__class__ is tuple and e[2] is not None and made[e[1]] is a and made[e[2]] is b:
-        t, u = a._value.type, b._value.type
+        t, u = a._type(), b._type()  # (an operand may be a capture: a concrete tensor)
         hit = memo.get((t.shape, t.dtype, u.shape, u.dtype))
         if hit is not None and hit[0] is prog and hit[4] == _PROGRAM:
             out = e[4]
@@ -1013,6 +1024,34 @@ def _replayed_block(top: Trace, made: list, e: tuple, memo: dict, a, b) -> Tenso
             return out
     top.leave()
     return None
+
+
+# The first field of a replay template's entry for a capture's first read (`tensorplay._replay`):
+# ``(REPLAY_CAPTURE, capture index, (shape, strides, numpy dtype), value, None)``.
+REPLAY_CAPTURE = ("a captured tensor",)
+
+
+def _replayed_captures(expect: list, made: list, a, b) -> tuple | None:
+    """For the binary op `a`, `b` on a replaying trace whose next template entries are captures'
+    first reads: the entry of the op after them, once this call's operand it reads at each of
+    their positions is appended to `made`; None (nothing appended) unless each such operand is a
+    concrete root tensor of its capture's shape, strides and dtype."""
+    p = q = len(made)
+    while expect[q][0] is REPLAY_CAPTURE:
+        q += 1
+    op = expect[q]
+    taken = []
+    for r in range(p, q):
+        t = a if op[1] == r else b if op[2] == r else None
+        if t.__class__ is not Tensor or t._trace is not None or t._base is not None or t._meta:
+            return None
+        shape, strides, dtype = expect[r][2]
+        d = t._data
+        if d.shape != shape or d.strides != strides or (d.dtype is not dtype and d.dtype != dtype):
+            return None
+        taken.append(t)
+    made.extend(taken)
+    return op
 
 
 def _learn(memo: dict, key: tuple, top: Trace, n0: int, s0: int, t0: int, out, operands: tuple) -> None:

@@ -625,22 +625,36 @@ def _first_free(pool: list, free_refs: int | None):
 _FREE_REFS = _first_free([np.empty(0)], None)
 
 
+_LINEARIZE_SIGNATURES = _pipeline.standalone_plan("linearize")
+
+
 def _linearize_plain(func: Callable, primals: tuple):
     """`linearize(func, *primals)` at top level with concrete tensor primals: the function is
-    traced (every call: fresh Python semantics), then everything else comes from its
-    `_LinearPlan`, keyed by the trace's structure. Calls the plan does not cover go the general
-    way, with this trace (the function runs once per linearize)."""
+    traced (every call: fresh Python semantics; a repeated structure replays its last trace, see
+    `tensorplay._replay`), then everything else comes from its `_LinearPlan`, keyed by the
+    argument signature and the trace's key. Calls the plan does not cover go the general way, with
+    this trace (the function runs once per linearize)."""
     for p in primals:
         if p.__class__ is not Tensor or p._trace is not None or p._data.dtype.kind != "f":
             return None  # (the general path checks and reports them)
-    closed = trace_function(func, primals, None, transform="linearize", name=getattr(func, "__name__", None))
-    caps = closed.captures
-    tensors = list(primals) + caps if caps else list(primals)
-    static = closed.out_static
+    got = _pipeline.trace_standalone(_LINEARIZE_SIGNATURES, func, primals)
+    if got is None:
+        return None
+    sig, tensors, tkey, caps, user = got
+    tensors = tensors + caps if caps else tensors
+    closed = None
+    key = None
+    if tkey is not None:  # (a keyed trace or a replay: tensor outputs, no writes, aliases or draws)
+        if tkey[1].num_leaves:  # (no output: the general path reports it)
+            key = (sig, tkey, backend())
+    else:
+        closed = user
+        static = closed.out_static
+        if (not closed.mutated and not any(closed.output_aliases) and static and not any(static)
+                and not any(c.__class__ is not Tensor for c in caps)):
+            key = (closed.structural_key(), closed.num_args, closed.out_tree, backend())
     plan = None
-    if (not closed.mutated and not any(closed.output_aliases) and static and not any(static)
-            and not any(c.__class__ is not Tensor for c in caps) and not (ACTIVE[0] and needs_tape(tensors))):
-        key = (closed.structural_key(), closed.num_args, closed.out_tree, backend())
+    if key is not None and not (ACTIVE[0] and needs_tape(tensors)):
         last = _LAST_PLAN[0]
         if last is not None and last[0] == key:  # (the same structure again: no hashing, no lock)
             plan = last[1]
@@ -650,6 +664,8 @@ def _linearize_plain(func: Callable, primals: tuple):
             except TypeError:  # (an unhashable output tree node: not cached)
                 key = None
         if plan is None:
+            if closed is None:
+                closed = user.closed()
             tr = _traced_from(closed, primals, tensors)  # (its output: tensors only, at least one)
             plan = _LinearPlan(tr, _split(tr, tuple(range(len(primals))), transposed=False), primals)
             if key is not None:
@@ -657,9 +673,13 @@ def _linearize_plain(func: Callable, primals: tuple):
         if key is not None:
             _LAST_PLAN[0] = (key, plan)
     if plan is None or plan.forward is None:
+        if closed is None:
+            closed = user.closed()
         tr = _traced_from(closed, primals, list(primals) + closed.capture_tensors())
         output, jvp_fn, _ = _linearize_call(func, primals, {}, tuple(range(len(primals))), False, "linearize", tr=tr)
         return output, jvp_fn
+    if closed is None:
+        _pipeline.release_hit(user, sig, tkey, func)
     arrays = [t._data for t in tensors]
     outs = plan.forward(tuple(arrays))
     n_main = plan.n_main

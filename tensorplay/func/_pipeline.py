@@ -508,10 +508,7 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         key = None
         entry = None
     if latest is not None or entry is not None:
-        if user.__class__ is Replayed:
-            user.drop()
-        elif user.__class__ is KeyedTrace:
-            _keep_template(user, sig, tkey, user_fn)
+        release_hit(user, sig, tkey, user_fn)
         if latest is not None:
             _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
             return latest(tensors, captures)
@@ -574,6 +571,37 @@ def _trace_call(chain: tuple, user_fn: Callable, args, kwargs, sig: _Signature, 
             return (*got, None)
     tkey, captures, user = trace_keyed(user_fn, tensors, tree, known[0], known[1], name, user_name)
     return tkey, captures, user, None
+
+
+def trace_standalone(plan: _Plan, user_fn: Callable, args: tuple) -> tuple | None:
+    """For a top-level transform that is no chain (`linearize`: it returns a function, not a
+    value), the trace of ``user_fn(*args)`` as a chain's call makes it, replays included:
+    ``(signature, tensor leaves, trace key or None, captures, traced)`` (`traced` as
+    `_trace_call`'s), or None when the arguments have no signature. After a cache hit on the key,
+    give `traced` to `release_hit`; on a miss, make its ClosedGraph (``traced.closed()``)."""
+    got = _signature(plan, args, {}, plan.name)
+    if got is None:
+        return None
+    sig, tensors = got
+    tkey, captures, user, _ = _trace_call((), user_fn, args, {}, sig, tensors, None, plan.name,
+                                          getattr(user_fn, "__name__", None))
+    return sig, tensors, tkey, captures, user
+
+
+def standalone_plan(name: str) -> _Plan:
+    """The `_Plan` (signature records) of a standalone transform named `name` (`trace_standalone`)."""
+    plan = _Plan(())
+    plan.name = name
+    return plan
+
+
+def release_hit(user, sig: _Signature, tkey: tuple, user_fn: Callable) -> None:
+    """After a cache hit of the trace `user` (`_trace_call`'s) of `user_fn` with signature `sig`:
+    a replay gives its template back, a keyed trace is kept as the next replay's template."""
+    if user.__class__ is Replayed:
+        user.drop()
+    elif user.__class__ is KeyedTrace:
+        _keep_template(user, sig, tkey, user_fn)
 
 
 _REPLAY_FAILS = 4  # replays or templates failing this many times running end a function's replays

@@ -491,3 +491,114 @@ def test_random_programs_switched_between_calls_match_finite_differences(program
         current["ops"] = ops
         want = _fd_jacobian(lambda x: _numpy_program(ops, x, w), X)
         np.testing.assert_allclose(f(_t(X), _t(w)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def _closed_over(weights: dict):
+    """The MLP of `_mlp` with its weights read from `weights` at each call (captures, not arguments)."""
+    return lambda x: tp.tanh(x @ weights["w1"] + weights["b1"]) @ weights["w2"]
+
+
+def test_captured_weights_replay_and_each_call_reads_their_values(replays):
+    weights = {"w1": _t(W1), "b1": _t(B1), "w2": _t(W2)}
+    for transform in (jacfwd, jacrev):
+        f = transform(_closed_over(weights))
+        for _ in range(4):
+            np.testing.assert_allclose(f(_t(X)).numpy(), _mlp_jacobian(X, W1, B1, W2), rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 4 and replays["left"] == 0
+    weights["w1"].mul_(2.0)  # written in place between calls: the replay reads the new values
+    np.testing.assert_allclose(f(_t(X)).numpy(), _mlp_jacobian(X, 2 * W1, B1, W2), rtol=1e-10, atol=1e-12)
+    weights["w2"] = _t(W1)  # another tensor of the capture's type: replayed, with its values
+    before = replays["replayed"]
+    np.testing.assert_allclose(f(_t(X)).numpy(), _mlp_jacobian(X, 2 * W1, B1, W1), rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] == before + 1
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "strides", "traced", "view"])
+def test_a_capture_of_another_kind_leaves_the_replay(replays, change):
+    weights = {"w1": _t(W1), "b1": _t(B1), "w2": _t(W2)}
+    f = jacrev(_closed_over(weights))
+    for _ in range(3):
+        f(_t(X))
+    w2 = {"shape": lambda: np.concatenate([W2, W2], 1), "dtype": lambda: W2, "strides": lambda: W2,
+          "traced": lambda: W2, "view": lambda: W2}[change]()
+    if change == "dtype":
+        weights["w2"] = _t(w2, np.float32)
+    elif change == "strides":
+        weights["w2"] = tp.from_numpy(np.asfortranarray(w2))  # a root of other strides, same shape and values
+        assert weights["w2"]._base is None and not weights["w2"]._data.flags.c_contiguous
+    elif change == "view":
+        weights["w2"] = _t(np.concatenate([W2, W2], 0))[:D]  # a view of a larger tensor
+    else:
+        weights["w2"] = _t(w2)
+    if change == "traced":  # under a map, the closed-over weight is a batched tracer of the map's
+        ws = np.stack([W2, W1])
+        got = vmap(lambda w: jacrev(lambda x: tp.tanh(x @ weights["w1"] + weights["b1"]) @ w)(_t(X)))(_t(ws))
+        for k in range(2):
+            np.testing.assert_allclose(got[k].numpy(), _mlp_jacobian(X, W1, B1, ws[k]), rtol=1e-10, atol=1e-12)
+        return
+    if change == "dtype":  # the op's own error, as a fresh trace raises it (not the template's result)
+        with pytest.raises(TypeError, match="matmul: expected both operands to have the same dtype"):
+            f(_t(X))
+        return
+    want = _fd_jacobian(lambda x: np.tanh(x @ W1 + B1) @ w2, X)
+    np.testing.assert_allclose(f(_t(X)).numpy(), want, rtol=1e-6, atol=1e-6)
+    assert replays["left"] == 1
+
+
+def test_a_replay_left_after_a_capture_keys_the_trace_as_a_fresh_one(replays):
+    """Leaving after the replay took a capture lifts it where a fresh trace would: switching
+    between two programs sharing that prefix compiles each once."""
+    flags = {"tanh": True}
+    w = _t(W1)
+
+    def f(x):
+        h = x @ w
+        return tp.tanh(h) if flags["tanh"] else tp.sigmoid(h)
+
+    before = _pipeline.stats()["outermost"][1]
+    for t in (True, True, True, False, False, True, False):
+        flags["tanh"] = t
+        s = 1 / (1 + np.exp(-(X @ W1)))
+        want = ((1 - np.tanh(X @ W1) ** 2) if t else s * (1 - s))[:, None] * W1.T
+        np.testing.assert_allclose(jacfwd(f)(_t(X)).numpy(), want, rtol=1e-10, atol=1e-12)
+    assert replays["left"] >= 2 and replays["replayed"] >= 1
+    assert _pipeline.stats()["outermost"][1] - before == 2
+
+
+def test_the_same_tensor_as_argument_and_capture(replays):
+    """A captured tensor passed as the argument too: two inputs of one array, the gradient only
+    through the argument."""
+    w = _t(W1)
+    f = grad(lambda v: (v * w).sum() + (v @ w).sum())
+    for _ in range(4):
+        np.testing.assert_allclose(f(w).numpy(), W1 + np.outer(np.ones(D), W1.sum(1)), rtol=1e-10, atol=1e-12)
+    assert replays["replayed"] >= 1 and replays["left"] == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(_OPS), st.integers(0, 9), st.integers(0, 9)),
+                         min_size=1, max_size=6), min_size=1, max_size=3),
+       st.lists(st.integers(0, 2), min_size=3, max_size=8), st.sampled_from(["jacfwd", "jacrev"]))
+def test_random_programs_on_a_captured_weight_match_finite_differences(programs, order, which):
+    """As above, with the square weight closed over (a capture), changed in place between calls."""
+    current = {"ops": programs[0]}
+    w = _t(W1 * 0.5)
+    f = {"jacfwd": jacfwd, "jacrev": jacrev}[which](lambda x: _program(current["ops"], x, w))
+    for n, k in enumerate(order):
+        ops = programs[k % len(programs)]
+        current["ops"] = ops
+        w.copy_(_t(W1 * (0.5 + 0.1 * n)))
+        want = _fd_jacobian(lambda x: _numpy_program(ops, x, W1 * (0.5 + 0.1 * n)), X)
+        np.testing.assert_allclose(f(_t(X)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_captured_bias_broadcast_over_a_batch_replays_as_its_block(replays):
+    """``h + b`` with `b` captured and broadcast: the op memo's composite block, on a capture."""
+    w, b = _t(W1), _t(B1)
+    xs = RNG.standard_normal((3, D))
+    f = grad(lambda x: tp.tanh(x @ w + b).sum())
+    for scale in (1.0, 1.0, 1.0, 2.0):
+        b.copy_(_t(B1 * scale))
+        want = fd_grad(lambda x: np.tanh(x @ W1 + B1 * scale).sum(), xs)
+        np.testing.assert_allclose(f(_t(xs)).numpy(), want, rtol=1e-6, atol=1e-8)
+    assert replays["replayed"] >= 2 and replays["left"] == 0
