@@ -27,22 +27,6 @@ W2 = RNG.standard_normal((D, D)) / np.sqrt(D)
 X = RNG.standard_normal(D)
 
 
-@pytest.fixture
-def replays(monkeypatch):
-    """Counts of the replays taken to the end ("replayed") and left on the way ("left")."""
-    counts = {"replayed": 0, "left": 0}
-    real = _pipeline.replay_keyed
-
-    def counted(*args):
-        got = real(*args)
-        if got is not None:
-            counts["replayed" if got[2].__class__ is _replay.Replayed else "left"] += 1
-        return got
-
-    monkeypatch.setattr(_pipeline, "replay_keyed", counted)
-    return counts
-
-
 def _t(a, dtype=np.float64):
     return tp.from_numpy(np.array(a, dtype))
 
