@@ -109,6 +109,8 @@ def clear() -> None:
         c.clear()
     _IN_TREES.clear()
     _PLANS.clear()
+    for plan in _STANDALONE_PLANS:  # (their latest signature holds its replay templates)
+        plan.last = None
 
 
 def stats() -> dict[str, tuple[int, int, int]]:
@@ -592,7 +594,11 @@ def standalone_plan(name: str) -> _Plan:
     """The `_Plan` (signature records) of a standalone transform named `name` (`trace_standalone`)."""
     plan = _Plan(())
     plan.name = name
+    _STANDALONE_PLANS.append(plan)
     return plan
+
+
+_STANDALONE_PLANS: list = []
 
 
 def release_hit(user, sig: _Signature, tkey: tuple, user_fn: Callable) -> None:

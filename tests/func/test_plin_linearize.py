@@ -431,3 +431,16 @@ def test_repeated_linearizations_replay_their_trace_and_see_new_weights(replays)
     out, jvp_fn = linearize(lambda x: mlp(ps, x), _t(x_np))
     assert out.shape == (3,)
     np.testing.assert_allclose(jvp_fn(_t(t_np)).numpy(), mlp_jvp_np(ps, x_np, t_np), rtol=1e-4, atol=1e-5)
+
+
+def test_compiler_reset_forgets_the_replay_templates_of_linearize():
+    ps = _mlp_params([4, 3])
+    x = _t(np.ones(4))
+    for _ in range(3):
+        linearize(lambda x: mlp(ps, x), x)
+    assert _ad._LINEARIZE_SIGNATURES.last is not None and _ad._LINEARIZE_SIGNATURES.last.templates
+    tp.compiler.reset()
+    assert _ad._LINEARIZE_SIGNATURES.last is None
+    out, jvp_fn = linearize(lambda x: mlp(ps, x), x)  # and works as a first call again
+    np.testing.assert_allclose(jvp_fn(_t(np.ones(4))).numpy(), mlp_jvp_np(ps, np.ones(4, np.float32),
+                                                                         np.ones(4, np.float32)), rtol=1e-4, atol=1e-5)
