@@ -243,18 +243,17 @@ def _timer(repeat: int, sample_s: float):
 def phases(target, time_it) -> list[tuple[str, float]]:
     """[(phase, us)] of one workload's plain call (see the module docstring): the pieces
     `_pipeline.call_outermost` runs, each timed alone on the state a repeated call sees."""
-    from tensorplay._replay import Replayed
-    from tensorplay._trace import KeyedTrace, trace_function
+    from tensorplay._trace import trace_function
     from tensorplay.func import _ad, _pipeline as P
 
     wrapper, args, compiled = target
-
-    def _linearize_trace(f, x):  # the trace `_ad._linearize_plain` makes (a replay), released as on a hit
-        sig, _, tkey, _, user = P.trace_standalone(_ad._LINEARIZE_SIGNATURES, f, (x,))
-        P.release_hit(user, sig, tkey, f)
-
     if wrapper == "linearize":
         f, x, t = args
+
+        def trace_linearized():  # the trace `_ad._linearize_plain` makes (a replay), released as on a hit
+            sig, _, tkey, _, user = P.trace_standalone(_ad._LINEARIZE_SIGNATURES, f, (x,))
+            P.release_hit(user, sig, tkey, f)
+
         # first, while no jvp_fn holds residual buffers: each call then reuses the dropped one's
         whole = time_it(lambda: linearize(f, x))
         (_, plan) = _ad._LAST_PLAN[0]
@@ -262,7 +261,7 @@ def phases(target, time_it) -> list[tuple[str, float]]:
         arrays = [a._data for a in [x] + closed.captures]
         outs = plan.forward(tuple(arrays))
         out = [("linearize", whole),
-               ("trace", time_it(lambda: _linearize_trace(f, x))),
+               ("trace", time_it(trace_linearized)),
                ("forward", time_it(lambda: plan.forward(tuple(arrays)))),
                ("residual copies", time_it(lambda: plan.residuals(outs, arrays)))]
         _, jvp_fn = linearize(f, x)
@@ -287,10 +286,7 @@ def phases(target, time_it) -> list[tuple[str, float]]:
 
     def trace():  # the trace the plain call makes (`_pipeline._trace_call`), its trace freed as on a hit
         tkey, caps, user, _ = P._trace_call(chain, user_fn, args, {}, sig, tensors, per_sample, plan.name, name)
-        if user.__class__ is KeyedTrace:
-            P._keep_template(user, sig, tkey, user_fn)  # (as a hit does: the next call replays it)
-        elif user.__class__ is Replayed:
-            user.drop()
+        P.release_hit(user, sig, tkey, user_fn)  # (as a hit does: the next call replays it)
         return tkey if tkey is not None else P._trace_key(user), caps
 
     tkey, caps = trace()
