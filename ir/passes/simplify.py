@@ -200,6 +200,31 @@ def prim_out_shape(x: Value, y: Value, contract, batch) -> tuple:
             + tuple(y.shape[a] for a in free_axes(y.ndim, rc, rb)))
 
 
+def _dot_of_unit_contraction(s, x, y, *, contract, batch):
+    """A floating-point product whose contracted axes all have size 1 (an outer product, batched or
+    not: the ``x^T g`` rows of per-sample gradients) is a multiply of the operands broadcast to the
+    result: one fused pass over the output, where a gemm of inner size 1 per batch slice also reads
+    every output line before writing it. Each result element is the one product either way."""
+    (lc, rc), (lb, rb) = contract, batch
+    if x.dtype is not y.dtype or not x.dtype.is_floating_point or any(x.shape[a] != 1 for a in lc):
+        return None
+    out_shape = prim_out_shape(x, y, contract, batch)
+    nb, nx = len(lb), x.ndim - len(lc) - len(lb)
+
+    def spread(v, c, bt, dims):  # v's batch and free axes, in the result's order, broadcast onto it
+        kept = (*bt, *free_axes(v.ndim, c, bt))
+        if kept + tuple(c) != tuple(range(v.ndim)):
+            v = s.emit("transpose", v, permutation=kept + tuple(c))
+        if c:
+            v = s.emit("reshape", v, shape=v.shape[:len(kept)])
+        return s.emit("broadcast_in_dim", v, shape=out_shape, broadcast_dimensions=dims)
+
+    ny = len(out_shape) - nb - nx
+    lhs = spread(x, lc, lb, (*range(nb), *range(nb, nb + nx)))
+    rhs = spread(y, rc, rb, (*range(nb), *range(nb + nx, nb + nx + ny)))
+    return s.emit("mul", lhs, rhs)
+
+
 def _transpose_of_dot(s, x, *, permutation):
     """A transpose swapping the lhs-free and rhs-free axis groups of a dot_general (batch axes kept in front)
     is the product with its operands swapped -- when the transpose is the product's only use (otherwise
@@ -508,6 +533,7 @@ RULES: dict[str, list[Rule]] = {
     "dot_general": [
         _dot_of_transpose,                                                          # dot(transpose(x), y) -> dot(x, y)
         _dot_of_unit_reshape,                                                       # dot(reshape(x), y), 1-axes only
+        _dot_of_unit_contraction,                                                   # dot with k = 1 -> x * y, broadcast
         _dot_of_identity,                                                           # dot(diag(d), A) -> d * A^T (nan kept)
     ],
     "iota": [_iota_of_one],                                                         # iota along a 1-axis -> 0
