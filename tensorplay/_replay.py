@@ -360,9 +360,15 @@ def replay_keyed(box: list, fn: Callable, leaves: list, in_tree, batched_mask: t
     trace = _ready(template)
     args = template.tensors[:len(template.arg_values)]
     made = list(args)
-    _set(trace, "__dict__", {"transform": transform, "level": next(_levels), "concrete": _is_concrete(transform),
-                             "active": True, "made": made, "expect": template.expect, "template": template,
-                             "leaves": leaves, "batched": batched_mask})
+    d = trace.__dict__
+    if d.get("transform") is transform and d.get("made", 0) is None:  # (this template's idle trace again)
+        d["level"] = next(_levels)
+        d["active"], d["made"], d["expect"], d["template"] = True, made, template.expect, template
+        d["leaves"], d["batched"] = leaves, batched_mask
+    else:
+        _set(trace, "__dict__", {"transform": transform, "level": next(_levels), "concrete": _is_concrete(transform),
+                                 "active": True, "made": made, "expect": template.expect, "template": template,
+                                 "leaves": leaves, "batched": batched_mask})
     stack = STATE.stack
     stack.append(trace)
     try:

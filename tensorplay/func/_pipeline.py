@@ -510,7 +510,10 @@ def call_outermost(wrapper: Callable, args: tuple, kwargs: dict, fallback: Calla
         key = None
         entry = None
     if latest is not None or entry is not None:
-        release_hit(user, sig, tkey, user_fn)
+        if user.__class__ is Replayed:  # (`release_hit`, its common case inlined)
+            user.drop()
+        else:
+            release_hit(user, sig, tkey, user_fn)
         if latest is not None:
             _OUTERMOST.hits += 1  # (a hit, as `stats` counts them; unlocked: a counter only)
             return latest(tensors, captures)
