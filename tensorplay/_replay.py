@@ -287,10 +287,14 @@ class Replaying:
             sig = next(sig_of)
             if node.__class__ is Deferred:
                 # recorded again as the composite's hit records it (its ids, constants and tape
-                # step are this trace's); the tensor the function holds takes the new result
+                # step are this trace's), with the template's result Value as its result: a value
+                # read before the replay was left (the operand list of the memo hit that leaves it)
+                # is this trace's, as an adopted node's result is
                 ops = [moved.get(u, u) for u in node.refs[:node.n_ops]]
-                value = replay_block(self, node.prog, ops)._value
-                moved[node.out] = made[n + k]._value = value
+                result, fresh = node.out, replay_block(self, node.prog, ops)._value
+                block = fresh.node
+                result.node, result.id = block, fresh.id
+                block.out = result
                 continue
             if moved:
                 node.inputs = tuple([moved.get(u, u) for u in node.inputs])

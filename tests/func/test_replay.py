@@ -460,6 +460,34 @@ def _numpy_program(ops, x, w):
     return vals[-1]
 
 
+@pytest.mark.parametrize("transform", [jacfwd, jacrev, grad], ids=["jacfwd", "jacrev", "grad"])
+@pytest.mark.parametrize("first, then", [(tp.relu, tp.sigmoid), (tp.relu, tp.relu), (tp.relu, tp.tanh)],
+                         ids=["relu-sigmoid-relu", "relu-relu-tanh", "relu-tanh-relu"])
+def test_a_replay_left_right_after_a_composite_block_reads_its_result(replays, transform, first, then):
+    """A template whose first op is a composite block (relu), left at the next op, which is called
+    on that block's result: the block recorded again when leaving keeps the result Value the call's
+    operand list was read from (found by the captured-weight program test: a KeyError on an
+    undefined value in the traced graph)."""
+    ops = {"second": then}
+
+    def f(x):
+        return ops["second"](first(x))
+
+    def by_hand(x):
+        h = np.maximum(x, 0)
+        s = {tp.sigmoid: 1 / (1 + np.exp(-h)), tp.tanh: np.tanh(h), tp.relu: h}[ops["second"]]
+        return s if transform is not grad else s.sum()
+
+    other = first if then is not first else tp.tanh
+    for second in (then, then, other, then, other, other):
+        ops["second"] = second
+        x = X + 0.1  # (no entry at relu's kink)
+        got = (transform(lambda x: f(x).sum()) if transform is grad else transform(f))(_t(x))
+        want = fd_grad(lambda x: by_hand(x), x) if transform is grad else _fd_jacobian(by_hand, x)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-8)
+    assert replays["left"] >= 2
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.sampled_from(_OPS), st.integers(0, 9), st.integers(0, 9)),
                          min_size=1, max_size=6), min_size=1, max_size=3),
