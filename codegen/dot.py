@@ -247,10 +247,13 @@ def _axpy_streamed(ctx: KernelContext, node: Node, width: int, operand_index, la
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 BLAS_MIN_FLOPS = 2 * 32 ** 3  # below this a generated loop nest is as fast (see module docstring)
 GENERATED_MAX_PANEL = 1 << 18  # floats of each packed operand of the generated gemm kernel (1 MB)
-# The in-place kernel from this many flops (64x256 @ 256x256): below, OpenBLAS ties or wins (Zen 4,
-# one thread: 128^3 0.048 vs 0.049 ms, 64x128 @ 128x128 0.029 vs 0.027; 64x256 @ 256x256 0.084 vs
-# 0.093, 64x784 @ 784x256 0.26 vs 0.31).
-INPLACE_MIN_FLOPS = 1 << 23
+# The in-place kernel from this many flops (128^3, or the LSTM step's 32x128 @ 128x512); below,
+# OpenBLAS ties or wins on Zen 4 (one thread, in place vs OpenBLAS: 64x128 @ 128x128 0.029 vs 0.027
+# ms; 128^3 0.048 vs 0.049, 64x256 @ 256x256 0.084 vs 0.093, 64x784 @ 784x256 0.26 vs 0.31). On a
+# Sapphire Rapids core (tp.compile calls, us): 128^3 26.9 vs 28.4, 32x128 @ (512x128)^T 26 vs 49,
+# 32x512 @ 512x128 26.4 vs 35.3, 64x128 @ 128x128 14.8 vs 16.4; an LSTM step's products inside a
+# scan (OpenBLAS repacks the weight on every step) took its loss+grad from 8.64 to 7.67 ms.
+INPLACE_MIN_FLOPS = 1 << 22
 # The in-place gemm is on by default where `GemmPlan.inplace_kernel` takes it (AVX-512 hosts);
 # TENSORPLAY_INPLACE_GEMM=0 keeps every such product on OpenBLAS. Its code is one shape-generic
 # function per tile (`gemm_library`: compiled once per process or loaded from the disk cache, called

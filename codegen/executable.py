@@ -689,7 +689,7 @@ _LAYOUT_KEYS = {"entry", "size", "blocks", "finish", "alloc", "recipe", "arena_b
 # benchmarks change them at run time): (module, name, default). A module not imported yet has its
 # default, so a disk-cache hit need not import it (tests/codegen/test_disk_cache.py checks these
 # defaults against the modules).
-KEY_SETTINGS = (("dot", "BLAS_MIN_FLOPS", 2 * 32 ** 3), ("dot", "INPLACE_MIN_FLOPS", 1 << 23),
+KEY_SETTINGS = (("dot", "BLAS_MIN_FLOPS", 2 * 32 ** 3), ("dot", "INPLACE_MIN_FLOPS", 1 << 22),
                 ("module", "VECTOR_WIDTH", 512),
                 ("schedule", "MAX_FUSED_DEPTH", 64), ("schedule", "MAX_PATHS", 4),
                 ("threads", "REDUCE_BLOCK", 1 << 16), ("threads", "REDUCE_SPLIT_MIN", 1 << 18))

@@ -75,9 +75,9 @@ def test_strided_layouts_take_the_blas_path(case, monkeypatch):
 def test_blas_is_chosen_for_large_float_matmuls():
     if dot.find_blas() is None:
         pytest.skip("numpy has no bundled OpenBLAS here")
-    g = _graph((128, 128), (128, 128), ((1,), (0,)), ((), ()), dt.float32)
+    g = _graph((64, 128), (128, 128), ((1,), (0,)), ((), ()), dt.float32)  # (under the in-place gemm's range)
     plan = dot.blas_plan(g.nodes[0])
-    assert (plan.trans_a, plan.trans_b, plan.m, plan.n, plan.k, plan.loops) == (False, False, 128, 128, 128, ())
+    assert (plan.trans_a, plan.trans_b, plan.m, plan.n, plan.k, plan.loops) == (False, False, 64, 128, 128, ())
     assert dot.find_blas().sgemm in codegen.compile_graph(g).llvm_ir
     small = _graph((4, 4), (4, 4), ((1,), (0,)), ((), ()), dt.float32)
     assert dot.blas_plan(small.nodes[0]) is None

@@ -81,8 +81,10 @@ def test_the_rule_is_shapes_dtype_and_host_only():
     assert not looped.inplace_kernel(dt.float32, host_avx512=True)           # a loop of calls
     assert not dot.GemmPlan((), 64, 250, 784, False, 784, False, 250, 250).inplace_kernel(dt.float32, host_avx512=True)
     assert not dot.GemmPlan((), 7, 256, 4096, False, 4096, False, 256, 256).inplace_kernel(dt.float32, host_avx512=True)
-    small = dot.GemmPlan((), 128, 128, 128, False, 128, False, 128, 128)      # 4.2 MFLOP: OpenBLAS ties
-    assert 2 * 128 ** 3 < dot.INPLACE_MIN_FLOPS and not small.inplace_kernel(dt.float32, host_avx512=True)
+    small = dot.GemmPlan((), 64, 128, 128, False, 128, False, 128, 128)       # 2.1 MFLOP: OpenBLAS ties
+    assert 2 * 64 * 128 ** 2 < dot.INPLACE_MIN_FLOPS and not small.inplace_kernel(dt.float32, host_avx512=True)
+    step = dot.GemmPlan((), 32, 512, 128, False, 128, True, 128, 512)         # an LSTM step's h @ W_hh^T
+    assert step.inplace_kernel(dt.float32, host_avx512=True)
     big_b = dot.GemmPlan((), 64, 1024, 1024, False, 1024, False, 1024, 1024)  # B of 4 MB
     assert not big_b.inplace_kernel(dt.float32, host_avx512=True)
     big_a = dot.GemmPlan((), 2048, 256, 256, False, 256, False, 256, 256)     # A of 2 MB, B's panels copied
@@ -206,8 +208,9 @@ def test_plans_outside_the_rule_keep_their_path(case, dtype, avx512, monkeypatch
 
 @needs_kernel
 def test_below_the_threshold_openblas_keeps_it(monkeypatch):
-    """128^3 is under INPLACE_MIN_FLOPS with the real threshold: OpenBLAS; forced to 0: in place."""
-    case = ((128, 128), (128, 128), MM)
+    """64x128 @ 128x128 is under INPLACE_MIN_FLOPS with the real threshold: OpenBLAS; forced to 0:
+    in place."""
+    case = ((64, 128), (128, 128), MM)
     g = _graph(*case)
     args = _args(case, seed=5)
     exe, got, emitted = _run(g, args, monkeypatch, blas_min=dot.BLAS_MIN_FLOPS, inplace_min=dot.INPLACE_MIN_FLOPS)
