@@ -331,6 +331,31 @@ def find_blas() -> Blas | None:
     return None
 
 
+# OpenBLAS's cores that run its AVX-512 sgemm kernel (`openblas_get_corename`); on other cores of an
+# AVX-512 host (Zen 4: "Zen", its Haswell kernel) the in-place gemm wins more often (`inplace_kernel`).
+_AVX512_BLAS_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+
+
+@functools.lru_cache(maxsize=1)
+def blas_runs_avx512() -> bool:
+    """Whether numpy's OpenBLAS runs its AVX-512 kernels on this host (the core it reports).
+
+    >>> isinstance(blas_runs_avx512(), bool)
+    True
+    """
+    if find_blas() is None:
+        return False
+    for _, lib in _openblas_libraries():
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
+                     "openblas_get_corename"):
+            get = getattr(lib, name, None)
+            if get is not None:
+                get.restype = ctypes.c_char_p
+                core = (get() or b"").decode("ascii", "replace").lower()
+                return core in _AVX512_BLAS_CORES
+    return False
+
+
 @record(frozen=True)
 class GemmPlan:
     """A dot_general as a loop nest of strided row-major gemm calls (all sizes and strides in
@@ -384,7 +409,7 @@ class GemmPlan:
                 and max(gemm_kernel.lhs_panel_elements(self.m, self.k, t)
                         for t in (gemm_kernel.AVX2_TILE, gemm_kernel.AVX512_TILE)) <= GENERATED_MAX_PANEL)
 
-    def inplace_kernel(self, dtype, host_avx512: bool | None = None) -> bool:
+    def inplace_kernel(self, dtype, host_avx512: bool | None = None, blas_avx512: bool | None = None) -> bool:
         """Whether this single gemm call runs as the generated kernel reading both operands in
         place (`gemm_kernel.emit_gemm_inplace`) rather than OpenBLAS: float32 on an AVX-512 host
         with FMA (where it was measured faster: the MLP's x @ W1, x^T @ dh and dh @ W^T), one call
@@ -392,7 +417,10 @@ class GemmPlan:
         `PANEL_STACK_BYTES` (k <= 256: it is copied there, transposed), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
         512-bit tile), at least `INPLACE_MIN_FLOPS` and B at most 1 MB (its panels stay in L2), A
         too unless it is untransposed with m >= `COPY_PANEL_MIN_ROWS` (B's panels copied: the MLP's
-        x @ W1 at B = 1024, 1024x784 @ 784x256, 0.91-0.94x OpenBLAS; a large A^T ran 1.13x).
+        x @ W1 at B = 1024, 1024x784 @ 784x256, 0.91-0.94x OpenBLAS's Haswell kernel on Zen 4; a
+        large A^T ran 1.13x) and OpenBLAS does not run its own AVX-512 kernel (`blas_runs_avx512`:
+        on Sapphire Rapids that x @ W1 took 2.65 ms in place against 2.24 in OpenBLAS, while the
+        products with A in L2 stay faster in place: 1024x256 @ 256x256 0.65 vs 0.71 ms).
         Shapes, dtype and host only: never timing.
 
         >>> GemmPlan((), 64, 256, 784, False, 784, False, 256, 256).inplace_kernel(dt.float32, host_avx512=True)
@@ -402,12 +430,15 @@ class GemmPlan:
         """
         if host_avx512 is None:
             host_avx512 = gemm_kernel.host_supported() and gemm_kernel.host_avx512()
+        if blas_avx512 is None:
+            blas_avx512 = blas_runs_avx512()
         panel_ok = 4 * gemm_kernel.inplace_panel_elements(self.k) <= PANEL_STACK_BYTES
         return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
                 and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
                 and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
                 and self.k * self.n <= GENERATED_MAX_PANEL
-                and (self.m * self.k <= GENERATED_MAX_PANEL or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS))
+                and (self.m * self.k <= GENERATED_MAX_PANEL
+                     or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS and not blas_avx512))
 
 
 @record(frozen=True)

@@ -380,12 +380,14 @@ def test_the_mlp_products_run_in_place_by_default(monkeypatch):
 
 @needs_fma
 @needs_blas
-@pytest.mark.parametrize("ls, rs, contract, taken", [
-    ((300, 1200), (1200, 64), ((1,), (0,)), True),     # A of 1.4 MB untransposed, m >= 256: B's panels copied
-    ((1200, 300), (1200, 64), ((0,), (0,)), False),    # the same A transposed: OpenBLAS
-], ids=["a_large", "a_t_large"])
-def test_a_large_untransposed_lhs_runs_in_place(ls, rs, contract, taken, monkeypatch):
+@pytest.mark.parametrize("ls, rs, contract, blas_avx512, taken", [
+    ((300, 1200), (1200, 64), ((1,), (0,)), False, True),   # A of 1.4 MB untransposed, m >= 256: B's panels copied
+    ((300, 1200), (1200, 64), ((1,), (0,)), True, False),   # the same where OpenBLAS runs its AVX-512 kernel
+    ((1200, 300), (1200, 64), ((0,), (0,)), False, False),  # the same A transposed: OpenBLAS
+], ids=["a_large", "a_large_avx512_blas", "a_t_large"])
+def test_a_large_untransposed_lhs_runs_in_place(ls, rs, contract, blas_avx512, taken, monkeypatch):
     monkeypatch.setattr(gemm_kernel, "host_avx512", lambda: True)
+    monkeypatch.setattr(dot, "blas_runs_avx512", lambda: blas_avx512)
     monkeypatch.setenv("TENSORPLAY_DISK_CACHE", "0")
     monkeypatch.delenv(dot.INPLACE_GEMM_ENV, raising=False)
     g = _graph(ls, rs, contract)

@@ -88,7 +88,9 @@ def test_the_rule_is_shapes_dtype_and_host_only():
     big_b = dot.GemmPlan((), 64, 1024, 1024, False, 1024, False, 1024, 1024)  # B of 4 MB
     assert not big_b.inplace_kernel(dt.float32, host_avx512=True)
     big_a = dot.GemmPlan((), 2048, 256, 256, False, 256, False, 256, 256)     # A of 2 MB, B's panels copied
-    assert big_a.inplace_kernel(dt.float32, host_avx512=True)
+    assert big_a.inplace_kernel(dt.float32, host_avx512=True, blas_avx512=False)
+    assert not big_a.inplace_kernel(dt.float32, host_avx512=True, blas_avx512=True)  # OpenBLAS's own AVX-512 kernel
+    assert dh_wt.inplace_kernel(dt.float32, host_avx512=True, blas_avx512=True)     # (A in L2: in place either way)
     big_a_t = dot.GemmPlan((), 784, 256, 1024, True, 784, False, 256, 256)    # A^T of 3 MB: OpenBLAS
     assert not big_a_t.inplace_kernel(dt.float32, host_avx512=True)
     few_rows = dot.GemmPlan((), 200, 64, 2048, False, 2048, False, 64, 64)    # A of 1.6 MB, m < 256
