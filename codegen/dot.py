@@ -343,8 +343,6 @@ def blas_runs_avx512() -> bool:
     >>> isinstance(blas_runs_avx512(), bool)
     True
     """
-    if find_blas() is None:
-        return False
     for _, lib in _openblas_libraries():
         for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
                      "openblas_get_corename"):
@@ -430,15 +428,14 @@ class GemmPlan:
         """
         if host_avx512 is None:
             host_avx512 = gemm_kernel.host_supported() and gemm_kernel.host_avx512()
-        if blas_avx512 is None:
-            blas_avx512 = blas_runs_avx512()
         panel_ok = 4 * gemm_kernel.inplace_panel_elements(self.k) <= PANEL_STACK_BYTES
         return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
                 and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
                 and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
                 and self.k * self.n <= GENERATED_MAX_PANEL
                 and (self.m * self.k <= GENERATED_MAX_PANEL
-                     or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS and not blas_avx512))
+                     or not self.trans_a and self.m >= COPY_PANEL_MIN_ROWS
+                     and not (blas_runs_avx512() if blas_avx512 is None else blas_avx512)))
 
 
 @record(frozen=True)
