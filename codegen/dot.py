@@ -283,8 +283,8 @@ def inplace_tile() -> "gemm_kernel.Tile":
     return gemm_kernel.AVX512_TILE
 
 
-# The in-place gemm copies an untransposed B's column panel too (to the kernel's stack, or from
-# malloc for k > `gemm_kernel.GENERIC_PANEL_K`) when at least this many rows of A pass over it
+# The in-place gemm copies an untransposed B's column panel too (a block of k at a time, to the
+# kernel's stack) when at least this many rows of A pass over it
 # (Zen 4, same process, bits equal: x^T @ dh 784x64 @ 64x256 0.279 vs 0.304 ms; 256x64 @ 64x256
 # 0.092 vs 0.092; 64x256 @ 256x256 0.093 vs 0.087; 1024x784 @ 784x256 0.91-0.94x vs 0.96-1.07x of
 # OpenBLAS, round 12).
@@ -407,12 +407,27 @@ class GemmPlan:
                 and max(gemm_kernel.lhs_panel_elements(self.m, self.k, t)
                         for t in (gemm_kernel.AVX2_TILE, gemm_kernel.AVX512_TILE)) <= GENERATED_MAX_PANEL)
 
+    def copies_b_panel(self) -> bool:
+        """Whether the in-place kernel copies an untransposed B's column panels contiguous
+        (`gemm_kernel.GENERIC_COPY_PANEL`): when at least `COPY_PANEL_MIN_ROWS` rows of A pass over
+        each, or when k is longer than one block (`gemm_kernel.GENERIC_PANEL_K`): a block's copy
+        stays in L1, while B read in place spans k rows ldb apart (64x784 @ 784x256, Sapphire
+        Rapids, same process: 147 us copied against 165 in place; 64x256 @ 256x256 52 / 50).
+
+        >>> GemmPlan((), 64, 256, 784, False, 784, False, 256, 256).copies_b_panel()
+        True
+        >>> GemmPlan((), 64, 256, 256, False, 256, False, 256, 256).copies_b_panel()
+        False
+        """
+        return self.m >= COPY_PANEL_MIN_ROWS or self.k > gemm_kernel.GENERIC_PANEL_K
+
     def inplace_kernel(self, dtype, host_avx512: bool | None = None, blas_avx512: bool | None = None) -> bool:
         """Whether this single gemm call runs as the generated kernel reading both operands in
         place (`gemm_kernel.emit_gemm_inplace`) rather than OpenBLAS: float32 on an AVX-512 host
         with FMA (where it was measured faster: the MLP's x @ W1, x^T @ dh and dh @ W^T), one call
-        (no loop), an untransposed rhs or a transposed one whose column panel (k x 32 floats) fits
-        `PANEL_STACK_BYTES` (k <= 256: it is copied there, transposed), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
+        (no loop), either orientation of B (a transposed one's column panel is copied, transposed,
+        a block of k at a time: x @ W^T of 64x784 @ (256x784)^T ran 158 us against OpenBLAS's 230 on
+        Sapphire Rapids), n a multiple of the 256-bit tile's 16 columns, m >= 8 rows (one
         512-bit tile), at least `INPLACE_MIN_FLOPS` and B at most 1 MB (its panels stay in L2), A
         too unless it is untransposed with m >= `COPY_PANEL_MIN_ROWS` (B's panels copied: the MLP's
         x @ W1 at B = 1024, 1024x784 @ 784x256, 0.91-0.94x OpenBLAS's Haswell kernel on Zen 4; a
@@ -428,8 +443,7 @@ class GemmPlan:
         """
         if host_avx512 is None:
             host_avx512 = gemm_kernel.host_supported() and gemm_kernel.host_avx512()
-        panel_ok = 4 * gemm_kernel.inplace_panel_elements(self.k) <= PANEL_STACK_BYTES
-        return (dtype is dt.float32 and host_avx512 and not self.loops and (not self.trans_b or panel_ok)
+        return (dtype is dt.float32 and host_avx512 and not self.loops
                 and self.n % gemm_kernel.NR == 0 and self.m >= gemm_kernel.AVX512_TILE.mr
                 and 2 * self.m * self.n * self.k >= INPLACE_MIN_FLOPS
                 and self.k * self.n <= GENERATED_MAX_PANEL
@@ -679,7 +693,8 @@ def emit_dot_inplace(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     """The plan's single gemm call as a call of the generic in-place kernel
     (`gemm_kernel.emit_generic_inplace`, by symbol: `gemm_library`) over the operands where they
     are, in `inplace_tile`; B's column panel is copied to the kernel's stack when m >=
-    `COPY_PANEL_MIN_ROWS` (a transposed B's always is)."""
+    `COPY_PANEL_MIN_ROWS` or k spans several blocks (`GemmPlan.copies_b_panel`; a transposed B's
+    always is)."""
     from . import gemm_library
 
     b = ctx.b
@@ -689,7 +704,7 @@ def emit_dot_inplace(ctx: KernelContext, node: Node, plan: GemmPlan) -> None:
     gemm_library.prefetch(name)  # made once per process, beside this module's compile; linked by name
     fn = b.module.globals.get(name) or ir.Function(b.module, gemm_kernel.generic_function_type(), name)
     a_rs, a_cs = (1, plan.lda) if plan.trans_a else (plan.lda, 1)
-    flags = gemm_kernel.GENERIC_COPY_PANEL if plan.m >= COPY_PANEL_MIN_ROWS else 0
+    flags = gemm_kernel.GENERIC_COPY_PANEL if plan.copies_b_panel() else 0
     args = {"m": plan.m, "n": plan.n, "k": plan.k, "a": ctx.buffers[lhs], "a_rs": a_rs, "a_cs": a_cs,
             "b": ctx.buffers[rhs], "ldb": plan.ldb, "c": ctx.buffers[node.out], "ldc": plan.ldc, "flags": flags}
     b.call(fn, [u.i64(v) if isinstance(v, int) else v for v in (args[a] for a in gemm_kernel.GENERIC_ARGS)])

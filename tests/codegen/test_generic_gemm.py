@@ -62,7 +62,9 @@ def _per_shape(tile, m, n, k, trans_a, trans_b, copy):
     return code, ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(code.addresses["s"])
 
 
-SHAPES = [(1, 16, 1), (7, 16, 3), (8, 32, 1), (13, 48, 7), (9, 96, 40), (64, 256, 200), (17, 80, 33)]
+# the last three: k in two, three and four blocks of `GENERIC_PANEL_K` (equal blocks, the last shorter)
+SHAPES = [(1, 16, 1), (7, 16, 3), (8, 32, 1), (13, 48, 7), (9, 96, 40), (64, 256, 200), (17, 80, 33),
+          (9, 48, 257), (13, 80, 601), (17, 96, 784)]
 
 
 @needs_fma
@@ -100,7 +102,8 @@ def test_the_generic_function_matches_numpy_and_the_per_shape_kernel(shape, tran
 
 @needs_fma
 def test_a_transposed_b_longer_than_the_stack_panel():
-    """k above `GENERIC_PANEL_K`: the transposed panel comes from malloc (same values)."""
+    """k above `GENERIC_PANEL_K`: the transposed panel is copied a block of k at a time, into the
+    same stack panel (the values of the product, the bits of B^T stored untransposed)."""
     m, n, k = 16, 64, gemm_kernel.GENERIC_PANEL_K + 37
     rng = np.random.default_rng(1)
     a = rng.standard_normal((m, k)).astype(np.float32)

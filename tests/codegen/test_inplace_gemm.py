@@ -30,6 +30,7 @@ CASES = [
     ((9, 20), (9, 32), TA),          # A^T, m remainder 1 (8-row tile) or 3 (6-row tile)
     ((40, 24), (40, 80), TA),        # A^T, n = 2 panels + 16
     ((30, 17), (17, 16), MM),        # n = 16: only the narrow panel
+    ((11, 600), (600, 48), MM),      # k in three blocks (`GENERIC_PANEL_K`), a narrow last panel
 ]
 
 
@@ -75,8 +76,8 @@ def test_the_rule_is_shapes_dtype_and_host_only():
         assert not plan.inplace_kernel(dt.float16, host_avx512=True)
     dh_wt = dot.GemmPlan((), 64, 256, 256, False, 256, True, 256, 256)          # dh @ W^T: a 32 KB panel
     assert dh_wt.inplace_kernel(dt.float32, host_avx512=True)
-    long_k = dot.GemmPlan((), 64, 256, 784, False, 784, True, 784, 256)         # its panel over 32 KB
-    assert not long_k.inplace_kernel(dt.float32, host_avx512=True)
+    long_k = dot.GemmPlan((), 64, 256, 784, False, 784, True, 784, 256)         # x @ W1^T: blocks of k
+    assert long_k.inplace_kernel(dt.float32, host_avx512=True)
     looped = dot.GemmPlan(((10, 0, 200704, 256),), 64, 256, 784, False, 784, False, 256, 2560)
     assert not looped.inplace_kernel(dt.float32, host_avx512=True)           # a loop of calls
     assert not dot.GemmPlan((), 64, 250, 784, False, 784, False, 250, 250).inplace_kernel(dt.float32, host_avx512=True)
@@ -122,7 +123,8 @@ def test_matches_interpreter_and_the_loop_nest_bit_for_bit(case, strided, tile, 
 
 # B^T (the rhs contracted on its last axis): each column panel copied transposed to the stack
 TB_CASES = [
-    ((64, 256), (256, 256), TB),     # the MLP's dh @ W2^T: k = 256, the largest panel the rule takes
+    ((64, 256), (256, 256), TB),     # the MLP's dh @ W2^T: k = 256, one block of k
+    ((24, 601), (64, 601), TB),      # k in three blocks, each block's columns transposed into the panel
     ((13, 37), (48, 37), TB),        # k remainder 5 (16-lane blocks) / 5 (8-lane), m remainder
     ((8, 3), (16, 3), TB),           # k below one block: every column copied alone
     ((20, 9), (32, 20)),             # A^T and B^T (x^T @ w^T)
@@ -160,18 +162,21 @@ def test_transposed_rhs_has_the_bits_of_the_rhs_stored_transposed(case, strided,
 @pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
 @pytest.mark.parametrize("case", CASES + [((64, 300), (64, 48), TA)], ids=lambda c: f"{c[0]}x{c[1]}")
 def test_the_copied_panel_has_the_bits_of_b_read_in_place(case, strided, monkeypatch):
-    """B's column panel copied to the stack (forced for every m, and for m >= 256 by the default
-    threshold: the last case) == B read where it is, bit for bit."""
+    """B's column panel copied to the stack (forced for every product; by default for m >= 256, the
+    last case, and for k over one block, the case before) == B read where it is, bit for bit."""
     g = _graph(*case)
     args = _args(case, seed=9, strided=strided)
     m = g.outputs[0].type.shape[0]
+    k = case[0][0] if case[2] == TA else case[0][1]
+    default = dot.GemmPlan.copies_b_panel
     outs = {}
-    for name, rows in (("copied", 0), ("direct", float("inf")), ("default", dot.COPY_PANEL_MIN_ROWS)):
-        monkeypatch.setattr(dot, "COPY_PANEL_MIN_ROWS", rows)
+    for name, rule in (("copied", lambda plan: True), ("direct", lambda plan: False), ("default", default)):
+        monkeypatch.setattr(dot.GemmPlan, "copies_b_panel", rule)
         exe, outs[name], emitted = _run(g, args, monkeypatch)
         calls = re.findall(r'call void @"?tp_gemm_f32_8x32_nn"?\(.*, i64 (\d+)\)', exe.llvm_ir)
         assert emitted == 1 and len(calls) == 1
-        assert (calls[0] == "1") == (name == "copied" or name == "default" and m >= dot.COPY_PANEL_MIN_ROWS)
+        copies = m >= dot.COPY_PANEL_MIN_ROWS or k > gemm_kernel.GENERIC_PANEL_K
+        assert (calls[0] == "1") == (name == "copied" or name == "default" and copies)
     np.testing.assert_array_equal(outs["copied"], outs["direct"])
     np.testing.assert_array_equal(outs["default"], outs["direct"])
 
@@ -187,7 +192,6 @@ def test_the_two_tiles_give_the_same_bits(monkeypatch):
 
 @needs_kernel
 @pytest.mark.parametrize("case, dtype, avx512", [
-    (((64, 784), (256, 784), TB), dt.float32, True),     # B^T with k = 784: a panel over 32 KB
     (((64, 784), (784, 10), MM), dt.float32, True),      # n = 10
     (((7, 784), (784, 256), MM), dt.float32, True),      # m < 8
     (((1, 784), (784, 256), MM), dt.float32, True),      # m = 1: gemv
@@ -196,7 +200,7 @@ def test_the_two_tiles_give_the_same_bits(monkeypatch):
     (((64, 784), (784, 256), MM), dt.float64, True),     # float64
     (((64, 784), (784, 256), MM), dt.float16, True),     # float16: sgemm on copies
     (((64, 784), (784, 256), MM), dt.float32, False),    # an AVX2 host
-], ids=["rhs_t", "n10", "m7", "m1", "m0", "k0", "f64", "f16", "avx2_host"])
+], ids=["n10", "m7", "m1", "m0", "k0", "f64", "f16", "avx2_host"])
 def test_plans_outside_the_rule_keep_their_path(case, dtype, avx512, monkeypatch):
     g = _graph(*case, dtype)
     rng = np.random.default_rng(2)
