@@ -653,8 +653,8 @@ def fma_peak_kernel(iters: int, accumulators: int = PEAK_ACCUMULATORS):
 # outermost: a copied panel of B is a block's rows (on the stack, in L1 while the row tiles pass
 # over it), and a later block's chains go on from the values the block before stored (the same
 # bits). Sapphire Rapids, same process: 64x784 @ 784x256 with copied panels 165 -> 147 us,
-# 1024x784 @ 784x256 2.78 -> 2.50 ms, 64x784 @ (256x784)^T 196 -> 158 us (OpenBLAS 230). The module is written as IR text (`_Text`), not
-# built with llvmlite.ir. Every element is still one in-order fma chain over k from 0: the bits of
+# 1024x784 @ 784x256 2.78 -> 2.50 ms, 64x784 @ (256x784)^T 196 -> 158 us (OpenBLAS 230). The
+# module is written as IR text (`_Text`), not built with llvmlite.ir. Every element is still one in-order fma chain over k from 0: the bits of
 # the code above.
 GENERIC_ARGS = ("m", "n", "k", "a", "a_rs", "a_cs", "b", "ldb", "c", "ldc", "flags")
 GENERIC_COPY_PANEL = 1  # flags bit: copy an untransposed B's column panels contiguous
@@ -754,17 +754,15 @@ def _tile_text(t: _Text, tile: Tile) -> None:
         t(f"%ar{r} = getelementptr inbounds float, ptr %a, i64 %ao{r}")
     # the first block of k starts every chain from 0, a later one from the value the block before
     # stored (exact: the chain goes on where it stopped)
-    t("br i1 %first, label %kz, label %kl")
+    t("br i1 %first, label %kj, label %kl")
     t.block("kl")
     loaded = _tile_destinations(t, tile, ".l")
     for q, p in enumerate(loaded):
         t(f"%in.l{q} = load {vt}, ptr {p}, align 4")
     t("br label %kj")
-    t.block("kz")
-    t("br label %kj")
     t.block("kj")
     for q in range(MR * NV):
-        t(f"%start{q} = phi {vt} [zeroinitializer, %kz], [%in.l{q}, %kl]")
+        t(f"%start{q} = phi {vt} [zeroinitializer, %mb.body], [%in.l{q}, %kl]")
     t("br label %k.head")
     t.block("k.head")
     t("%kk = phi i64 [0, %kj], [%kk.next, %k.body]")
@@ -928,8 +926,8 @@ def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
     `GENERIC_PANEL_K` rows of k (equal blocks, the outermost loop), the accumulators of every
     block after the first loaded from where the block before stored them. An untransposed B's
     panel is copied contiguous first when flags has `GENERIC_COPY_PANEL` (and for the narrow
-    panel); a transposed one always is (a block's rows, on the stack), its 16-lane blocks transposed by AVX-512 permutes on an AVX-512 target (`avx512`, by default
-    `target_avx512`). The bits are those of `emit_gemm_inplace`.
+    panel); a transposed one always is (a block's rows, on the stack), its 16-lane blocks
+    transposed by AVX-512 permutes on an AVX-512 target (`avx512`, by default `target_avx512`). The bits are those of `emit_gemm_inplace`.
 
     >>> text = emit_generic_inplace(AVX512_TILE, avx512=False)
     >>> text.startswith('define internal void @"tp_gemm_f32_8x32"('), "vpermi2var" in text
@@ -944,7 +942,7 @@ def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
     t = _Text()
     t.lines.append(f'define internal void @"{generic_core_symbol(tile)}"({args})\n{{')
     t.block("entry")
-    t(f"%panel = alloca float, i64 {GENERIC_PANEL_K * NR}, align 64")
+    t(f"%pan = alloca float, i64 {GENERIC_PANEL_K * NR}, align 64")
     t(f"%scratch = alloca float, i64 {MR * NR}, align 64")
     t(f"%n_full = udiv i64 %n, {NR}")
     t(f"%n_rem = urem i64 %n, {NR}")
@@ -955,7 +953,6 @@ def emit_generic_inplace(tile: Tile, avx512: bool | None = None) -> str:
     t(f"%cb = and i64 %flags, {GENERIC_COPY_PANEL}")
     t("%cf = icmp ne i64 %cb, 0")
     t("%asked = or i1 %trans, %cf")
-    t("%pan = getelementptr inbounds float, ptr %panel, i64 0")
     t("%last_row = sub i64 %m, 1")
     t(f"%m_up = add i64 %m, {MR - 1}")
     t(f"%row_tiles = udiv i64 %m_up, {MR}")
